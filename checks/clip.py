@@ -1,0 +1,16 @@
+"""CLIP: OpenCLIP training, the MMoCLIP benchmark of the JUPITER Benchmark Suite.
+
+On GPU partitions: ViT-L-14 on 3.2M synthetic pairs, the benchmark's rules
+(metric ``total_time_secs``; baseline <= 1260 s on 8 JUWELS Booster nodes).
+On CPU partitions: the same program and code path with the CLIP-tiny model.
+"""
+import reframe as rfm
+
+from hpctestlib_ml.clip import ClipTraining
+
+
+@rfm.simple_test
+class MMoCLIP(ClipTraining):
+    descr = 'OpenCLIP training (MMoCLIP benchmark rules at benchmark size)'
+    maintainers = ['hpcml']
+    tags = {'clip', 'mmoclip'}

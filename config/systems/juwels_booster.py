@@ -1,0 +1,65 @@
+"""JUWELS Booster (Jülich Supercomputing Centre): a worked example of a site.
+
+936 nodes, each 4 x NVIDIA A100 (40 GB), 2 x AMD EPYC 7402 (48 cores,
+96 hardware threads), 4 x HDR200 InfiniBand. Slurm, partition ``booster``.
+
+Site facts the checks need, all here and none in the checks:
+
+- GPUs are requested with ``--gres=gpu:N``;
+- the account comes from ``$HPCML_ACCOUNT`` (or JSC's ``$BUDGET_ACCOUNTS``);
+- a node is reached over InfiniBand at its host name plus ``i``
+  (``jwb0001`` -> ``jwb0001i``): ``rendezvous_address``;
+- the MMoCLIP benchmark runs at 1, 2, 4 and 8 nodes.
+
+Environment: JSC's software stage with PyTorch from modules, plus the
+suite's extras in a virtual environment at ``$HPCML_VENV`` when set.
+"""
+import os
+
+from hpctestlib_ml.siteconfig import make_site_configuration, system_dirs
+
+_account = os.environ.get('HPCML_ACCOUNT', os.environ.get('BUDGET_ACCOUNTS'))
+_venv = os.environ.get('HPCML_VENV')
+
+site_configuration = make_site_configuration(
+    systems=[{
+        'name': 'juwels-booster',
+        'descr': 'JUWELS Booster, Jülich Supercomputing Centre',
+        'hostnames': [r'jwlogin\d+', r'jwb\d+'],
+        # Modules are loaded by the environment's prepare_cmds, so that job
+        # scripts can be generated (--dry-run) on hosts without Lmod.
+        'modules_system': 'nomod',
+        **system_dirs(),
+        'partitions': [{
+            'name': 'booster',
+            'descr': '4 x A100 per node',
+            'scheduler': 'slurm',
+            'launcher': 'srun',
+            'access': ['--partition=booster'] + (
+                [f'--account={_account}'] if _account else []),
+            'environs': ['pytorch'],
+            'max_jobs': 8,
+            'time_limit': '2h',
+            'processor': {'num_cpus': 96, 'num_cpus_per_core': 2,
+                          'num_sockets': 2, 'num_cpus_per_socket': 48},
+            'devices': [{'type': 'gpu', 'model': 'A100', 'arch': 'sm_80',
+                         'num_devices': 4}],
+            'resources': [{'name': 'gpu',
+                           'options': ['--gres=gpu:{num_gpus_per_node}']}],
+            'features': ['gpu', 'cuda'],
+            'extras': {
+                'max_nodes': 936,
+                'scales': ['1_node', '2_nodes', '4_nodes', '8_nodes'],
+                'rendezvous_address': '{hostname}i',
+            },
+        }],
+    }],
+    environments=[{
+        'name': 'pytorch',
+        'prepare_cmds': [
+            'module load Stages/2025 GCC OpenMPI PyTorch torchvision',
+        ] + ([f'source {_venv}/bin/activate'] if _venv else []),
+        'features': ['torch'],
+        'target_systems': ['juwels-booster'],
+    }],
+)

@@ -1,0 +1,20 @@
+"""hpctestlib_ml: ReFrame base classes, launch builders, log parsers and
+reporting for the ML-training regression suite.
+
+Importing this package does no work: the ReFrame parts live in
+:mod:`hpctestlib_ml.base` and the workload modules, the pure parts
+(parsers, FLOPs, launch builders) import nothing heavier than the standard
+library.
+"""
+import pathlib
+
+__version__ = '0.1.0'
+
+#: The repository this library was loaded from.
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+#: Training programs, run as ``python -m <program>`` with ``PYTHONPATH=SRC_DIR``.
+SRC_DIR = REPO_ROOT / 'src'
+
+#: Per-workload reference files (ReFrame 4.10 external references).
+REFERENCES_DIR = REPO_ROOT / 'config' / 'references'

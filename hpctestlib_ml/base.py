@@ -1,0 +1,370 @@
+"""MLTrainingTest: the one place that turns a partition and a scale into a job.
+
+Every workload derives from :class:`MLTrainingTest` and says only what is its
+own: the program and its arguments, its sizes, how to read its log, its
+FLOPs per sample. The base owns everything else:
+
+- which partitions a scale and launch mode run on (site facts from config);
+- nodes, tasks, CPUs and GPUs of the job, and the launch command;
+- the size (``tiny`` on CPU partitions, ``benchmark`` on GPU ones, or ``-S size=``);
+- checks that fail with a one-line reason naming the fix;
+- the sanity function and MFU, and the external references file.
+"""
+import math
+import os
+
+import reframe as rfm
+import reframe.core.runtime as rt
+import reframe.utility.sanity as sn
+from reframe.core.builtins import (parameter, run_after, sanity_function,
+                                   variable)
+from reframe.core.exceptions import ReframeError, SanityError
+
+from hpctestlib_ml import REFERENCES_DIR, SRC_DIR, launch
+from hpctestlib_ml.parsers import failures
+from hpctestlib_ml.constants import (DEVICE_PEAK_FLOPS, GPU_FEATURE,
+                                     LAUNCH_MODES, PRECISION_PEAK, SCALES,
+                                     SIZES)
+from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
+                                  resolve_layout, runs_scale)
+
+
+class BadInputError(ReframeError):
+    '''A test variable or site setting that cannot work; the message names the fix.'''
+
+
+def count(name, value, minimum=1):
+    '''*value* (an int, or text from ``-S``) as an int >= *minimum*.'''
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or number < minimum or str(number) != str(value).strip():
+        raise BadInputError(f'{name} must be an integer >= {minimum}, got '
+                            f'{value!r}: fix -S {name}')
+    return number
+
+
+def partition_facts(part):
+    '''The :class:`PartitionFacts` of a ReFrame partition.'''
+    scheduler = part.scheduler.registered_name
+    max_nodes = part.extras.get('max_nodes', 1 if scheduler == 'local' else
+                                math.inf)
+    scales = part.extras.get('scales')
+    return PartitionFacts(
+        name=part.fullname,
+        max_nodes=max_nodes,
+        gpus_per_node=sum(d.num_devices for d in part.devices
+                          if d.device_type == 'gpu'),
+        cpus_per_node=part.processor.num_cpus,
+        launcher=part.launcher_type.registered_name,
+        scales=tuple(scales) if scales is not None else None,
+    )
+
+
+class MLTrainingTest(rfm.RunOnlyRegressionTest):
+    '''Base of the suite's training tests (see the module docstring).
+
+    Derived classes set :attr:`workload`, :attr:`program`, :attr:`sizes`
+    and implement :meth:`program_args`, :meth:`log_problems`,
+    :meth:`extract_metrics` and :meth:`model_flops_per_sample`.
+    '''
+
+    #: Named scale (:data:`~hpctestlib_ml.constants.SCALES`): nodes and ranks
+    #: per node. Partitions run those in their ``extras['scales']``, or all
+    #: that fit.
+    scale = parameter(list(SCALES))
+
+    #: ``per_task`` (the launcher starts every rank) or ``torchrun`` (one
+    #: torchrun per node starts the node's ranks).
+    launch_mode = parameter(list(LAUNCH_MODES))
+
+    #: ``tiny``, ``benchmark`` or ``auto`` (``benchmark`` on partitions with
+    #: the ``gpu`` feature, else ``tiny``).
+    #:
+    #: :type: :class:`str`
+    size = variable(str, value='auto')
+
+    #: Nodes; overrides the scale's (a bad value fails with the reason).
+    #: Count variables also take text, so that ``-S num_nodes=abc`` fails
+    #: the test with a reason instead of stopping ReFrame with a traceback.
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    num_nodes = variable(str, int, type(None), value=None)
+
+    #: Ranks per node; overrides the scale's (default: one per GPU, or the
+    #: scale's count on CPU partitions).
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    procs_per_node = variable(str, int, type(None), value=None)
+
+    #: GPUs per node the job asks for (set at setup; 0 on CPU partitions).
+    #:
+    #: :type: :class:`int`
+    gpus_per_node = variable(int, value=0)
+
+    #: Local (per-rank) batch size; default: the size's.
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    batch_size = variable(str, int, type(None), value=None)
+
+    #: Training precision as the program names it; default: the size's on
+    #: GPUs, ``fp32`` on CPUs.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    precision = variable(str, type(None), value=None)
+
+    #: Training steps of a ``tiny`` run (benchmark sizes follow the
+    #: benchmark's rules).
+    #:
+    #: :type: :class:`int`
+    steps = variable(str, int, value=8)
+
+    #: Python interpreter that runs the program on the compute nodes.
+    #:
+    #: :type: :class:`str`
+    python = variable(str, value='python3')
+
+    #: Workload name: the references file and ``hpcml extract`` use it.
+    #:
+    #: :type: :class:`str`
+    workload = variable(str)
+
+    #: Python module under ``src/`` that is the training program.
+    #:
+    #: :type: :class:`str`
+    program = variable(str)
+
+    #: Size name -> defaults for variables the user left unset, and
+    #: ``time_limit``.
+    #:
+    #: :type: :class:`dict`
+    sizes = variable(dict, value={})
+
+    #: The resolved size, layout and device, set at setup.
+    resolved_size = variable(str, type(None), value=None)
+    device = variable(str, value='cpu')
+
+    valid_systems = ['*']
+    valid_prog_environs = ['+torch']
+
+    @run_after('init')
+    def keep_partitions_that_fit(self):
+        '''Run each parameterised scale only where the site says it fits.
+
+        Explicit ``-S num_nodes``/``-S procs_per_node`` requests are not
+        filtered: they are checked at setup and fail with the reason.
+        '''
+        if self.num_nodes is not None or self.procs_per_node is not None:
+            return
+
+        candidates = rt.valid_sysenv_comb(self.valid_systems,
+                                          self.valid_prog_environs,
+                                          check_environs=False)
+        self.valid_systems = [
+            part.fullname for part in candidates
+            if runs_scale(self.scale, partition_facts(part), self.launch_mode)
+        ]
+
+    @run_after('init')
+    def use_reference_file(self):
+        ref_file = REFERENCES_DIR / f'{self.workload}.yaml'
+        if ref_file.is_file():
+            self.reference = {'$ref': str(ref_file)}
+
+    @property
+    def uses_gpus(self):
+        return self.layout.gpus_per_node > 0
+
+    @run_after('setup')
+    def resolve_size_and_layout(self):
+        part = self.current_partition
+        facts = partition_facts(part)
+        nodes, ppn = (None if value is None else count(name, value)
+                      for name, value in (('num_nodes', self.num_nodes),
+                                          ('procs_per_node',
+                                           self.procs_per_node)))
+        try:
+            self.layout = resolve_layout(self.scale, facts, nodes, ppn)
+        except LayoutError as err:
+            raise BadInputError(str(err)) from None
+
+        reason = misfit(self.layout, facts, self.launch_mode)
+        if reason:
+            raise BadInputError(reason)
+
+        self.num_nodes = self.layout.num_nodes
+        self.procs_per_node = self.layout.procs_per_node
+        self.gpus_per_node = self.layout.gpus_per_node
+
+        size = self.size
+        if size == 'auto':
+            size = 'benchmark' if GPU_FEATURE in part.features else 'tiny'
+        if size not in SIZES or size not in self.sizes:
+            known = ', '.join(s for s in SIZES if s == 'auto' or s in self.sizes)
+            raise BadInputError(f'unknown size {self.size!r} for {self.workload}'
+                                f': use -S size= one of {known}')
+        self.resolved_size = size
+        self.device = 'cuda' if self.uses_gpus else 'cpu'
+
+        for name, value in self.sizes[size].items():
+            if name == 'time_limit':
+                if self.time_limit is None:
+                    self.time_limit = value
+            elif getattr(self, name) is None:
+                setattr(self, name, value)
+
+        if self.precision is None:
+            self.precision = 'fp32'
+        self.batch_size = count('batch_size', self.batch_size)
+        # The first logged step is warm-up: steady state needs two.
+        self.steps = count('steps', self.steps, minimum=2)
+
+        self.finalize_settings()
+
+    @run_after('setup')
+    def set_job_layout(self):
+        layout = self.layout
+        torchrun = self.launch_mode == 'torchrun'
+        tasks_per_node = 1 if torchrun else layout.procs_per_node
+        self.num_tasks = layout.num_nodes * tasks_per_node
+        self.num_tasks_per_node = tasks_per_node
+        if layout.cpus_per_proc:
+            self.num_cpus_per_task = layout.cpus_per_proc * (
+                layout.procs_per_node if torchrun else 1)
+        if self.uses_gpus:
+            self.extra_resources = {
+                'gpu': {'num_gpus_per_node': layout.gpus_per_node}
+            }
+
+    @run_after('setup')
+    def set_launch_command(self):
+        scheduler = self.current_partition.scheduler.registered_name
+        address = self.current_partition.extras.get('rendezvous_address',
+                                                    '{hostname}')
+        try:
+            self.prerun_cmds += launch.rendezvous_env(scheduler, address)
+        except ValueError as err:
+            raise BadInputError(f'{self.current_partition.fullname}: {err}') \
+                from None
+
+        self.prerun_cmds += launch.thread_env(self.layout.cpus_per_proc)
+        self.env_vars['PYTHONPATH'] = f'{SRC_DIR}${{PYTHONPATH:+:$PYTHONPATH}}'
+        args = launch.quote_args(self.program_args())
+        if self.launch_mode == 'torchrun':
+            self.executable, self.executable_opts = launch.torchrun_command(
+                self.python, self.program, args, self.layout.num_nodes,
+                self.layout.procs_per_node, launch.job_id_expr(scheduler))
+        else:
+            self.executable, self.executable_opts = launch.per_task_command(
+                self.python, self.program, args)
+
+    @run_after('setup')
+    def add_utilisation_metrics(self):
+        peak = self.peak_flops_per_node()
+        if peak is None:
+            return
+
+        nodes = self.layout.num_nodes
+        self.perf_variables['mfu'] = sn.make_performance_function(
+            lambda: self._utilisation(self.model_flops_per_sample(), peak,
+                                      nodes), '%')
+        hardware = self.hardware_flops_per_sample()
+        if hardware != self.model_flops_per_sample():
+            self.perf_variables['hfu'] = sn.make_performance_function(
+                lambda: self._utilisation(hardware, peak, nodes), '%')
+
+    def peak_flops_per_node(self):
+        '''Peak FLOP/s of one node at this test's precision, or None if unknown.
+
+        GPU partitions: ``devices`` ``model`` looked up in
+        :data:`~hpctestlib_ml.constants.DEVICE_PEAK_FLOPS` (or
+        ``extras['device_peak_flops']``); CPU partitions:
+        ``extras['cpu_peak_flops']``.
+        '''
+        extras = self.current_partition.extras
+        if not self.uses_gpus:
+            return extras.get('cpu_peak_flops')
+
+        peak = extras.get('device_peak_flops')
+        if peak is None:
+            gpus = self.current_partition.select_devices('gpu')
+            model = gpus[0].model if gpus else None
+            key = PRECISION_PEAK.get(self.precision, 'fp32')
+            peak = DEVICE_PEAK_FLOPS.get(model, {}).get(key)
+
+        return peak * self.layout.gpus_per_node if peak else None
+
+    def _utilisation(self, flops_per_sample, peak_per_node, nodes):
+        throughput = self.metrics()[self.throughput_metric]
+        return 100 * throughput * flops_per_sample / (peak_per_node * nodes)
+
+    # Log reading, once per test case
+    def log_text(self):
+        '''The job's stdout and stderr (the programs log to either).'''
+        if getattr(self, '_log_text', None) is None:
+            parts = []
+            for name in (self.stdout.evaluate(), self.stderr.evaluate()):
+                path = os.path.join(self.stagedir, name)
+                if os.path.exists(path):
+                    with open(path, errors='replace') as fp:
+                        parts.append(fp.read())
+            self._log_text = '\n'.join(parts)
+
+        return self._log_text
+
+    def metrics(self):
+        if getattr(self, '_metrics', None) is None:
+            self._metrics = self.extract_metrics(self.log_text())
+
+        return self._metrics
+
+    def metric(self, name):
+        value = self.metrics()[name]
+        if value is None:
+            raise SanityError(f'{name}: not found in the log')
+        return value
+
+    @sanity_function
+    def assert_training_ran(self):
+        '''The program exited 0, without a traceback, and its log passes
+        the workload's checks; else a one-line reason.'''
+        text = self.log_text()
+        exitcode = self.job.exitcode
+        if exitcode not in (0, None) or failures.has_traceback(text):
+            raise SanityError(f'program failed (exit code {exitcode}): '
+                              f'{failures.failure_line(text)}')
+
+        problems = self.log_problems(text)
+        if problems:
+            raise SanityError('; '.join(problems))
+
+        return True
+
+    # What each workload provides
+    #: Name of the metric that is samples/s over all ranks (for MFU).
+    throughput_metric = 'throughput_avg'
+
+    def finalize_settings(self):
+        '''Derive the workload's remaining settings once size and layout
+        are known (called at setup, before :meth:`program_args`).'''
+
+    def program_args(self):
+        '''Arguments of the training program (unquoted).'''
+        raise NotImplementedError
+
+    def extract_metrics(self, text):
+        '''Metrics from the log text: the workload's parser.'''
+        raise NotImplementedError
+
+    def log_problems(self, text):
+        '''One-line reasons why the log shows a bad run; empty if none.'''
+        raise NotImplementedError
+
+    def model_flops_per_sample(self):
+        '''Analytic training FLOPs per sample (no recomputation).'''
+        raise NotImplementedError
+
+    def hardware_flops_per_sample(self):
+        '''FLOPs executed per sample, recomputation included.'''
+        return self.model_flops_per_sample()

@@ -1,0 +1,215 @@
+"""CLIP training with OpenCLIP, and the MMoCLIP benchmark's rules.
+
+The program is ``src/clip_train``: ``open_clip_train.main`` itself on
+OpenCLIP's synthetic dataset. The ``benchmark`` size is the MMoCLIP
+benchmark of the JUPITER Benchmark Suite (jubench-mmoclip, DESCRIPTION.md):
+ViT-L-14, 3.2M samples, 1 epoch, ``--local-loss --gather-with-grad``,
+optional ``--grad-checkpointing``, ``--log-every-n-steps 1``; its metric is
+``total_time_secs``.
+"""
+import importlib.util
+import json
+import math
+import pathlib
+
+from reframe.core.builtins import performance_function, variable
+
+from hpctestlib_ml import SRC_DIR, flops, launch
+from hpctestlib_ml.base import MLTrainingTest
+from hpctestlib_ml.parsers import open_clip as parser
+
+#: The MMoCLIP rules (jubench-mmoclip DESCRIPTION.md, "Execution").
+MMOCLIP_RULES = {
+    'model': 'ViT-L-14',
+    'train_num_samples': '3200000',
+    'epochs': '1',
+    'dataset_type': 'synthetic',
+    'local_loss': 'True',
+    'gather_with_grad': 'True',
+    'log_every_n_steps': '1',
+}
+
+#: A100 samples/s per GPU for ViT-L-14 in MMoCLIP (JUWELS Booster strong
+#: scaling, jubench-mmoclip): sizes the default time limit of a benchmark run.
+_VIT_L_14_SAMPLES_PER_GPU = 80.0
+
+_OPEN_CLIP_CONFIGS = SRC_DIR / 'clip_train' / 'model_configs'
+
+
+def model_config(name):
+    '''The OpenCLIP model config of *name* (suite configs first).'''
+    local = _OPEN_CLIP_CONFIGS / f'{name}.json'
+    if local.is_file():
+        return json.loads(local.read_text())
+
+    # Upstream configs ship inside open_clip; read the file, not the package
+    # (importing torch here would cost every test seconds).
+    spec = importlib.util.find_spec('open_clip')
+    if spec is None:
+        raise FileNotFoundError(f'no model config for {name!r}: open_clip '
+                                f'is not installed here')
+    path = pathlib.Path(spec.origin).parent / 'model_configs' / f'{name}.json'
+    return json.loads(path.read_text())
+
+
+class ClipTraining(MLTrainingTest):
+    '''OpenCLIP contrastive training on synthetic image-text pairs.'''
+
+    workload = 'clip'
+    program = 'clip_train'
+    sizes = {
+        'tiny': {'model': 'CLIP-tiny', 'batch_size': 32,
+                 'grad_checkpointing': False, 'time_limit': '15m'},
+        'benchmark': {'model': MMOCLIP_RULES['model'], 'batch_size': 512,
+                      'train_num_samples': 3_200_000,
+                      'grad_checkpointing': True, 'precision': 'amp'},
+    }
+
+    #: OpenCLIP model name; default: the size's.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    model = variable(str, type(None), value=None)
+
+    #: Samples in the epoch; default: the benchmark's 3.2M, or
+    #: ``steps`` x global batch for ``tiny``.
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    train_num_samples = variable(int, type(None), value=None)
+
+    #: Recompute activations in the backward pass (``--grad-checkpointing``).
+    #:
+    #: :type: :class:`bool` or :obj:`None`
+    grad_checkpointing = variable(bool, type(None), value=None)
+
+    #: Data-loader workers per rank; default: the rank's CPUs (as MMoCLIP's
+    #: JUBE script), 0 on CPU partitions.
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    workers = variable(int, type(None), value=None)
+
+    tags = {'clip', 'vision', 'language'}
+
+    def global_batch(self):
+        return self.batch_size * self.layout.world_size
+
+    def finalize_settings(self):
+        if self.train_num_samples is None:
+            self.train_num_samples = self.steps * self.global_batch()
+        if self.workers is None:
+            self.workers = (self.layout.cpus_per_proc or 1) if self.uses_gpus \
+                else 0
+        if self.resolved_size == 'benchmark' and self.time_limit is None:
+            seconds = self.train_num_samples / (
+                _VIT_L_14_SAMPLES_PER_GPU * self.layout.world_size)
+            self.time_limit = int(1.5 * seconds + 600)
+
+    def program_args(self):
+        args = [
+            '--dataset-type', 'synthetic',
+            '--train-num-samples', self.train_num_samples,
+            '--epochs', 1,
+            f'--batch-size={self.batch_size}',
+            '--model', self.model,
+            '--local-loss', '--gather-with-grad',
+        ]
+        if self.grad_checkpointing:
+            args.append('--grad-checkpointing')
+        args += [
+            '--log-every-n-steps', 1,
+            '--workers', self.workers,
+            '--device', self.device,
+            '--precision', self.precision,
+            '--dist-url', 'env://',
+            '--save-frequency', 0,
+            '--report-to', '',
+            '--logs', 'logs',
+        ]
+        if self.resolved_size == 'tiny':
+            # OpenCLIP's default warm-up is 10000 steps; fit it to the run.
+            args += ['--warmup', max(1, self.steps // 4), '--lr', '1e-3']
+
+        # A name unique per job: OpenCLIP refuses to reuse one.
+        scheduler = self.current_partition.scheduler.registered_name
+        name = f'--name=clip-{launch.job_id_expr(scheduler)}'
+        return [str(a) for a in args] + [launch.ShellExpr(name)]
+
+    def extract_metrics(self, text):
+        return parser.extract_metrics(text)
+
+    def log_problems(self, text):
+        problems = []
+        if parser.refused_to_run(text):
+            problems.append('OpenCLIP refused to run: the experiment name '
+                            'already exists under logs/')
+            return problems
+
+        world = self.layout.world_size
+        ranks, logged_world = parser.ranks_started(text)
+        if ranks != set(range(world)) or logged_world != world:
+            missing = sorted(set(range(world)) - ranks)
+            problems.append(f'{len(ranks)} of {world} ranks started '
+                            f'(missing: {missing[:8]})')
+
+        metrics = parser.extract_metrics(text)
+        if metrics['steps'] < 2:
+            problems.append(f'{metrics["steps"]} training steps logged, '
+                            f'need at least 2')
+        elif metrics['done_percent_last'] != 100:
+            problems.append(f'training stopped at '
+                            f'{metrics["done_percent_last"]:g}% of the epoch')
+        if metrics['loss_all_finite'] is False:
+            problems.append(f'loss is not finite (last: {metrics["loss_last"]})')
+        elif metrics['loss_last'] is not None:
+            # Every synthetic pair is the same black image and caption, so
+            # all logits are equal and the contrastive loss is exactly
+            # ln(logit columns): ln(global batch) when the features of all
+            # ranks were gathered, ln(local batch) when they were not.
+            expected = math.log(self.global_batch())
+            if abs(metrics['loss_last'] - expected) > 0.01 * expected:
+                problems.append(f'loss {metrics["loss_last"]:.4f} is not '
+                                f'ln(global batch {self.global_batch()}) = '
+                                f'{expected:.4f}: features were not gathered '
+                                f'across all ranks')
+
+        if self.resolved_size == 'benchmark':
+            params = parser.parse_params(text)
+            broken = {k: params.get(k) for k, v in MMOCLIP_RULES.items()
+                      if params.get(k) != v}
+            if broken:
+                problems.append(f'MMoCLIP rules not met: {broken} (must be '
+                                f'{ {k: MMOCLIP_RULES[k] for k in broken} })')
+
+        return problems
+
+    def model_flops_per_sample(self):
+        return flops.training_flops(
+            flops.clip_forward_flops(model_config(self.model)))
+
+    def hardware_flops_per_sample(self):
+        return flops.training_flops(
+            flops.clip_forward_flops(model_config(self.model)),
+            recompute=bool(self.grad_checkpointing))
+
+    @performance_function('s')
+    def total_time_secs(self):
+        '''MMoCLIP's metric: sum of Batch (t) over the logged steps but the first.'''
+        return self.metric('total_time_secs')
+
+    @performance_function('samples/s')
+    def throughput_avg(self):
+        '''Samples/s over all ranks, steady state (first step skipped).'''
+        return self.metric('throughput_avg')
+
+    @performance_function('samples/s')
+    def throughput_per_gpu_avg(self):
+        '''Samples/s per rank (per GPU), steady state.'''
+        return self.metric('throughput_per_gpu_avg')
+
+    @performance_function('s')
+    def time_per_iteration_secs_avg(self):
+        '''Mean step time, steady state.'''
+        return self.metric('time_per_iteration_secs_avg')
+
+    @performance_function('%')
+    def done_percent_last(self):
+        return self.metric('done_percent_last')

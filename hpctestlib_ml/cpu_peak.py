@@ -1,0 +1,72 @@
+"""This CPU's fp32 matmul rate, measured once and cached: the CPU peak for MFU.
+
+A CPU has no data-sheet peak that its BLAS reaches (clocks, vector units
+and memory differ per model and setting), so the suite measures what a
+large fp32 matmul achieves with all of the node's threads and uses that as
+the denominator of MFU on CPU partitions. ``hpcml cpu-peak`` prints it.
+"""
+import json
+import os
+import platform
+import time
+
+
+def measure_matmul_flops(size=2048, seconds=2.0, threads=None):
+    '''Best fp32 FLOP/s of ``size x size`` matmuls over about *seconds*.'''
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    a = torch.randn(size, size)
+    b = torch.randn(size, size)
+    torch.mm(a, b)  # warm-up: thread pool, page faults
+    best = 0.0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        start = time.perf_counter()
+        torch.mm(a, b)
+        elapsed = time.perf_counter() - start
+        best = max(best, 2 * size**3 / elapsed)
+    return best
+
+
+def _cpu_model():
+    try:
+        with open('/proc/cpuinfo') as fp:
+            for line in fp:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or 'unknown'
+
+
+def cached_peak(cache_dir, threads=None):
+    '''The measured peak of this host, from *cache_dir* or measured now.
+
+    The cache is keyed by host name, CPU model and thread count; None if
+    PyTorch is not importable here.
+    '''
+    threads = threads or os.cpu_count()
+    key = f'{platform.node()}|{_cpu_model()}|{threads}'
+    path = os.path.join(cache_dir, 'cpu_peak.json')
+    try:
+        with open(path) as fp:
+            cache = json.load(fp)
+    except (OSError, ValueError):
+        cache = {}
+
+    if key not in cache:
+        try:
+            flops = measure_matmul_flops(threads=threads)
+        except ImportError:
+            return None
+        cache[key] = {'fp32_matmul_flops': flops,
+                      'measured': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = f'{path}.{os.getpid()}.tmp'
+        with open(tmp, 'w') as fp:
+            json.dump(cache, fp, indent=2)
+        os.replace(tmp, path)
+
+    return cache[key]['fp32_matmul_flops']

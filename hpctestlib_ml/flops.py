@@ -1,0 +1,54 @@
+"""Analytic FLOPs per training sample, one function per model family.
+
+A multiply-add counts as 2 FLOPs. Training costs 3x the forward pass
+(forward + backward with twice its work); activation (gradient)
+checkpointing recomputes the forward once more, 4x. The suite reports
+MFU from the 3x figure (model FLOPs: recomputation is work the model does not
+need, Chowdhery et al. 2022, "PaLM", appendix B) and HFU from the FLOPs the
+hardware actually executes.
+"""
+
+TRAINING_FACTOR = 3
+RECOMPUTE_FACTOR = 4
+
+
+def transformer_forward_flops(seq_len, width, layers, mlp_ratio=4.0):
+    '''Forward FLOPs of a pre-norm transformer encoder over one sequence.
+
+    Per token and layer: QKV and output projections 4 w^2 multiply-adds, the
+    MLP 2 * mlp_ratio * w^2, and attention scores plus weighted values
+    2 * n * w; norms, softmax and biases are left out (<1%).
+    '''
+    macs_per_token = (4 + 2 * mlp_ratio) * width**2 + 2 * seq_len * width
+    return 2 * macs_per_token * seq_len * layers
+
+
+def clip_forward_flops(model_cfg):
+    '''Forward FLOPs of one image-text pair through an OpenCLIP ViT CLIP.
+
+    *model_cfg* is an OpenCLIP model config (``open_clip/model_configs/*.json``).
+    For ViT-L-14 this gives 175.3 GFLOP, OpenCLIP's own profile
+    (``docs/model_profile.csv``: 175.33 GFLOPs for ViT-L-14 at 224 px).
+    '''
+    vision, text = model_cfg['vision_cfg'], model_cfg['text_cfg']
+    patch = vision['patch_size']
+    image_size = vision['image_size']
+    num_patches = (image_size // patch) ** 2
+    v_width = vision['width']
+    t_width = text['width']
+    embed_dim = model_cfg['embed_dim']
+
+    patch_embed = 2 * 3 * patch**2 * v_width * num_patches
+    image_tower = transformer_forward_flops(
+        num_patches + 1, v_width, vision['layers'],
+        vision.get('mlp_ratio', 4.0))
+    text_tower = transformer_forward_flops(
+        text['context_length'], t_width, text['layers'],
+        text.get('mlp_ratio', 4.0))
+    projections = 2 * (v_width + t_width) * embed_dim
+    return patch_embed + image_tower + text_tower + projections
+
+
+def training_flops(forward_flops, recompute=False):
+    '''FLOPs of one training step per sample: 3x forward, 4x when recomputing.'''
+    return forward_flops * (RECOMPUTE_FACTOR if recompute else TRAINING_FACTOR)

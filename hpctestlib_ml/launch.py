@@ -1,0 +1,108 @@
+"""Build the commands and environment that start a training program's ranks.
+
+Two launch modes (:data:`hpctestlib_ml.constants.LAUNCH_MODES`):
+
+``per_task``
+    The job launcher (``srun``, ``mpirun``, or nothing locally) starts one
+    task per rank. ``src/rank_env.sh`` maps the launcher's ids (SLURM_PROCID,
+    SLURM_LOCALID, SLURM_NTASKS, or Open MPI's/PMI's) to RANK, LOCAL_RANK and
+    WORLD_SIZE, then execs the program.
+``torchrun``
+    The job launcher starts one task per node running
+    ``python -m torch.distributed.run`` with c10d rendezvous at
+    MASTER_ADDR:MASTER_PORT, which forks the node's ranks.
+
+MASTER_ADDR is the job's first node, as named by the partition's
+``rendezvous_address`` setting; MASTER_PORT is derived from the job id, so
+jobs sharing a node do not collide. Nothing here is hard-coded per site.
+"""
+import shlex
+
+from hpctestlib_ml import SRC_DIR
+
+#: MASTER_PORT = PORT_BASE + job id % PORT_SPAN: below Linux's ephemeral
+#: range (32768-60999), so the OS never hands it to another socket.
+PORT_BASE = 20000
+PORT_SPAN = 10000
+
+#: Schedulers whose jobs see Slurm's environment.
+SLURM_SCHEDULERS = ('slurm', 'squeue')
+
+RANK_ENV_SCRIPT = SRC_DIR / 'rank_env.sh'
+
+
+def job_id_expr(scheduler):
+    '''Shell expression of a number unique among the node's running jobs.'''
+    if scheduler in SLURM_SCHEDULERS:
+        return '${SLURM_JOB_ID}'
+    return '$$'
+
+
+def rendezvous_env(scheduler, address='{hostname}'):
+    '''Shell lines exporting MASTER_ADDR and MASTER_PORT for the job.
+
+    *address* says how to reach the first node: a template with
+    ``{hostname}`` (``'{hostname}i'`` on JUWELS, whose InfiniBand names end
+    in ``i``), a fixed address (``'127.0.0.1'``), or ``'nodeaddr'`` for the
+    node's Slurm ``NodeAddr``.
+    '''
+    if scheduler in SLURM_SCHEDULERS:
+        lines = ['hpcml_first_node=$(scontrol show hostnames '
+                 '"$SLURM_JOB_NODELIST" | head -n 1)']
+    else:
+        lines = ['hpcml_first_node=$(hostname)']
+
+    if address == 'nodeaddr':
+        if scheduler not in SLURM_SCHEDULERS:
+            raise ValueError("rendezvous_address 'nodeaddr' needs a Slurm "
+                             "scheduler; use a template such as '{hostname}'")
+        lines.append('export MASTER_ADDR=$(scontrol show node '
+                     '"$hpcml_first_node" | sed -n '
+                     "'s/.*NodeAddr=\\([^ ]*\\).*/\\1/p')")
+    else:
+        if '{' in address.replace('{hostname}', ''):
+            raise ValueError(f'rendezvous_address {address!r}: the only '
+                             f'placeholder is {{hostname}}')
+        value = address.replace('{hostname}', '${hpcml_first_node}')
+        lines.append(f'export MASTER_ADDR="{value}"')
+
+    lines.append(f'export MASTER_PORT=$(( {PORT_BASE} + '
+                 f'{job_id_expr(scheduler)} % {PORT_SPAN} ))')
+    return lines
+
+
+def thread_env(cpus_per_proc):
+    '''Shell lines giving each rank its share of the node's CPUs.'''
+    if cpus_per_proc:
+        return [f'export OMP_NUM_THREADS={cpus_per_proc}']
+    return []
+
+
+def per_task_command(python, module, args):
+    '''(executable, options) for one task per rank.'''
+    return str(RANK_ENV_SCRIPT), [python, '-u', '-m', module, *args]
+
+
+def torchrun_command(python, module, args, num_nodes, procs_per_node, job_id):
+    '''(executable, options) for one torchrun per node with c10d rendezvous.'''
+    opts = ['-u', '-m', 'torch.distributed.run',
+            f'--nnodes={num_nodes}',
+            f'--nproc-per-node={procs_per_node}',
+            '--rdzv-backend=c10d',
+            '--rdzv-endpoint=$MASTER_ADDR:$MASTER_PORT',
+            f'--rdzv-id={job_id}',
+            '--max-restarts=0',
+            '-m', module, '--', *args]
+    return python, opts
+
+
+class ShellExpr(str):
+    '''A program argument that the job script's shell must expand
+    (e.g. ``--name=clip-${SLURM_JOB_ID:-$$}``): left unquoted.'''
+
+
+def quote_args(args):
+    '''Shell-quote program arguments (ReFrame writes options verbatim),
+    except :class:`ShellExpr` ones.'''
+    return [a if isinstance(a, ShellExpr) else shlex.quote(str(a))
+            for a in args]

@@ -1,0 +1,11 @@
+"""Log parsers: pure functions from a training program's log text to metrics.
+
+One module per upstream log format. They import only the standard library so
+that ``hpcml extract`` and the ReFrame performance functions share them.
+"""
+from hpctestlib_ml.parsers import open_clip
+
+#: Workload name -> function(text) -> dict of metrics (``hpcml extract``).
+EXTRACTORS = {
+    'clip': open_clip.extract_metrics,
+}

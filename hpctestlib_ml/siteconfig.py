@@ -1,0 +1,92 @@
+"""Pieces every site configuration shares: run directories, logging, perflog
+format, results DB, modes. Site files under ``config/`` describe their
+systems and call :func:`site_configuration` with them.
+"""
+import os
+
+from hpctestlib_ml import REPO_ROOT
+
+#: Where runs write (stage, output, perflogs, results DB, reports);
+#: ``HPCML_VAR_DIR`` moves it, e.g. to a shared file system.
+VAR_DIR = os.environ.get('HPCML_VAR_DIR', str(REPO_ROOT / 'var'))
+
+#: Test attributes logged with every performance value, in this order.
+PERFLOG_FIELDS = (
+    'workload', 'resolved_size', 'scale', 'launch_mode', 'num_nodes',
+    'procs_per_node', 'gpus_per_node', 'batch_size', 'precision',
+)
+
+_PERFLOG_FORMAT = '|'.join(
+    ['%(check_job_completion_time)s', 'reframe %(version)s',
+     '%(check_display_name)s', '%(check_system)s:%(check_partition)s',
+     '%(check_environ)s']
+    + [f'%(check_{name})s' for name in PERFLOG_FIELDS]
+    + ['%(check_job_nodelist)s',
+       # each performance value ends in '|' (see _PERFVAR_FORMAT)
+       '%(check_perfvalues)s%(check_result)s']
+)
+
+_PERFVAR_FORMAT = ('%(check_perf_value)s|%(check_perf_unit)s|'
+                   '%(check_perf_ref)s|%(check_perf_lower_thres)s|'
+                   '%(check_perf_upper_thres)s|')
+
+
+def system_dirs():
+    '''``prefix``, ``stagedir`` and ``outputdir`` of a system under VAR_DIR.'''
+    return {
+        'prefix': VAR_DIR,
+        'stagedir': os.path.join(VAR_DIR, 'stage'),
+        'outputdir': os.path.join(VAR_DIR, 'output'),
+    }
+
+
+def logging_config():
+    return [{
+        'level': 'debug',
+        'handlers': [
+            {'type': 'stream', 'name': 'stdout', 'level': 'info',
+             'format': '%(message)s'},
+            {'type': 'file', 'name': os.path.join(VAR_DIR, 'reframe.log'),
+             'level': 'debug', 'append': True,
+             'format': '[%(asctime)s] %(levelname)s: %(check_info)s: '
+                       '%(message)s'},
+        ],
+        'handlers_perflog': [{
+            'type': 'filelog',
+            'basedir': os.path.join(VAR_DIR, 'perflogs'),
+            'prefix': '%(check_system)s/%(check_partition)s',
+            'level': 'info',
+            'format': _PERFLOG_FORMAT,
+            'format_perfvars': _PERFVAR_FORMAT,
+            'datefmt': '%Y-%m-%dT%H:%M:%S%z',
+            'append': True,
+        }],
+    }]
+
+
+def modes():
+    return [
+        {'name': 'smoke', 'options': ['-S', 'size=tiny']},
+        {'name': 'benchmark', 'options': ['-S', 'size=benchmark']},
+    ]
+
+
+def make_site_configuration(systems, environments):
+    '''A complete ReFrame configuration around *systems* and *environments*.'''
+    os.makedirs(VAR_DIR, exist_ok=True)
+    return {
+        'systems': systems,
+        'environments': environments,
+        'logging': logging_config(),
+        'modes': modes(),
+        'general': [{
+            'report_file': os.path.join(VAR_DIR, 'reports',
+                                        'run-report-{sessionid}.json'),
+            'topology_prefix': os.path.join(VAR_DIR, 'topology'),
+            'check_search_recursive': True,
+        }],
+        'storage': [{
+            'enable': True,
+            'sqlite_db_file': os.path.join(VAR_DIR, 'results.db'),
+        }],
+    }

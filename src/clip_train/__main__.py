@@ -1,0 +1,35 @@
+"""Entry point: ``python -m clip_train [--] <open_clip_train arguments>``."""
+import pathlib
+import sys
+
+MODEL_CONFIGS = pathlib.Path(__file__).parent / 'model_configs'
+
+
+def main(argv):
+    # torchrun needs a '--' between its own options and the program's
+    # (its argparse would otherwise take '--logs' for itself): drop it here.
+    if argv[:1] == ['--']:
+        argv = argv[1:]
+
+    try:
+        import open_clip
+        from open_clip_train.main import main as open_clip_train_main
+    except ImportError as err:
+        sys.exit(f'clip_train: cannot import OpenCLIP ({err}); install it with '
+                 f"`pip install 'open_clip_torch[training]'` or run in the "
+                 f'suite\'s PyTorch container')
+
+    from clip_train.cpu_ddp import allow_ddp_on_cpu
+
+    open_clip.add_model_config(MODEL_CONFIGS)
+    allow_ddp_on_cpu()
+
+    # OpenCLIP returns -1 (and exits 0) when it refuses to run, e.g. when
+    # the experiment name already exists: make that a failure.
+    if open_clip_train_main(argv) == -1:
+        sys.exit('clip_train: open_clip_train refused to run (see the message '
+                 'above); nothing was trained')
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])
