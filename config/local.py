@@ -13,7 +13,8 @@ import subprocess
 import sys
 
 from hpctestlib_ml import cpu_peak
-from hpctestlib_ml.siteconfig import VAR_DIR, make_site_configuration, system_dirs
+from hpctestlib_ml.siteconfig import (CACHE_DIR, make_site_configuration,
+                                      system_dirs)
 
 #: nvidia-smi product names -> keys of hpctestlib_ml.constants.DEVICE_PEAK_FLOPS
 _GPU_MODELS = (('GH200', 'GH200'), ('H200', 'H200'), ('H100 PCIe', 'H100-PCIe'),
@@ -57,7 +58,7 @@ _cpu_partition = {
         'max_nodes': 1,
         'scales': ['1_proc', '2_procs'],
         'rendezvous_address': '127.0.0.1',
-        'cpu_peak_flops': cpu_peak.cached_peak(VAR_DIR, _num_cpus),
+        'cpu_peak_flops': cpu_peak.cached_peak(CACHE_DIR, _num_cpus),
     },
 }
 

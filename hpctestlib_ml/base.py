@@ -152,12 +152,10 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     def keep_partitions_that_fit(self):
         '''Run each parameterised scale only where the site says it fits.
 
-        Explicit ``-S num_nodes``/``-S procs_per_node`` requests are not
-        filtered: they are checked at setup and fail with the reason.
+        ``-S num_nodes``/``-S procs_per_node`` change the layout of the
+        cases selected this way; a layout that does not fit fails at setup
+        with the reason.
         '''
-        if self.num_nodes is not None or self.procs_per_node is not None:
-            return
-
         candidates = rt.valid_sysenv_comb(self.valid_systems,
                                           self.valid_prog_environs,
                                           check_environs=False)

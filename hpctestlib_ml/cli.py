@@ -1,11 +1,18 @@
 """``hpcml``: the suite's command line.
 
+    hpcml suite [REFRAME OPTION...]     run the suite (reframe -C config/local.py
+                                        -c checks -r ...); fails if no test ran
     hpcml extract WORKLOAD LOGFILE...   metrics of training logs, as JSON
     hpcml cpu-peak                      this CPU's measured fp32 matmul FLOP/s
 """
 import argparse
 import json
+import os
+import subprocess
 import sys
+import time
+
+from hpctestlib_ml import REPO_ROOT
 
 from hpctestlib_ml.parsers import EXTRACTORS
 
@@ -36,6 +43,57 @@ def _extract(args):
     return status
 
 
+def _has_option(argv, *names):
+    return any(a in names or a.split('=', 1)[0] in names for a in argv)
+
+
+def suite_command(argv, report_file):
+    '''The reframe command line of ``hpcml suite``: the local config, the
+    suite's checks and ``-r`` unless *argv* says otherwise.'''
+    command = [os.path.join(os.path.dirname(sys.executable), 'reframe')]
+    if not _has_option(argv, '-C', '--config-file'):
+        command += ['-C', str(REPO_ROOT / 'config' / 'local.py')]
+    if not _has_option(argv, '-c', '--checkpath'):
+        command += ['-c', str(REPO_ROOT / 'checks')]
+    actions = ('-r', '--run', '-l', '--list', '-L', '--list-detailed',
+               '--dry-run', '--list-tags', '--describe', '--ci-generate')
+    if not _has_option(argv, *actions):
+        command.append('-r')
+    return command + ['--report-file', report_file] + list(argv)
+
+
+def suite(reframe_args):
+    '''``hpcml suite``: run reframe; exit status 2 when nothing ran.'''
+    from hpctestlib_ml.siteconfig import VAR_DIR
+
+    report_file = os.path.join(
+        VAR_DIR, 'reports', f'suite-{time.strftime("%Y%m%dT%H%M%S")}-'
+                            f'{os.getpid()}.json')
+    command = suite_command(reframe_args, report_file)
+    status = subprocess.call(command)
+    if status != 0 or not _has_option(command, '-r', '--run', '--dry-run'):
+        return status
+
+    # ReFrame writes no report for an empty session.
+    num_cases = 0
+    if os.path.exists(report_file):
+        try:
+            with open(report_file) as fp:
+                num_cases = json.load(fp)['session_info']['num_cases']
+        except (OSError, ValueError, KeyError) as err:
+            print(f'hpcml suite: cannot read the run report {report_file}: '
+                  f'{err}', file=sys.stderr)
+            return 1
+
+    if num_cases == 0:
+        print('hpcml suite: no test case was selected: check the -n/-t/-x '
+              'filters, --system, and the scales the partition runs '
+              "(extras['scales'] in the site config)", file=sys.stderr)
+        return 2
+
+    return 0
+
+
 def _cpu_peak(args):
     from hpctestlib_ml import cpu_peak
     flops = cpu_peak.measure_matmul_flops(threads=args.threads)
@@ -47,6 +105,11 @@ def parser():
     top = argparse.ArgumentParser(prog='hpcml', description=__doc__,
                                   formatter_class=argparse.RawTextHelpFormatter)
     commands = top.add_subparsers(dest='command', required=True)
+
+    # Parsed by main() itself: every option after 'suite' is reframe's.
+    commands.add_parser(
+        'suite', help='run the suite with reframe (options are passed on); '
+                      'fails when no test case was selected')
 
     extract = commands.add_parser(
         'extract', help='print the metrics of training logs as JSON, one '
@@ -63,6 +126,10 @@ def parser():
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ['suite']:
+        return suite(argv[1:])
+
     args = parser().parse_args(argv)
     return args.func(args)
 

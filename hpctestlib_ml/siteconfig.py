@@ -10,6 +10,9 @@ from hpctestlib_ml import REPO_ROOT
 #: ``HPCML_VAR_DIR`` moves it, e.g. to a shared file system.
 VAR_DIR = os.environ.get('HPCML_VAR_DIR', str(REPO_ROOT / 'var'))
 
+#: Measurements kept between runs (the CPU peak); ``HPCML_CACHE_DIR`` moves it.
+CACHE_DIR = os.environ.get('HPCML_CACHE_DIR', os.path.join(VAR_DIR, 'cache'))
+
 #: Test attributes logged with every performance value, in this order.
 PERFLOG_FIELDS = (
     'workload', 'resolved_size', 'scale', 'launch_mode', 'num_nodes',
@@ -21,9 +24,9 @@ _PERFLOG_FORMAT = '|'.join(
      '%(check_display_name)s', '%(check_system)s:%(check_partition)s',
      '%(check_environ)s']
     + [f'%(check_{name})s' for name in PERFLOG_FIELDS]
-    + ['%(check_job_nodelist)s',
-       # each performance value ends in '|' (see _PERFVAR_FORMAT)
-       '%(check_perfvalues)s%(check_result)s']
+    # Performance values come last: ReFrame names their columns in the
+    # header from format_perfvars, whose trailing '|' ends each value.
+    + ['%(check_job_nodelist)s', '%(check_result)s', '%(check_perfvalues)s']
 )
 
 _PERFVAR_FORMAT = ('%(check_perf_value)s|%(check_perf_unit)s|'
@@ -90,3 +93,23 @@ def make_site_configuration(systems, environments):
             'sqlite_db_file': os.path.join(VAR_DIR, 'results.db'),
         }],
     }
+
+
+def env_int(name, default=None):
+    '''Integer from environment variable *name*; a clear error if it is not one.'''
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == '':
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f'environment variable {name} must be an integer, '
+                         f'got {raw!r}') from None
+
+
+def env_list(name, default=None):
+    '''Comma- or space-separated list from environment variable *name*.'''
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == '':
+        return default
+    return [item for item in raw.replace(',', ' ').split() if item]

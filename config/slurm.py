@@ -1,0 +1,94 @@
+"""A generic Slurm cluster, described by a few environment variables.
+
+    HPCML_SLURM_PARTITION     partition to submit to (sbatch --partition)
+    HPCML_ACCOUNT             account to charge (sbatch --account)
+    HPCML_SCHEDULER           ReFrame scheduler: slurm (default; needs
+                              sacct) or squeue (no accounting needed)
+    HPCML_GPUS_PER_NODE       GPUs per node; 0 or unset: a CPU partition
+    HPCML_GPU_MODEL           GPU model for MFU: A100, H100-SXM, H100-PCIe,
+                              GH200, H200, MI250-GCD, MI300X
+    HPCML_GPU_RESOURCE        how to ask for GPUs; default
+                              '--gpus-per-node={num_gpus_per_node}'
+                              ('--gres=gpu:{num_gpus_per_node}' elsewhere)
+    HPCML_CPUS_PER_NODE       CPUs Slurm gives one node (sets --cpus-per-task)
+    HPCML_MAX_NODES           most nodes one test may use (default 2)
+    HPCML_SCALES              scales to run, e.g. '1_node,2_nodes' (default:
+                              all that fit)
+    HPCML_RENDEZVOUS_ADDRESS  how ranks reach the first node: '{hostname}'
+                              (default), a template such as '{hostname}-ib',
+                              or 'nodeaddr' (the node's Slurm NodeAddr)
+    HPCML_MODULES             modules to load in jobs, e.g. 'PyTorch/2.5'
+    HPCML_VENV                virtual environment to activate in jobs
+                              (default: the one running ReFrame)
+    HPCML_CPU_PEAK_FLOPS      a node's fp32 peak FLOP/s, for MFU on CPUs
+
+``reframe -C config/slurm.py -c checks -r`` then runs the suite there.
+"""
+import os
+import sys
+
+from hpctestlib_ml.siteconfig import (env_int, env_list,
+                                      make_site_configuration, system_dirs)
+
+_partition = os.environ.get('HPCML_SLURM_PARTITION')
+_account = os.environ.get('HPCML_ACCOUNT')
+_gpus = env_int('HPCML_GPUS_PER_NODE', 0)
+_gpu_model = os.environ.get('HPCML_GPU_MODEL')
+_cpus = env_int('HPCML_CPUS_PER_NODE')
+_cpu_peak = os.environ.get('HPCML_CPU_PEAK_FLOPS')
+_modules = env_list('HPCML_MODULES', [])
+_venv = os.environ.get('HPCML_VENV', os.path.dirname(os.path.dirname(
+    sys.executable)))
+
+_extras = {
+    'max_nodes': env_int('HPCML_MAX_NODES', 2),
+    'rendezvous_address': os.environ.get('HPCML_RENDEZVOUS_ADDRESS',
+                                         '{hostname}'),
+}
+if env_list('HPCML_SCALES'):
+    _extras['scales'] = env_list('HPCML_SCALES')
+if _cpu_peak:
+    _extras['cpu_peak_flops'] = float(_cpu_peak)
+
+_part = {
+    'name': _partition or 'default',
+    'descr': (f'{_gpus} x {_gpu_model or "GPU"} per node' if _gpus
+              else 'CPU nodes'),
+    'scheduler': os.environ.get('HPCML_SCHEDULER', 'slurm'),
+    'launcher': 'srun',
+    'access': ([f'--partition={_partition}'] if _partition else []) +
+              ([f'--account={_account}'] if _account else []),
+    'environs': ['python'],
+    'max_jobs': 8,
+    'features': ['gpu'] if _gpus else ['cpu'],
+    'extras': _extras,
+}
+if _cpus:
+    _part['processor'] = {'num_cpus': _cpus}
+if _gpus:
+    _part['devices'] = [{'type': 'gpu', 'num_devices': _gpus,
+                         **({'model': _gpu_model} if _gpu_model else {})}]
+    _part['resources'] = [{
+        'name': 'gpu',
+        'options': [os.environ.get('HPCML_GPU_RESOURCE',
+                                   '--gpus-per-node={num_gpus_per_node}')],
+    }]
+
+site_configuration = make_site_configuration(
+    systems=[{
+        'name': 'slurm',
+        'descr': 'A Slurm cluster configured by HPCML_* variables',
+        'hostnames': ['.*'],
+        'modules_system': 'nomod',
+        **system_dirs(),
+        'partitions': [_part],
+    }],
+    environments=[{
+        'name': 'python',
+        'prepare_cmds': (
+            ([f'module load {" ".join(_modules)}'] if _modules else []) +
+            [f'source {_venv}/bin/activate']),
+        'features': ['torch'],
+        'target_systems': ['slurm'],
+    }],
+)

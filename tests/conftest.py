@@ -1,0 +1,42 @@
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+DATA = REPO / 'tests' / 'data'
+BIN = pathlib.Path(sys.executable).parent
+
+
+@pytest.fixture
+def data():
+    return DATA
+
+
+def read_data(*parts):
+    return (DATA.joinpath(*parts)).read_text()
+
+
+@pytest.fixture(scope='session')
+def cache_dir(tmp_path_factory):
+    '''One CPU-peak cache for every reframe run of the test session.'''
+    return tmp_path_factory.mktemp('hpcml-cache')
+
+
+@pytest.fixture
+def run_reframe(tmp_path, cache_dir):
+    '''Run a command of the suite with its own var directory; returns
+    (CompletedProcess, var_dir).'''
+    def run(*args, env=None, timeout=900):
+        var_dir = tmp_path / 'var'
+        full_env = {**os.environ, 'HPCML_VAR_DIR': str(var_dir),
+                    'HPCML_CACHE_DIR': str(cache_dir), **(env or {})}
+        full_env.pop('RFM_CONFIG_FILES', None)
+        proc = subprocess.run([str(a) for a in args], cwd=tmp_path,
+                              env=full_env, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+        return proc, var_dir
+
+    return run

@@ -1,0 +1,60 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hpctestlib_ml import REPO_ROOT, cli
+from conftest import BIN, DATA
+
+
+def hpcml(*args):
+    return subprocess.run([str(BIN / 'hpcml'), *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_extract_prints_one_json_object():
+    proc = hpcml('extract', 'clip',
+                 DATA / 'open_clip' / 'juwels_booster_mmoclip_excerpt.log')
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads(proc.stdout)
+    assert metrics['total_time_secs'] == pytest.approx(13.121)
+    assert set(metrics) >= {'total_time_secs', 'throughput_avg',
+                            'throughput_per_gpu_avg',
+                            'time_per_iteration_secs_avg',
+                            'done_percent_last', 'steps'}
+
+
+def test_extract_several_files_names_each():
+    proc = hpcml('extract', 'clip', DATA / 'open_clip' / 'cpu_1rank_torchrun.err',
+                 DATA / 'open_clip' / 'cpu_2ranks_torchrun.err')
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r['file'].split('/')[-1] for r in rows] == [
+        'cpu_1rank_torchrun.err', 'cpu_2ranks_torchrun.err']
+
+
+def test_extract_bad_input(tmp_path):
+    proc = hpcml('extract', 'clip', tmp_path / 'missing.log')
+    assert proc.returncode == 1
+    assert 'cannot read' in proc.stderr and 'Traceback' not in proc.stderr
+
+    empty = tmp_path / 'empty.log'
+    empty.write_text('nothing here\n')
+    proc = hpcml('extract', 'clip', empty)
+    assert proc.returncode == 1
+    assert 'no clip training steps found' in proc.stderr
+
+    proc = hpcml('extract', 'resnet', empty)
+    assert proc.returncode == 2
+    assert "invalid choice: 'resnet'" in proc.stderr
+
+
+def test_suite_command_defaults_and_overrides():
+    cmd = cli.suite_command([], '/tmp/r.json')
+    assert cmd[1:] == ['-C', str(REPO_ROOT / 'config' / 'local.py'),
+                       '-c', str(REPO_ROOT / 'checks'), '-r',
+                       '--report-file', '/tmp/r.json']
+    cmd = cli.suite_command(['-C', 'x.py', '--dry-run', '-n', 'MMoCLIP'],
+                            '/tmp/r.json')
+    assert cmd.count('-C') == 1 and '-r' not in cmd
+    assert cmd[-4:] == ['-C', 'x.py', '--dry-run', '-n', 'MMoCLIP'][-4:]

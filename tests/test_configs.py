@@ -1,0 +1,117 @@
+"""Every site config loads and validates against ReFrame's schema, and
+says what the checks need (in config, not in the checks)."""
+import os
+import sys
+
+import pytest
+from reframe.core import config as rfm_config
+
+from hpctestlib_ml import REPO_ROOT
+from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS, SCALES
+
+CONFIGS = ['config/local.py', 'config/slurm.py',
+           'config/systems/juwels_booster.py']
+
+
+@pytest.fixture(autouse=True)
+def isolated_var(tmp_path, monkeypatch, cache_dir):
+    monkeypatch.setenv('HPCML_VAR_DIR', str(tmp_path / 'var'))
+    monkeypatch.setenv('HPCML_CACHE_DIR', str(cache_dir))
+    # Config files and siteconfig read the variables at import, and ReFrame
+    # imports a config file once per process: load them afresh.
+    config_dir = str(REPO_ROOT / 'config')
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, '__file__', None) or ''
+        if (name == 'hpctestlib_ml.siteconfig' or
+                path.startswith(config_dir)):
+            del sys.modules[name]
+
+
+def load(path, system):
+    site = rfm_config.load_config(str(REPO_ROOT / path))
+    site.validate()
+    site.select_subconfig(system)
+    return site
+
+
+@pytest.mark.parametrize('path, system', [
+    ('config/local.py', 'local'), ('config/slurm.py', 'slurm'),
+    ('config/systems/juwels_booster.py', 'juwels-booster'),
+])
+def test_config_validates_and_writes_under_var(path, system, tmp_path):
+    site = load(path, system)
+    var = str(tmp_path / 'var')
+    assert site.get('systems/0/prefix') == var
+    assert site.get('systems/0/stagedir').startswith(var)
+    assert site.get('storage/0/enable') is True
+    assert site.get('storage/0/sqlite_db_file').startswith(var)
+    perflog = site.get('logging/0/handlers_perflog/0/basedir')
+    assert perflog.startswith(var)
+    modes = {m['name'] for m in site.get('modes')}
+    assert {'smoke', 'benchmark'} <= modes
+    for part in site.get('systems/0/partitions'):
+        for scale in part['extras'].get('scales', []):
+            assert scale in SCALES
+
+
+def test_local_cpu_partition():
+    site = load('config/local.py', 'local')
+    cpu = site.get('systems/0/partitions')[0]
+    assert cpu['name'] == 'cpu' and cpu['scheduler'] == 'local'
+    assert cpu['processor']['num_cpus'] == os.cpu_count()
+    assert cpu['extras']['scales'] == ['1_proc', '2_procs']
+    assert cpu['extras']['cpu_peak_flops'] > 1e9
+    env, = [e for e in site.get('environments') if e['name'] == 'python']
+    assert env['features'] == ['torch']
+    assert any(os.path.dirname(sys.executable) in v for _, v in
+               env['env_vars'])
+
+
+def test_juwels_booster_site_facts(monkeypatch):
+    monkeypatch.setenv('HPCML_ACCOUNT', 'jscbenchmark')
+    site = load('config/systems/juwels_booster.py', 'juwels-booster')
+    booster, = site.get('systems/0/partitions')
+    assert booster['access'] == ['--partition=booster',
+                                 '--account=jscbenchmark']
+    gpu, = booster['devices']
+    assert (gpu['model'], gpu['num_devices']) == ('A100', 4)
+    assert gpu['model'] in DEVICE_PEAK_FLOPS
+    assert booster['resources'][0]['options'] == [
+        '--gres=gpu:{num_gpus_per_node}']
+    assert booster['extras']['rendezvous_address'] == '{hostname}i'
+    assert booster['extras']['scales'] == ['1_node', '2_nodes', '4_nodes',
+                                           '8_nodes']
+    assert 'gpu' in booster['features']
+
+
+def test_generic_slurm_from_env(monkeypatch):
+    monkeypatch.setenv('HPCML_SLURM_PARTITION', 'gpus')
+    monkeypatch.setenv('HPCML_GPUS_PER_NODE', '8')
+    monkeypatch.setenv('HPCML_GPU_MODEL', 'H100-SXM')
+    monkeypatch.setenv('HPCML_SCHEDULER', 'squeue')
+    monkeypatch.setenv('HPCML_SCALES', '1_node,2_nodes')
+    site = load('config/slurm.py', 'slurm')
+    part, = site.get('systems/0/partitions')
+    assert part['name'] == 'gpus' and part['scheduler'] == 'squeue'
+    assert part['access'] == ['--partition=gpus']
+    assert part['devices'] == [{'type': 'gpu', 'num_devices': 8,
+                                'model': 'H100-SXM'}]
+    assert part['extras']['scales'] == ['1_node', '2_nodes']
+    assert part['features'] == ['gpu']
+
+
+def test_generic_slurm_bad_env_names_the_variable(monkeypatch):
+    monkeypatch.setenv('HPCML_GPUS_PER_NODE', 'four')
+    with pytest.raises(Exception, match='HPCML_GPUS_PER_NODE must be an '
+                                        'integer'):
+        load('config/slurm.py', 'slurm')
+
+
+def test_references_file_is_valid_reframe_yaml():
+    import yaml
+    refs = yaml.safe_load((REPO_ROOT / 'config' / 'references' /
+                           'clip.yaml').read_text())
+    mmoclip = refs['MMoCLIP']
+    assert mmoclip['$index'] == ['$partition', 'num_nodes']
+    assert mmoclip['juwels-booster:booster'][8]['total_time_secs'] == [
+        1260, None, 0.0, 's']

@@ -1,0 +1,97 @@
+"""The JUWELS Booster job scripts, generated for real by reframe --dry-run."""
+import re
+
+import pytest
+
+from conftest import BIN, REPO
+
+pytestmark = pytest.mark.integration
+
+MMOCLIP_ARGS = ('--dataset-type synthetic --train-num-samples 3200000 '
+                '--epochs 1 --batch-size=512 --model ViT-L-14 --local-loss '
+                '--gather-with-grad --grad-checkpointing --log-every-n-steps 1')
+
+
+@pytest.fixture(scope='module')
+def job_scripts(tmp_path_factory, cache_dir):
+    import os
+    import subprocess
+    var = tmp_path_factory.mktemp('juwels') / 'var'
+    env = {**os.environ, 'HPCML_VAR_DIR': str(var),
+           'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'jscbenchmark'}
+    proc = subprocess.run(
+        [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
+         '--system', 'juwels-booster', '-c', REPO / 'checks', '-n', 'MMoCLIP',
+         '--dry-run'], env=env, capture_output=True, text=True,
+        stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    scripts = {}
+    for path in (var / 'stage').rglob('rfm_job.sh'):
+        text = path.read_text()
+        nodes = int(re.search(r'--nnodes=(\d+)', text).group(1)) \
+            if 'torch.distributed.run' in text else \
+            int(re.search(r'#SBATCH --ntasks=(\d+)', text).group(1)) // 4
+        mode = 'torchrun' if 'torch.distributed.run' in text else 'per_task'
+        scripts[nodes, mode] = text
+    return scripts, proc.stdout
+
+
+def sbatch(text):
+    return re.findall(r'^#SBATCH (.*)$', text, re.MULTILINE)
+
+
+def test_all_scales_both_modes(job_scripts):
+    scripts, _ = job_scripts
+    assert set(scripts) == {(n, m) for n in (1, 2, 4, 8)
+                            for m in ('per_task', 'torchrun')}
+
+
+@pytest.mark.parametrize('nodes', [1, 2, 4, 8])
+def test_srun_one_task_per_gpu(job_scripts, nodes):
+    text = job_scripts[0][nodes, 'per_task']
+    lines = sbatch(text)
+    assert f'--ntasks={4 * nodes}' in lines
+    assert '--ntasks-per-node=4' in lines
+    assert '--cpus-per-task=24' in lines
+    assert '--gres=gpu:4' in lines
+    assert '--partition=booster' in lines
+    assert '--account=jscbenchmark' in lines
+    assert any(line.startswith('--time=') for line in lines)
+    run_line = text.strip().splitlines()[-1]
+    assert run_line.startswith('srun ')
+    assert 'src/rank_env.sh python3 -u -m clip_train ' + MMOCLIP_ARGS \
+        in run_line
+    assert '--device cuda --precision amp --dist-url env://' in run_line
+
+
+@pytest.mark.parametrize('nodes', [1, 2, 4, 8])
+def test_srun_one_torchrun_per_node(job_scripts, nodes):
+    text = job_scripts[0][nodes, 'torchrun']
+    lines = sbatch(text)
+    assert f'--ntasks={nodes}' in lines
+    assert '--ntasks-per-node=1' in lines
+    assert '--cpus-per-task=96' in lines
+    assert '--gres=gpu:4' in lines
+    run_line = text.strip().splitlines()[-1]
+    assert run_line.startswith('srun ')
+    assert (f'python3 -u -m torch.distributed.run --nnodes={nodes} '
+            f'--nproc-per-node=4 --rdzv-backend=c10d '
+            f'--rdzv-endpoint=$MASTER_ADDR:$MASTER_PORT '
+            f'--rdzv-id=${{SLURM_JOB_ID}} --max-restarts=0 -m clip_train -- '
+            + MMOCLIP_ARGS) in run_line
+
+
+@pytest.mark.parametrize('mode', ['per_task', 'torchrun'])
+def test_rendezvous_from_the_job_not_hard_coded(job_scripts, mode):
+    text = job_scripts[0][8, mode]
+    assert ('hpcml_first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST"'
+            ' | head -n 1)') in text
+    assert 'export MASTER_ADDR="${hpcml_first_node}i"' in text
+    assert 'export MASTER_PORT=$(( 20000 + ${SLURM_JOB_ID} % 10000 ))' in text
+    assert 'module load Stages/2025' in text
+    assert 'export OMP_NUM_THREADS=24' in text
+
+
+def test_reference_at_8_nodes(job_scripts):
+    _, stdout = job_scripts
+    assert 'total_time_secs: None s (r:1260, l:None, u:0.0)' in stdout

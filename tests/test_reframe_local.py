@@ -1,0 +1,103 @@
+"""ReFrame for real on config/local.py: the suite as a user runs it."""
+import math
+import re
+
+import pytest
+
+from conftest import BIN, REPO
+from perflog import read_perflog
+
+pytestmark = pytest.mark.integration
+
+HPCML = BIN / 'hpcml'
+
+
+def test_suite_runs_clip_locally_and_logs_real_numbers(run_reframe):
+    proc, var = run_reframe(HPCML, 'suite')
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert 'Ran 3/3 test case(s)' in proc.stdout
+    assert 'PASSED' in proc.stdout
+    assert re.search(r'P: total_time_secs: [\d.]+ s', proc.stdout)
+
+    rows = read_perflog(var / 'perflogs' / 'local' / 'cpu' / 'MMoCLIP.log')
+    assert len(rows) == 3
+    cases = {(r['scale'], r['launch_mode']) for r in rows}
+    assert cases == {('1_proc', 'per_task'), ('1_proc', 'torchrun'),
+                     ('2_procs', 'torchrun')}
+    for row in rows:
+        assert row['result'] == 'pass'
+        assert row['resolved_size'] == 'tiny'
+        assert row['workload'] == 'clip'
+        for var_name in ('total_time_secs_value', 'throughput_avg_value',
+                         'throughput_per_gpu_avg_value',
+                         'time_per_iteration_secs_avg_value',
+                         'mfu_value'):
+            value = float(row[var_name])
+            assert math.isfinite(value) and value > 0, (var_name, row)
+        assert float(row['done_percent_last_value']) == 100
+        assert row['throughput_avg_unit'] == 'samples/s'
+
+    two = next(r for r in rows if r['scale'] == '2_procs')
+    assert two['procs_per_node'] == '2'
+    assert float(two['throughput_per_gpu_avg_value']) == pytest.approx(
+        float(two['throughput_avg_value']) / 2, rel=0.01)
+
+    assert (var / 'results.db').stat().st_size > 0
+    # The training log of the 2-rank case shows both ranks training.
+    err = next((var / 'output').rglob('rfm_job.err'), None)
+    assert err is not None
+
+
+def reason(proc):
+    match = re.search(r'\* Reason: (.*)', proc.stdout)
+    return match.group(1) if match else proc.stdout[-2000:] + proc.stderr
+
+
+ONE_CASE = ['-n', 'MMoCLIP.*1_proc.*per_task']
+
+
+@pytest.mark.parametrize('option, message', [
+    ('batch_size=0', 'batch_size must be an integer >= 1, got 0: fix -S '
+                     'batch_size'),
+    ('num_nodes=-1', 'num_nodes must be an integer >= 1'),
+    ('num_nodes=abc', "num_nodes must be an integer >= 1, got 'abc'"),
+    ('num_nodes=1.5', "num_nodes must be an integer >= 1, got '1.5'"),
+    ('num_nodes=4', '4 nodes requested but partition local:cpu allows 1'),
+    ('procs_per_node=2', 'the local launcher of local:cpu starts one task'),
+    ('size=huge', "unknown size 'huge' for clip: use -S size= one of auto, "
+                  "tiny, benchmark"),
+])
+def test_bad_input_fails_with_one_line_reason(run_reframe, option, message):
+    proc, _ = run_reframe(HPCML, 'suite', *ONE_CASE, '-S', option)
+    assert proc.returncode == 1
+    assert message in reason(proc)
+    assert 'Traceback' not in proc.stdout + proc.stderr
+
+
+def test_missing_open_clip_is_reported(run_reframe, tmp_path):
+    # A Python without site-packages: what a node without OpenCLIP sees.
+    bare = tmp_path / 'bare-python'
+    bare.write_text(f'#!/bin/sh\nexec {BIN / "python"} -S "$@"\n')
+    bare.chmod(0o755)
+    proc, _ = run_reframe(HPCML, 'suite', *ONE_CASE, '-S', f'python={bare}')
+    assert proc.returncode == 1
+    assert ("cannot import OpenCLIP (No module named 'open_clip')"
+            in reason(proc))
+
+
+def test_selecting_no_test_fails(run_reframe):
+    proc, _ = run_reframe(HPCML, 'suite', '-n', 'NoSuchTest')
+    assert proc.returncode == 2
+    assert 'no test case was selected' in proc.stderr
+
+
+def test_bad_input_keeps_earlier_results(run_reframe):
+    '''A failing run appends; it never rewrites what earlier runs logged.'''
+    proc, var = run_reframe(HPCML, 'suite', *ONE_CASE, '-S', 'steps=2')
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    perflog = var / 'perflogs' / 'local' / 'cpu' / 'MMoCLIP.log'
+    before = perflog.read_text()
+    proc, _ = run_reframe(HPCML, 'suite', *ONE_CASE, '-S', 'batch_size=0')
+    assert proc.returncode == 1
+    assert perflog.read_text() == before
+    assert len(read_perflog(perflog)) == 1
