@@ -4,17 +4,20 @@ Two launch modes (:data:`hpctestlib_ml.constants.LAUNCH_MODES`):
 
 ``per_task``
     The job launcher (``srun``, ``mpirun``, or nothing locally) starts one
-    task per rank. ``src/rank_env.sh`` maps the launcher's ids (SLURM_PROCID,
-    SLURM_LOCALID, SLURM_NTASKS, or Open MPI's/PMI's) to RANK, LOCAL_RANK and
-    WORLD_SIZE, then execs the program.
+    task per rank; ``src/task_env.sh per_task`` maps the launcher's ids
+    (SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, or Open MPI's/PMI's) to
+    RANK, LOCAL_RANK and WORLD_SIZE, then execs the program.
 ``torchrun``
     The job launcher starts one task per node running
     ``python -m torch.distributed.run`` with c10d rendezvous at
-    MASTER_ADDR:MASTER_PORT, which forks the node's ranks.
+    MASTER_ADDR:MASTER_PORT, which forks the node's ranks;
+    ``src/task_env.sh torchrun`` gives each node's torchrun its own address
+    (``--local-addr``), or torchrun advertises the host's FQDN.
 
-MASTER_ADDR is the job's first node, as named by the partition's
-``rendezvous_address`` setting; MASTER_PORT is derived from the job id, so
-jobs sharing a node do not collide. Nothing here is hard-coded per site.
+Addresses follow the partition's ``rendezvous_address`` setting
+(``src/node_address.sh``): MASTER_ADDR is the job's first node;
+MASTER_PORT is derived from the job id, so jobs sharing a node do not
+collide. Nothing here is hard-coded per site.
 """
 import shlex
 
@@ -28,7 +31,8 @@ PORT_SPAN = 10000
 #: Schedulers whose jobs see Slurm's environment.
 SLURM_SCHEDULERS = ('slurm', 'squeue')
 
-RANK_ENV_SCRIPT = SRC_DIR / 'rank_env.sh'
+TASK_ENV_SCRIPT = SRC_DIR / 'task_env.sh'
+NODE_ADDRESS_SCRIPT = SRC_DIR / 'node_address.sh'
 
 
 def job_id_expr(scheduler):
@@ -38,37 +42,40 @@ def job_id_expr(scheduler):
     return '$$'
 
 
-def rendezvous_env(scheduler, address='{hostname}'):
-    '''Shell lines exporting MASTER_ADDR and MASTER_PORT for the job.
-
-    *address* says how to reach the first node: a template with
-    ``{hostname}`` (``'{hostname}i'`` on JUWELS, whose InfiniBand names end
-    in ``i``), a fixed address (``'127.0.0.1'``), or ``'nodeaddr'`` for the
-    node's Slurm ``NodeAddr``.
-    '''
-    if scheduler in SLURM_SCHEDULERS:
-        lines = ['hpcml_first_node=$(scontrol show hostnames '
-                 '"$SLURM_JOB_NODELIST" | head -n 1)']
-    else:
-        lines = ['hpcml_first_node=$(hostname)']
-
+def check_address(scheduler, address):
+    '''Raise ValueError, naming the fix, if *address* cannot work.'''
     if address == 'nodeaddr':
         if scheduler not in SLURM_SCHEDULERS:
             raise ValueError("rendezvous_address 'nodeaddr' needs a Slurm "
                              "scheduler; use a template such as '{hostname}'")
-        lines.append('export MASTER_ADDR=$(scontrol show node '
-                     '"$hpcml_first_node" | sed -n '
-                     "'s/.*NodeAddr=\\([^ ]*\\).*/\\1/p')")
-    else:
-        if '{' in address.replace('{hostname}', ''):
-            raise ValueError(f'rendezvous_address {address!r}: the only '
-                             f'placeholder is {{hostname}}')
-        value = address.replace('{hostname}', '${hpcml_first_node}')
-        lines.append(f'export MASTER_ADDR="{value}"')
+    elif '{' in address.replace('{hostname}', '') or not address.strip():
+        raise ValueError(f'rendezvous_address {address!r}: use a template '
+                         f'with {{hostname}} (the only placeholder), '
+                         f"'nodeaddr' or a fixed address")
 
-    lines.append(f'export MASTER_PORT=$(( {PORT_BASE} + '
-                 f'{job_id_expr(scheduler)} % {PORT_SPAN} ))')
-    return lines
+
+def rendezvous_env(scheduler, address='{hostname}'):
+    '''Shell lines exporting MASTER_ADDR and MASTER_PORT for the job.
+
+    *address* says how to reach a node: a template with ``{hostname}``
+    (``'{hostname}i'`` on JUWELS, whose InfiniBand names end in ``i``), a
+    fixed address (``'127.0.0.1'``), or ``'nodeaddr'`` for the node's Slurm
+    ``NodeAddr``.
+    '''
+    check_address(scheduler, address)
+    if scheduler in SLURM_SCHEDULERS:
+        first_node = ('hpcml_first_node=$(scontrol show hostnames '
+                      '"$SLURM_JOB_NODELIST" | head -n 1)')
+    else:
+        first_node = 'hpcml_first_node=$(hostname)'
+
+    return [
+        f'export HPCML_RENDEZVOUS_ADDRESS={shlex.quote(address)}',
+        first_node,
+        f'export MASTER_ADDR=$({NODE_ADDRESS_SCRIPT} "$hpcml_first_node")',
+        f'export MASTER_PORT=$(( {PORT_BASE} + {job_id_expr(scheduler)} % '
+        f'{PORT_SPAN} ))',
+    ]
 
 
 def thread_env(cpus_per_proc):
@@ -80,12 +87,13 @@ def thread_env(cpus_per_proc):
 
 def per_task_command(python, module, args):
     '''(executable, options) for one task per rank.'''
-    return str(RANK_ENV_SCRIPT), [python, '-u', '-m', module, *args]
+    return str(TASK_ENV_SCRIPT), ['per_task', python, '-u', '-m', module,
+                                  *args]
 
 
 def torchrun_command(python, module, args, num_nodes, procs_per_node, job_id):
     '''(executable, options) for one torchrun per node with c10d rendezvous.'''
-    opts = ['-u', '-m', 'torch.distributed.run',
+    opts = ['torchrun', python, '-u', '-m', 'torch.distributed.run',
             f'--nnodes={num_nodes}',
             f'--nproc-per-node={procs_per_node}',
             '--rdzv-backend=c10d',
@@ -93,7 +101,7 @@ def torchrun_command(python, module, args, num_nodes, procs_per_node, job_id):
             f'--rdzv-id={job_id}',
             '--max-restarts=0',
             '-m', module, '--', *args]
-    return python, opts
+    return str(TASK_ENV_SCRIPT), opts
 
 
 class ShellExpr(str):

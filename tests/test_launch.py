@@ -7,27 +7,32 @@ import pytest
 from hpctestlib_ml import SRC_DIR, launch
 
 
-def run_shell(lines, tmp_path, env=None, nodes='jwb[0042-0045]',
-              nodeaddr='10.1.2.3'):
-    '''Run *lines* in bash with a fake scontrol; return the exported vars.'''
+def fake_scontrol(tmp_path, nodeaddr='10.1.2.3'):
+    '''A directory with an scontrol that knows nodes jwb0042 and jwb0043.'''
     fake = tmp_path / 'bin'
     fake.mkdir(exist_ok=True)
     scontrol = fake / 'scontrol'
     scontrol.write_text(
         '#!/bin/sh\n'
         'if [ "$1 $2" = "show hostnames" ]; then\n'
-        f'  echo jwb0042; echo jwb0043; exit 0\n'
+        '  echo jwb0042; echo jwb0043; exit 0\n'
         'fi\n'
-        f'if [ "$1 $2" = "show node" ]; then\n'
-        f'  echo "NodeName=$3 Arch=x86_64 CoresPerSocket=24"\n'
+        'if [ "$1 $2" = "show node" ]; then\n'
+        '  echo "NodeName=$3 Arch=x86_64 CoresPerSocket=24"\n'
         f'  echo "   NodeAddr={nodeaddr} NodeHostName=$3 Version=22.05"\n'
-        f'  exit 0\n'
+        '  exit 0\n'
         'fi\n'
         'exit 1\n')
     scontrol.chmod(0o755)
+    return fake
+
+
+def run_shell(lines, tmp_path, env=None, nodeaddr='10.1.2.3'):
+    '''Run *lines* in bash with a fake scontrol; (MASTER_ADDR, MASTER_PORT).'''
+    fake = fake_scontrol(tmp_path, nodeaddr)
     script = '\n'.join(lines + ['echo "$MASTER_ADDR $MASTER_PORT"'])
     full_env = {'PATH': f'{fake}:{os.environ["PATH"]}',
-                'SLURM_JOB_NODELIST': nodes, **(env or {})}
+                'SLURM_JOB_NODELIST': 'jwb[0042-0043]', **(env or {})}
     out = subprocess.run(['bash', '-c', script], env=full_env,
                          capture_output=True, text=True, check=True)
     addr, port = out.stdout.split()
@@ -68,8 +73,10 @@ def test_local_scheduler_uses_fixed_address_and_pid_port(tmp_path):
 def test_bad_rendezvous_settings():
     with pytest.raises(ValueError, match='needs a Slurm scheduler'):
         launch.rendezvous_env('local', 'nodeaddr')
-    with pytest.raises(ValueError, match='only placeholder is {hostname}'):
+    with pytest.raises(ValueError, match='the only placeholder'):
         launch.rendezvous_env('slurm', '{host}-ib')
+    with pytest.raises(ValueError, match='the only placeholder'):
+        launch.rendezvous_env('slurm', ' ')
 
 
 @pytest.mark.parametrize('nodes, ppn', [(1, 1), (2, 4), (8, 4), (16, 8)])
@@ -77,8 +84,9 @@ def test_torchrun_command(nodes, ppn):
     exe, opts = launch.torchrun_command(
         'python3', 'clip_train', ['--model', 'ViT-L-14'], nodes, ppn,
         '${SLURM_JOB_ID}')
-    assert exe == 'python3'
-    assert opts[:3] == ['-u', '-m', 'torch.distributed.run']
+    assert exe == str(SRC_DIR / 'task_env.sh')
+    assert opts[:5] == ['torchrun', 'python3', '-u', '-m',
+                        'torch.distributed.run']
     assert f'--nnodes={nodes}' in opts
     assert f'--nproc-per-node={ppn}' in opts
     assert '--rdzv-backend=c10d' in opts
@@ -90,8 +98,9 @@ def test_torchrun_command(nodes, ppn):
 
 def test_per_task_command():
     exe, opts = launch.per_task_command('python3', 'clip_train', ['--x', '1'])
-    assert exe == str(SRC_DIR / 'rank_env.sh')
-    assert opts == ['python3', '-u', '-m', 'clip_train', '--x', '1']
+    assert exe == str(SRC_DIR / 'task_env.sh')
+    assert opts == ['per_task', 'python3', '-u', '-m', 'clip_train', '--x',
+                    '1']
 
 
 def test_quote_args_leaves_shell_expressions():
@@ -105,27 +114,57 @@ def test_thread_env():
     assert launch.thread_env(None) == []
 
 
-def rank_env(env):
-    script = SRC_DIR / 'rank_env.sh'
+def task_env(mode, env, tmp_path=None):
+    '''What task_env.sh MODE exports: (RANK, LOCAL_RANK, WORLD_SIZE,
+    PET_LOCAL_ADDR), '-' for unset.'''
+    path = os.environ['PATH']
+    if tmp_path is not None:
+        path = f'{fake_scontrol(tmp_path, "10.9.9.9")}:{path}'
     out = subprocess.run(
-        [str(script), 'sh', '-c', 'echo $RANK $LOCAL_RANK $WORLD_SIZE'],
-        env={'PATH': os.environ['PATH'], **env}, capture_output=True,
-        text=True, check=True)
-    return tuple(int(x) for x in out.stdout.split())
+        [str(SRC_DIR / 'task_env.sh'), mode, 'sh', '-c',
+         'echo ${RANK:--} ${LOCAL_RANK:--} ${WORLD_SIZE:--} $PET_LOCAL_ADDR'],
+        env={'PATH': path, **env}, capture_output=True, text=True, check=True)
+    return tuple(out.stdout.split())
 
 
-def test_rank_env_from_slurm():
-    assert rank_env({'SLURM_PROCID': '5', 'SLURM_LOCALID': '1',
-                     'SLURM_NTASKS': '8'}) == (5, 1, 8)
+def test_per_task_ranks_from_slurm():
+    env = {'SLURM_PROCID': '5', 'SLURM_LOCALID': '1', 'SLURM_NTASKS': '8',
+           'SLURMD_NODENAME': 'jwb0007',
+           'HPCML_RENDEZVOUS_ADDRESS': '{hostname}i'}
+    assert task_env('per_task', env) == ('5', '1', '8', 'jwb0007i')
 
 
-def test_rank_env_from_open_mpi():
-    assert rank_env({'OMPI_COMM_WORLD_RANK': '3',
-                     'OMPI_COMM_WORLD_LOCAL_RANK': '3',
-                     'OMPI_COMM_WORLD_SIZE': '4'}) == (3, 3, 4)
+def test_per_task_ranks_from_open_mpi():
+    assert task_env('per_task', {'OMPI_COMM_WORLD_RANK': '3',
+                                 'OMPI_COMM_WORLD_LOCAL_RANK': '3',
+                                 'OMPI_COMM_WORLD_SIZE': '4',
+                                 'HPCML_RENDEZVOUS_ADDRESS': '127.0.0.1'}
+                    )[:3] == ('3', '3', '4')
 
 
-def test_rank_env_single_local_task_and_torchrun_values_win():
-    assert rank_env({}) == (0, 0, 1)
-    assert rank_env({'RANK': '2', 'LOCAL_RANK': '0', 'WORLD_SIZE': '3',
-                     'SLURM_PROCID': '0', 'SLURM_NTASKS': '1'}) == (2, 0, 3)
+def test_single_local_task_and_torchrun_values_win():
+    env = {'HPCML_RENDEZVOUS_ADDRESS': '127.0.0.1'}
+    assert task_env('per_task', env) == ('0', '0', '1', '127.0.0.1')
+    assert task_env('per_task', {**env, 'RANK': '2', 'LOCAL_RANK': '0',
+                                 'WORLD_SIZE': '3', 'SLURM_PROCID': '0',
+                                 'SLURM_NTASKS': '1'})[:3] == ('2', '0', '3')
+
+
+def test_torchrun_node_gets_its_own_address_and_no_ranks(tmp_path):
+    env = {'SLURM_PROCID': '1', 'SLURM_NTASKS': '2',
+           'SLURMD_NODENAME': 'jwb0043', 'HPCML_RENDEZVOUS_ADDRESS': 'nodeaddr'}
+    assert task_env('torchrun', env, tmp_path) == ('-', '-', '-', '10.9.9.9')
+
+
+def test_node_address_fails_clearly_for_unknown_node(tmp_path):
+    fake = tmp_path / 'bin'
+    fake.mkdir()
+    (fake / 'scontrol').write_text('#!/bin/sh\nexit 1\n')
+    (fake / 'scontrol').chmod(0o755)
+    out = subprocess.run(
+        [str(SRC_DIR / 'node_address.sh'), 'nosuchnode'],
+        env={'PATH': f'{fake}:{os.environ["PATH"]}',
+             'HPCML_RENDEZVOUS_ADDRESS': 'nodeaddr'},
+        capture_output=True, text=True)
+    assert out.returncode == 1
+    assert "no NodeAddr for node 'nosuchnode'" in out.stderr

@@ -113,3 +113,19 @@ def test_empty_and_refused_logs():
     text = read_data('open_clip', 'refused_existing_name.out')
     assert open_clip.refused_to_run(text)
     assert open_clip.extract_metrics(text)['steps'] == 0
+
+
+@pytest.mark.parametrize('name', ['slurm_2nodes_torchrun.err',
+                                  'slurm_2procs_srun.err'])
+def test_logs_from_a_real_slurm_cluster(name):
+    '''2 ranks under Slurm: torchrun on two nodes (n1, n2) and srun one task
+    per rank, from the suite's run on a 2-node Slurm 22.05 cluster.'''
+    text = read_data('open_clip', name)
+    assert open_clip.ranks_started(text) == ({0, 1}, 2)
+    metrics = open_clip.extract_metrics(text)
+    assert metrics['steps'] == 8
+    assert metrics['done_percent_last'] == 100
+    assert metrics['loss_last'] == pytest.approx(math.log(64), abs=1e-4)
+    steps = open_clip.parse_train_lines(text)
+    assert metrics['total_time_secs'] == pytest.approx(
+        sum(s['batch_time'] for s in steps[1:]))

@@ -59,8 +59,8 @@ def test_srun_one_task_per_gpu(job_scripts, nodes):
     assert any(line.startswith('--time=') for line in lines)
     run_line = text.strip().splitlines()[-1]
     assert run_line.startswith('srun ')
-    assert 'src/rank_env.sh python3 -u -m clip_train ' + MMOCLIP_ARGS \
-        in run_line
+    assert 'src/task_env.sh per_task python3 -u -m clip_train ' + \
+        MMOCLIP_ARGS in run_line
     assert '--device cuda --precision amp --dist-url env://' in run_line
 
 
@@ -74,7 +74,8 @@ def test_srun_one_torchrun_per_node(job_scripts, nodes):
     assert '--gres=gpu:4' in lines
     run_line = text.strip().splitlines()[-1]
     assert run_line.startswith('srun ')
-    assert (f'python3 -u -m torch.distributed.run --nnodes={nodes} '
+    assert (f'src/task_env.sh torchrun python3 -u -m torch.distributed.run '
+            f'--nnodes={nodes} '
             f'--nproc-per-node=4 --rdzv-backend=c10d '
             f'--rdzv-endpoint=$MASTER_ADDR:$MASTER_PORT '
             f'--rdzv-id=${{SLURM_JOB_ID}} --max-restarts=0 -m clip_train -- '
@@ -86,7 +87,8 @@ def test_rendezvous_from_the_job_not_hard_coded(job_scripts, mode):
     text = job_scripts[0][8, mode]
     assert ('hpcml_first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST"'
             ' | head -n 1)') in text
-    assert 'export MASTER_ADDR="${hpcml_first_node}i"' in text
+    assert "export HPCML_RENDEZVOUS_ADDRESS='{hostname}i'" in text
+    assert 'src/node_address.sh "$hpcml_first_node")' in text
     assert 'export MASTER_PORT=$(( 20000 + ${SLURM_JOB_ID} % 10000 ))' in text
     assert 'module load Stages/2025' in text
     assert 'export OMP_NUM_THREADS=24' in text

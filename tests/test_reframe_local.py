@@ -57,7 +57,7 @@ ONE_CASE = ['-n', 'MMoCLIP.*1_proc.*per_task']
 
 
 @pytest.mark.parametrize('option, message', [
-    ('batch_size=0', 'batch_size must be an integer >= 1, got 0: fix -S '
+    ('batch_size=0', "batch_size must be an integer >= 1, got '0': fix -S "
                      'batch_size'),
     ('num_nodes=-1', 'num_nodes must be an integer >= 1'),
     ('num_nodes=abc', "num_nodes must be an integer >= 1, got 'abc'"),

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Per-task environment of the suite's launch modes, set on each task's own
+# node; then exec the program:   task_env.sh MODE PROGRAM [ARGUMENT...]
+#
+# PET_LOCAL_ADDR (torchrun's --local-addr): this node's address, from
+#   node_address.sh. Without it torchrun advertises the host's FQDN to the
+#   other nodes, which need not resolve there or be on the fabric.
+# MODE per_task: RANK, LOCAL_RANK and WORLD_SIZE (torch.distributed's env://)
+#   from the job launcher's per-task ids: srun, Open MPI, PMI; rank 0 of 1
+#   for a single local task. (In torchrun mode torchrun sets them.)
+set -eu
+mode="$1"
+shift
+here=$(dirname "$0")
+if [ -z "${PET_LOCAL_ADDR:-}" ]; then
+    PET_LOCAL_ADDR=$("$here/node_address.sh" "${SLURMD_NODENAME:-$(hostname)}")
+    export PET_LOCAL_ADDR
+fi
+if [ "$mode" = per_task ]; then
+    export RANK="${RANK:-${SLURM_PROCID:-${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}}}"
+    export LOCAL_RANK="${LOCAL_RANK:-${SLURM_LOCALID:-${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-0}}}}"
+    export WORLD_SIZE="${WORLD_SIZE:-${SLURM_NTASKS:-${OMPI_COMM_WORLD_SIZE:-${PMI_SIZE:-1}}}}"
+fi
+exec "$@"
