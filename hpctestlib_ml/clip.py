@@ -52,6 +52,56 @@ def model_config(name):
     return json.loads(path.read_text())
 
 
+def log_problems(text, world_size, global_batch, benchmark):
+    '''One-line reasons why an OpenCLIP log shows a bad run; [] if none.
+
+    *benchmark*: also require the MMoCLIP rules in OpenCLIP's ``Params:``.
+    '''
+    if parser.refused_to_run(text):
+        return ['OpenCLIP refused to run: the experiment name already '
+                'exists under logs/']
+
+    problems = []
+    ranks, logged_world = parser.ranks_started(text)
+    if ranks != set(range(world_size)) or logged_world != world_size:
+        missing = sorted(set(range(world_size)) - ranks)
+        problems.append(f'{len(ranks)} of {world_size} ranks started '
+                        f'(missing: {missing[:8]})')
+
+    metrics = parser.extract_metrics(text)
+    if metrics['steps'] < 2:
+        problems.append(f'{metrics["steps"]} training steps logged, need at '
+                        f'least 2')
+    elif metrics['done_percent_last'] != 100:
+        problems.append(f'training stopped at '
+                        f'{metrics["done_percent_last"]:g}% of the epoch')
+
+    if metrics['loss_all_finite'] is False:
+        problems.append(f'loss is not finite (last: {metrics["loss_last"]})')
+    elif metrics['loss_last'] is not None:
+        # Every synthetic pair is the same black image and caption, so all
+        # logits are equal and the contrastive loss is exactly ln(logit
+        # columns): ln(global batch) when the features of all ranks were
+        # gathered, ln(local batch) when they were not.
+        expected = math.log(global_batch)
+        if abs(metrics['loss_last'] - expected) > 0.01 * expected:
+            problems.append(f'loss {metrics["loss_last"]:.4f} is not '
+                            f'ln(global batch {global_batch}) = '
+                            f'{expected:.4f}: features were not gathered '
+                            f'across all ranks')
+
+    if benchmark:
+        params = parser.parse_params(text)
+        broken = {k: params.get(k) for k, v in MMOCLIP_RULES.items()
+                  if params.get(k) != v}
+        if broken:
+            required = {k: MMOCLIP_RULES[k] for k in broken}
+            problems.append(f'MMoCLIP rules not met: {broken} (required: '
+                            f'{required})')
+
+    return problems
+
+
 class ClipTraining(MLTrainingTest):
     '''OpenCLIP contrastive training on synthetic image-text pairs.'''
 
@@ -137,49 +187,8 @@ class ClipTraining(MLTrainingTest):
         return parser.extract_metrics(text)
 
     def log_problems(self, text):
-        problems = []
-        if parser.refused_to_run(text):
-            problems.append('OpenCLIP refused to run: the experiment name '
-                            'already exists under logs/')
-            return problems
-
-        world = self.layout.world_size
-        ranks, logged_world = parser.ranks_started(text)
-        if ranks != set(range(world)) or logged_world != world:
-            missing = sorted(set(range(world)) - ranks)
-            problems.append(f'{len(ranks)} of {world} ranks started '
-                            f'(missing: {missing[:8]})')
-
-        metrics = parser.extract_metrics(text)
-        if metrics['steps'] < 2:
-            problems.append(f'{metrics["steps"]} training steps logged, '
-                            f'need at least 2')
-        elif metrics['done_percent_last'] != 100:
-            problems.append(f'training stopped at '
-                            f'{metrics["done_percent_last"]:g}% of the epoch')
-        if metrics['loss_all_finite'] is False:
-            problems.append(f'loss is not finite (last: {metrics["loss_last"]})')
-        elif metrics['loss_last'] is not None:
-            # Every synthetic pair is the same black image and caption, so
-            # all logits are equal and the contrastive loss is exactly
-            # ln(logit columns): ln(global batch) when the features of all
-            # ranks were gathered, ln(local batch) when they were not.
-            expected = math.log(self.global_batch())
-            if abs(metrics['loss_last'] - expected) > 0.01 * expected:
-                problems.append(f'loss {metrics["loss_last"]:.4f} is not '
-                                f'ln(global batch {self.global_batch()}) = '
-                                f'{expected:.4f}: features were not gathered '
-                                f'across all ranks')
-
-        if self.resolved_size == 'benchmark':
-            params = parser.parse_params(text)
-            broken = {k: params.get(k) for k, v in MMOCLIP_RULES.items()
-                      if params.get(k) != v}
-            if broken:
-                problems.append(f'MMoCLIP rules not met: {broken} (must be '
-                                f'{ {k: MMOCLIP_RULES[k] for k in broken} })')
-
-        return problems
+        return log_problems(text, self.layout.world_size, self.global_batch(),
+                            self.resolved_size == 'benchmark')
 
     def model_flops_per_sample(self):
         return flops.training_flops(

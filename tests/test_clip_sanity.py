@@ -1,0 +1,50 @@
+"""CLIP's sanity reasons, on captured logs."""
+from hpctestlib_ml.clip import log_problems
+from conftest import read_data
+
+TWO_RANKS = read_data('open_clip', 'cpu_2ranks_torchrun.err')
+
+
+def test_good_two_rank_run_has_no_problems():
+    assert log_problems(TWO_RANKS, 2, 64, benchmark=False) == []
+
+
+def test_missing_rank():
+    problems = log_problems(TWO_RANKS, 3, 96, benchmark=False)
+    assert problems[0] == '2 of 3 ranks started (missing: [2])'
+
+
+def test_loss_proves_gathered_features():
+    problems = log_problems(TWO_RANKS, 2, 32, benchmark=False)
+    assert problems == ['loss 4.1589 is not ln(global batch 32) = 3.4657: '
+                        'features were not gathered across all ranks']
+
+
+def test_stopped_early():
+    lines = TWO_RANKS.splitlines()
+    last_train = max(i for i, ln in enumerate(lines) if 'Train Epoch' in ln)
+    cut = '\n'.join(lines[:last_train])
+    assert 'training stopped at 88% of the epoch' in log_problems(
+        cut, 2, 64, benchmark=False)
+
+
+def test_tiny_run_does_not_meet_mmoclip_rules():
+    problems = log_problems(TWO_RANKS, 2, 64, benchmark=True)
+    assert len(problems) == 1
+    assert problems[0].startswith("MMoCLIP rules not met: {'model': "
+                                  "'CLIP-tiny', 'train_num_samples': '512'}")
+
+
+def test_run_meeting_mmoclip_rules():
+    # The tiny run already logs synthetic data, 1 epoch, local loss,
+    # gather-with-grad and every step; give it the benchmark's model and size.
+    text = TWO_RANKS.replace('model: CLIP-tiny', 'model: ViT-L-14')
+    text = text.replace('train_num_samples: 512', 'train_num_samples: 3200000')
+    assert log_problems(text, 2, 64, benchmark=True) == []
+
+
+def test_refused_run():
+    assert log_problems(read_data('open_clip', 'refused_existing_name.out'),
+                        1, 32, benchmark=False) == [
+        'OpenCLIP refused to run: the experiment name already exists under '
+        'logs/']
