@@ -1,7 +1,8 @@
 """``hpcml``: the suite's command line.
 
     hpcml suite [REFRAME OPTION...]     run the suite (reframe -C config/local.py
-                                        -c checks -r ...); fails if no test ran
+                                        -c checks -r --performance-report ...);
+                                        fails if no test case ran
     hpcml extract WORKLOAD LOGFILE...   metrics of training logs, as JSON
     hpcml cpu-peak                      this CPU's measured fp32 matmul FLOP/s
 """
@@ -59,6 +60,8 @@ def suite_command(argv, report_file):
                '--dry-run', '--list-tags', '--describe', '--ci-generate')
     if not _has_option(argv, *actions):
         command.append('-r')
+    if not _has_option(argv, '--performance-report'):
+        command.append('--performance-report')
     return command + ['--report-file', report_file] + list(argv)
 
 

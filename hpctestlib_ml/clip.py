@@ -137,8 +137,6 @@ class ClipTraining(MLTrainingTest):
     #: :type: :class:`int` or :obj:`None`
     workers = variable(int, type(None), value=None)
 
-    tags = {'clip', 'vision', 'language'}
-
     def global_batch(self):
         return self.batch_size * self.layout.world_size
 

@@ -87,6 +87,9 @@ def make_site_configuration(systems, environments):
                                         'run-report-{sessionid}.json'),
             'topology_prefix': os.path.join(VAR_DIR, 'topology'),
             'check_search_recursive': True,
+            # --performance-report: each figure next to the same test's
+            # last one of the past week in the results DB.
+            'perf_report_spec': 'now-7d:now/last:/+result',
         }],
         'storage': [{
             'enable': True,

@@ -53,7 +53,7 @@ def test_suite_command_defaults_and_overrides():
     cmd = cli.suite_command([], '/tmp/r.json')
     assert cmd[1:] == ['-C', str(REPO_ROOT / 'config' / 'local.py'),
                        '-c', str(REPO_ROOT / 'checks'), '-r',
-                       '--report-file', '/tmp/r.json']
+                       '--performance-report', '--report-file', '/tmp/r.json']
     cmd = cli.suite_command(['-C', 'x.py', '--dry-run', '-n', 'MMoCLIP'],
                             '/tmp/r.json')
     assert cmd.count('-C') == 1 and '-r' not in cmd
