@@ -21,8 +21,7 @@ def job_scripts(tmp_path_factory, cache_dir):
            'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'jscbenchmark'}
     proc = subprocess.run(
         [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
-         '--system', 'juwels-booster', '-c', REPO / 'checks', '-n', 'MMoCLIP',
-         '--dry-run'], env=env, capture_output=True, text=True,
+         '-c', REPO / 'checks', '-n', 'MMoCLIP', '--dry-run'], env=env, capture_output=True, text=True,
         stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     scripts = {}

@@ -25,7 +25,10 @@ site_configuration = make_site_configuration(
     systems=[{
         'name': 'juwels-booster',
         'descr': 'JUWELS Booster, Jülich Supercomputing Centre',
-        'hostnames': [r'jwlogin\d+', r'jwb\d+'],
+        # The login and compute nodes, and any other host: loading this file
+        # means JUWELS Booster, so its job scripts can be previewed anywhere
+        # with --dry-run.
+        'hostnames': [r'jwlogin\d+', r'jwb\d+', r'.*'],
         # Modules are loaded by the environment's prepare_cmds, so that job
         # scripts can be generated (--dry-run) on hosts without Lmod.
         'modules_system': 'nomod',
