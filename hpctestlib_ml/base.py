@@ -19,6 +19,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, run_after, sanity_function,
                                    variable)
 from reframe.core.exceptions import ReframeError, SanityError
+from reframe.core.logging import getlogger
 
 from hpctestlib_ml import REFERENCES_DIR, SRC_DIR, launch
 from hpctestlib_ml.parsers import failures
@@ -259,16 +260,25 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
 
     @run_after('setup')
     def add_utilisation_metrics(self):
+        '''``mfu`` (model FLOPs) and, with recomputation, ``hfu`` (FLOPs
+        executed), where the peak and the FLOPs per sample are known.'''
         peak = self.peak_flops_per_node()
         if peak is None:
+            getlogger().verbose(f'{self.display_name}: no MFU: no peak FLOP/s '
+                                f'known for {self.current_partition.fullname}')
+            return
+
+        try:
+            model = self.model_flops_per_sample()
+            hardware = self.hardware_flops_per_sample()
+        except LookupError as err:
+            getlogger().warning(f'{self.display_name}: no MFU: {err}')
             return
 
         nodes = self.layout.num_nodes
         self.perf_variables['mfu'] = sn.make_performance_function(
-            lambda: self._utilisation(self.model_flops_per_sample(), peak,
-                                      nodes), '%')
-        hardware = self.hardware_flops_per_sample()
-        if hardware != self.model_flops_per_sample():
+            lambda: self._utilisation(model, peak, nodes), '%')
+        if hardware != model:
             self.perf_variables['hfu'] = sn.make_performance_function(
                 lambda: self._utilisation(hardware, peak, nodes), '%')
 

@@ -45,11 +45,20 @@ def model_config(name):
     # Upstream configs ship inside open_clip; read the file, not the package
     # (importing torch here would cost every test seconds).
     spec = importlib.util.find_spec('open_clip')
-    if spec is None:
-        raise FileNotFoundError(f'no model config for {name!r}: open_clip '
-                                f'is not installed here')
-    path = pathlib.Path(spec.origin).parent / 'model_configs' / f'{name}.json'
+    path = (pathlib.Path(spec.origin).parent / 'model_configs' /
+            f'{name}.json' if spec else None)
+    if path is None or not path.is_file():
+        raise LookupError(f'no OpenCLIP model config {name!r} here (suite '
+                          f'configs: {_OPEN_CLIP_CONFIGS}; open_clip '
+                          f'{"installed" if spec else "not installed"})')
     return json.loads(path.read_text())
+
+
+def clip_forward_flops(model):
+    '''Forward FLOPs per image-text pair of OpenCLIP model *model*.'''
+    if model in flops.OPENCLIP_FORWARD_GFLOPS:
+        return flops.OPENCLIP_FORWARD_GFLOPS[model] * 1e9
+    return flops.clip_forward_flops(model_config(model))
 
 
 def log_problems(text, world_size, global_batch, benchmark):
@@ -189,13 +198,11 @@ class ClipTraining(MLTrainingTest):
                             self.resolved_size == 'benchmark')
 
     def model_flops_per_sample(self):
-        return flops.training_flops(
-            flops.clip_forward_flops(model_config(self.model)))
+        return flops.training_flops(clip_forward_flops(self.model))
 
     def hardware_flops_per_sample(self):
-        return flops.training_flops(
-            flops.clip_forward_flops(model_config(self.model)),
-            recompute=bool(self.grad_checkpointing))
+        return flops.training_flops(clip_forward_flops(self.model),
+                                    recompute=bool(self.grad_checkpointing))
 
     @performance_function('s')
     def total_time_secs(self):

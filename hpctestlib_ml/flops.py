@@ -11,6 +11,20 @@ hardware actually executes.
 TRAINING_FACTOR = 3
 RECOMPUTE_FACTOR = 4
 
+#: Forward GFLOP per image-text pair of OpenCLIP models at their native
+#: image size, from OpenCLIP's own profile (``docs/model_profile.csv``).
+#: :func:`clip_forward_flops` reproduces each to 0.1% from the model's
+#: config (``tests/test_flops.py``); the table lets the suite compute MFU
+#: where OpenCLIP is not installed beside ReFrame.
+OPENCLIP_FORWARD_GFLOPS = {
+    'ViT-B-32': 14.78,
+    'ViT-B-16': 41.09,
+    'ViT-L-14': 175.33,
+    'ViT-H-14': 381.68,
+    'ViT-g-14': 581.15,
+    'ViT-bigG-14': 1065.36,
+}
+
 
 def transformer_forward_flops(seq_len, width, layers, mlp_ratio=4.0):
     '''Forward FLOPs of a pre-norm transformer encoder over one sequence.

@@ -4,17 +4,26 @@ import pathlib
 import pytest
 
 from hpctestlib_ml import flops
-from hpctestlib_ml.clip import model_config
+from hpctestlib_ml.clip import clip_forward_flops, model_config
 
 
-@pytest.mark.parametrize('model, gflops', [
-    # OpenCLIP docs/model_profile.csv (forward GFLOPs per image-text pair)
-    ('ViT-B-32', 14.78), ('ViT-B-16', 41.09), ('ViT-L-14', 175.33),
-    ('ViT-H-14', 381.68),
-])
-def test_clip_forward_flops_match_openclip_profile(model, gflops):
+@pytest.mark.parametrize('model', sorted(flops.OPENCLIP_FORWARD_GFLOPS))
+def test_analytic_clip_flops_match_openclip_profile(model):
+    '''The table holds OpenCLIP's docs/model_profile.csv figures; the
+    analytic count from each model's config reproduces them.'''
     assert flops.clip_forward_flops(model_config(model)) / 1e9 == \
-        pytest.approx(gflops, rel=1e-3)
+        pytest.approx(flops.OPENCLIP_FORWARD_GFLOPS[model], rel=1e-3)
+
+
+def test_vit_l_14_training_flops():
+    assert clip_forward_flops('ViT-L-14') == 175.33e9
+    assert flops.training_flops(clip_forward_flops('ViT-L-14')) == \
+        pytest.approx(526e9, rel=1e-3)
+
+
+def test_unknown_model_says_where_configs_come_from():
+    with pytest.raises(LookupError, match="no OpenCLIP model config 'nope'"):
+        clip_forward_flops('nope')
 
 
 def test_training_factors():
