@@ -176,6 +176,13 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
         return self.layout.gpus_per_node > 0
 
     @run_after('setup')
+    def configure_job(self):
+        '''Size, layout, job resources, launch command and MFU, in order.'''
+        self.resolve_size_and_layout()
+        self.set_job_layout()
+        self.set_launch_command()
+        self.add_utilisation_metrics()
+
     def resolve_size_and_layout(self):
         part = self.current_partition
         facts = partition_facts(part)
@@ -221,7 +228,6 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
 
         self.finalize_settings()
 
-    @run_after('setup')
     def set_job_layout(self):
         layout = self.layout
         torchrun = self.launch_mode == 'torchrun'
@@ -236,7 +242,6 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
                 'gpu': {'num_gpus_per_node': layout.gpus_per_node}
             }
 
-    @run_after('setup')
     def set_launch_command(self):
         scheduler = self.current_partition.scheduler.registered_name
         address = self.current_partition.extras.get('rendezvous_address',
@@ -258,7 +263,6 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
             self.executable, self.executable_opts = launch.per_task_command(
                 self.python, self.program, args)
 
-    @run_after('setup')
     def add_utilisation_metrics(self):
         '''``mfu`` (model FLOPs) and, with recomputation, ``hfu`` (FLOPs
         executed), where the peak and the FLOPs per sample are known.'''
