@@ -96,3 +96,19 @@ def test_rendezvous_from_the_job_not_hard_coded(job_scripts, mode):
 def test_reference_at_8_nodes(job_scripts):
     _, stdout = job_scripts
     assert 'total_time_secs: None s (r:1260, l:None, u:0.0)' in stdout
+
+
+@pytest.mark.parametrize('mode, expected', [
+    ('smoke', '--model CLIP-tiny'),
+    ('benchmark', '--train-num-samples 3200000 --epochs 1 --batch-size=512 '
+                  '--model ViT-L-14'),
+])
+def test_local_modes_select_the_size(run_reframe, mode, expected):
+    proc, var = run_reframe(BIN / 'reframe', '-C', REPO / 'config/local.py',
+                            '-c', REPO / 'checks', '--mode', mode,
+                            '--dry-run')
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    scripts = list((var / 'stage').rglob('rfm_job.sh'))
+    assert len(scripts) == 3
+    for script in scripts:
+        assert expected in script.read_text()
