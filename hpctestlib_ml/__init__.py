@@ -8,8 +8,6 @@ library.
 """
 import pathlib
 
-__version__ = '0.1.0'
-
 #: The repository this library was loaded from.
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 

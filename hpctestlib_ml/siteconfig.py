@@ -1,6 +1,6 @@
 """Pieces every site configuration shares: run directories, logging, perflog
 format, results DB, modes. Site files under ``config/`` describe their
-systems and call :func:`site_configuration` with them.
+systems and call :func:`make_site_configuration` with them.
 """
 import os
 
@@ -20,8 +20,8 @@ PERFLOG_FIELDS = (
 )
 
 _PERFLOG_FORMAT = '|'.join(
-    ['%(check_job_completion_time)s', 'reframe %(version)s',
-     '%(check_display_name)s', '%(check_system)s:%(check_partition)s',
+    ['%(check_job_completion_time)s', '%(version)s',
+     '%(check_display_name)s', '%(check_system)s', '%(check_partition)s',
      '%(check_environ)s']
     + [f'%(check_{name})s' for name in PERFLOG_FIELDS]
     # Performance values come last: ReFrame names their columns in the
