@@ -115,3 +115,29 @@ def test_references_file_is_valid_reframe_yaml():
     assert mmoclip['$index'] == ['$partition', 'num_nodes']
     assert mmoclip['juwels-booster:booster'][8]['total_time_secs'] == [
         1260, None, 0.0, 's']
+
+
+def fake_nvidia_smi(tmp_path, monkeypatch, names):
+    '''Put an nvidia-smi that lists *names* first on PATH.'''
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    script = bin_dir / 'nvidia-smi'
+    script.write_text('#!/bin/sh\n' + ''.join(f'echo "{n}"\n' for n in names))
+    script.chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bin_dir}:{os.environ["PATH"]}')
+
+
+def test_local_gpu_partition_appears_with_gpus(tmp_path, monkeypatch):
+    fake_nvidia_smi(tmp_path, monkeypatch, ['NVIDIA H100 80GB HBM3'] * 4)
+    site = load('config/local.py', 'local')
+    cpu, gpu = site.get('systems/0/partitions')
+    assert gpu['name'] == 'gpu' and 'gpu' in gpu['features']
+    assert gpu['devices'] == [{'type': 'gpu', 'num_devices': 4,
+                               'model': 'H100-SXM'}]
+    assert gpu['devices'][0]['model'] in DEVICE_PEAK_FLOPS
+
+
+def test_no_gpu_partition_without_gpus(tmp_path, monkeypatch):
+    fake_nvidia_smi(tmp_path, monkeypatch, [])
+    site = load('config/local.py', 'local')
+    assert [p['name'] for p in site.get('systems/0/partitions')] == ['cpu']

@@ -112,3 +112,28 @@ def test_local_modes_select_the_size(run_reframe, mode, expected):
     assert len(scripts) == 3
     for script in scripts:
         assert expected in script.read_text()
+
+
+def test_local_gpu_partition_runs_the_benchmark_size(run_reframe, tmp_path):
+    '''With GPUs present (a stand-in nvidia-smi), config/local.py adds a gpu
+    partition and the size resolves to the benchmark's on it.'''
+    import os
+    bin_dir = tmp_path / 'fakebin'
+    bin_dir.mkdir()
+    smi = bin_dir / 'nvidia-smi'
+    smi.write_text('#!/bin/sh\necho "NVIDIA A100-SXM4-40GB"\n'
+                   'echo "NVIDIA A100-SXM4-40GB"\n')
+    smi.chmod(0o755)
+    proc, var = run_reframe(
+        BIN / 'reframe', '-C', REPO / 'config/local.py', '-c', REPO / 'checks',
+        '--system', 'local:gpu', '--dry-run',
+        env={'PATH': f'{bin_dir}:{os.environ["PATH"]}'})
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    scripts = {p.parent.name: p.read_text()
+               for p in (var / 'stage').rglob('rfm_job.sh')}
+    # 1 GPU (both launch modes), 2 GPUs and the whole node under torchrun.
+    assert len(scripts) == 4, list(scripts)
+    for text in scripts.values():
+        assert '--model ViT-L-14' in text
+        assert '--device cuda --precision amp' in text
+    assert 'mfu' in proc.stdout and 'hfu' in proc.stdout
