@@ -61,10 +61,12 @@ def clip_forward_flops(model):
     return flops.clip_forward_flops(model_config(model))
 
 
-def log_problems(text, world_size, global_batch, benchmark):
+def log_problems(text, metrics, world_size, global_batch, benchmark):
     '''One-line reasons why an OpenCLIP log shows a bad run; [] if none.
 
-    *benchmark*: also require the MMoCLIP rules in OpenCLIP's ``Params:``.
+    *metrics* are :func:`~hpctestlib_ml.parsers.open_clip.extract_metrics`
+    of *text*; *benchmark*: also require the MMoCLIP rules in OpenCLIP's
+    ``Params:``.
     '''
     if parser.refused_to_run(text):
         return ['OpenCLIP refused to run: the experiment name already '
@@ -77,7 +79,6 @@ def log_problems(text, world_size, global_batch, benchmark):
         problems.append(f'{len(ranks)} of {world_size} ranks started '
                         f'(missing: {missing[:8]})')
 
-    metrics = parser.extract_metrics(text)
     if metrics['steps'] < 2:
         problems.append(f'{metrics["steps"]} training steps logged, need at '
                         f'least 2')
@@ -194,7 +195,8 @@ class ClipTraining(MLTrainingTest):
         return parser.extract_metrics(text)
 
     def log_problems(self, text):
-        return log_problems(text, self.layout.world_size, self.global_batch(),
+        return log_problems(text, self.metrics(), self.layout.world_size,
+                            self.global_batch(),
                             self.resolved_size == 'benchmark')
 
     def model_flops_per_sample(self):

@@ -1,6 +1,12 @@
 """CLIP's sanity reasons, on captured logs."""
-from hpctestlib_ml.clip import log_problems
+from hpctestlib_ml import clip
+from hpctestlib_ml.parsers.open_clip import extract_metrics
 from conftest import read_data
+
+
+def log_problems(text, world_size, global_batch, benchmark):
+    return clip.log_problems(text, extract_metrics(text), world_size,
+                             global_batch, benchmark)
 
 TWO_RANKS = read_data('open_clip', 'cpu_2ranks_torchrun.err')
 
