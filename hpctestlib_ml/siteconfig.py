@@ -6,12 +6,22 @@ import os
 
 from hpctestlib_ml import REPO_ROOT
 
+
+
+def _env_dir(name, default):
+    '''Directory from environment variable *name*, made absolute against the
+    directory the user ran the command in: ReFrame imports config files
+    from inside their own directory, so os.getcwd() is config/ here.'''
+    path = os.environ.get(name) or default
+    return os.path.join(os.environ.get('PWD', os.getcwd()), path)
+
+
 #: Where runs write (stage, output, perflogs, results DB, reports);
 #: ``HPCML_VAR_DIR`` moves it, e.g. to a shared file system.
-VAR_DIR = os.environ.get('HPCML_VAR_DIR', str(REPO_ROOT / 'var'))
+VAR_DIR = _env_dir('HPCML_VAR_DIR', str(REPO_ROOT / 'var'))
 
 #: Measurements kept between runs (the CPU peak); ``HPCML_CACHE_DIR`` moves it.
-CACHE_DIR = os.environ.get('HPCML_CACHE_DIR', os.path.join(VAR_DIR, 'cache'))
+CACHE_DIR = _env_dir('HPCML_CACHE_DIR', os.path.join(VAR_DIR, 'cache'))
 
 #: Test attributes logged with every performance value, in this order.
 PERFLOG_FIELDS = (

@@ -141,3 +141,19 @@ def test_no_gpu_partition_without_gpus(tmp_path, monkeypatch):
     fake_nvidia_smi(tmp_path, monkeypatch, [])
     site = load('config/local.py', 'local')
     assert [p['name'] for p in site.get('systems/0/partitions')] == ['cpu']
+
+
+def test_relative_var_dirs_are_taken_from_where_the_user_runs(tmp_path,
+                                                             monkeypatch):
+    '''ReFrame imports config files from inside config/; a relative
+    HPCML_VAR_DIR must still mean the user's working directory.'''
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('PWD', str(tmp_path))
+    monkeypatch.setenv('HPCML_VAR_DIR', 'myvar')
+    monkeypatch.setenv('HPCML_CACHE_DIR', 'mycache')
+    site = load('config/systems/juwels_booster.py', 'juwels-booster')
+    assert site.get('systems/0/prefix') == str(tmp_path / 'myvar')
+    assert (tmp_path / 'myvar').is_dir()
+    assert not (REPO_ROOT / 'config' / 'myvar').exists()
+    from hpctestlib_ml import siteconfig
+    assert siteconfig.CACHE_DIR == str(tmp_path / 'mycache')
