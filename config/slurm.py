@@ -28,7 +28,8 @@ import os
 import sys
 
 from hpctestlib_ml.siteconfig import (env_int, env_list,
-                                      make_site_configuration, system_dirs)
+                                      make_site_configuration,
+                                      slurm_sched_options, system_dirs)
 
 _partition = os.environ.get('HPCML_SLURM_PARTITION')
 _account = os.environ.get('HPCML_ACCOUNT')
@@ -80,6 +81,7 @@ site_configuration = make_site_configuration(
         'descr': 'A Slurm cluster configured by HPCML_* variables',
         'hostnames': ['.*'],
         'modules_system': 'nomod',
+        'sched_options': slurm_sched_options(),
         **system_dirs(),
         'partitions': [_part],
     }],

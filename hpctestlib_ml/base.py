@@ -253,6 +253,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
                 from None
 
         self.prerun_cmds += launch.thread_env(self.layout.cpus_per_proc)
+        self.job.launcher.options += launch.launcher_options(
+            self.current_partition.launcher_type.registered_name)
         self.env_vars['PYTHONPATH'] = f'{SRC_DIR}${{PYTHONPATH:+:$PYTHONPATH}}'
         args = launch.quote_args(self.program_args())
         if self.launch_mode == 'torchrun':
@@ -339,19 +341,32 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
 
     @sanity_function
     def assert_training_ran(self):
-        '''The program exited 0, without a traceback, and its log passes
-        the workload's checks; else a one-line reason.'''
+        '''The job ended by itself, exited 0, no rank died or raised, and
+        the log passes the workload's checks; else a one-line reason.'''
         text = self.log_text()
-        exitcode = self.job.exitcode
-        if exitcode not in (0, None) or failures.has_traceback(text):
-            raise SanityError(f'program failed (exit code {exitcode}): '
-                              f'{failures.failure_line(text)}')
+        reason = failures.failure_reason(text, self.job.state,
+                                         self.job.exitcode)
+        if reason:
+            raise SanityError(self.failure_message(text, reason))
 
         problems = self.log_problems(text)
         if problems:
             raise SanityError('; '.join(problems))
 
         return True
+
+    def failure_message(self, text, reason):
+        '''*reason*, with the exit code and the fix where the suite knows it.'''
+        end = failures.job_end(text, self.job.state)
+        if end and end.kind == 'timeout':
+            limit = (f'{self.time_limit:g} s' if self.time_limit else
+                     "the partition's default")
+            reason += (f': the time limit was {limit}; raise it with '
+                       f'-S time_limit= or run fewer -S steps=')
+        exitcode = self.job.exitcode
+        prefix = ('job failed' if exitcode in (0, None) else
+                  f'job failed (exit code {exitcode})')
+        return f'{prefix}: {reason}'
 
     # What each workload provides
     #: Name of the metric that is samples/s over all ranks (for MFU).

@@ -31,6 +31,13 @@ PORT_SPAN = 10000
 #: Schedulers whose jobs see Slurm's environment.
 SLURM_SCHEDULERS = ('slurm', 'squeue')
 
+#: Launcher options that end the whole job step when one rank fails, instead
+#: of leaving the others waiting in a collective or at rendezvous until
+#: their timeout (30 min in PyTorch): srun's default is to wait.
+FAIL_FAST_OPTIONS = {
+    'srun': ['--kill-on-bad-exit=1'],
+}
+
 TASK_ENV_SCRIPT = SRC_DIR / 'task_env.sh'
 NODE_ADDRESS_SCRIPT = SRC_DIR / 'node_address.sh'
 
@@ -76,6 +83,11 @@ def rendezvous_env(scheduler, address='{hostname}'):
         f'export MASTER_PORT=$(( {PORT_BASE} + {job_id_expr(scheduler)} % '
         f'{PORT_SPAN} ))',
     ]
+
+
+def launcher_options(launcher):
+    '''Options for job launcher *launcher* (its ReFrame name).'''
+    return list(FAIL_FAST_OPTIONS.get(launcher, []))
 
 
 def thread_env(cpus_per_proc):

@@ -44,6 +44,28 @@ _PERFVAR_FORMAT = ('%(check_perf_value)s|%(check_perf_unit)s|'
                    '%(check_perf_upper_thres)s|')
 
 
+#: Slurm pending reasons after which ReFrame cancels a job instead of waiting
+#: for it (ReFrame compares the text before the first comma). Regression
+#: runs want an answer now, not when a drained node returns: a job that
+#: cannot start with the nodes now in service fails with the reason.
+#: ReFrame's default has only ``ReqNodeNotAvail`` (a ``--nodelist`` node is
+#: unavailable); a job needing more nodes than are up waits with "Nodes
+#: required for job are DOWN, DRAINED or reserved for jobs in higher
+#: priority partitions".
+SLURM_CANCEL_REASONS = (
+    'ReqNodeNotAvail',
+    'Nodes required for job are DOWN',
+    'PartitionNodeLimit',
+    'PartitionConfig',
+    'BadConstraints',
+)
+
+
+def slurm_sched_options():
+    '''``sched_options`` of the suite's Slurm systems.'''
+    return {'slurm_job_cancel_reasons': list(SLURM_CANCEL_REASONS)}
+
+
 def system_dirs():
     '''``prefix``, ``stagedir`` and ``outputdir`` of a system under VAR_DIR.'''
     return {

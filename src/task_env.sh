@@ -5,6 +5,8 @@
 # PET_LOCAL_ADDR (torchrun's --local-addr): this node's address, from
 #   node_address.sh. Without it torchrun advertises the host's FQDN to the
 #   other nodes, which need not resolve there or be on the fabric.
+# One line per task says where it landed ("hpcml launch: node=n2 task=1
+#   ..."): where each rank ran, for the log and the tests.
 # MODE per_task: RANK, LOCAL_RANK and WORLD_SIZE (torch.distributed's env://)
 #   from the job launcher's per-task ids: srun, Open MPI, PMI; rank 0 of 1
 #   for a single local task. (In torchrun mode torchrun sets them.)
@@ -21,4 +23,6 @@ if [ "$mode" = per_task ]; then
     export LOCAL_RANK="${LOCAL_RANK:-${SLURM_LOCALID:-${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-0}}}}"
     export WORLD_SIZE="${WORLD_SIZE:-${SLURM_NTASKS:-${OMPI_COMM_WORLD_SIZE:-${PMI_SIZE:-1}}}}"
 fi
+echo "hpcml launch: node=${SLURMD_NODENAME:-$(hostname)} task=${SLURM_PROCID:-${RANK:-0}}" \
+    "mode=$mode address=$PET_LOCAL_ADDR master=${MASTER_ADDR:-}:${MASTER_PORT:-}" >&2
 exec "$@"

@@ -40,3 +40,31 @@ def run_reframe(tmp_path, cache_dir):
         return proc, var_dir
 
     return run
+
+
+@pytest.fixture(scope='session')
+def slurm_cluster(tmp_path_factory):
+    '''The project's two-node Slurm cluster (tests/slurm/cluster.sh), started
+    once for the session and stopped at its end, whatever the tests did.
+
+    With slurmdbd and MariaDB installed it runs accounting too, so that
+    ReFrame's ``slurm`` scheduler (sacct) works beside ``squeue``. Where the
+    cluster cannot start (not root, Slurm not installed) its tests skip,
+    except under CI, where they fail.
+    '''
+    import slurm
+    reason = slurm.why_unavailable()
+    if reason:
+        if os.environ.get('CI'):
+            pytest.fail(f'Slurm tests cannot run under CI: {reason}')
+        pytest.skip(reason)
+
+    accounting = (os.environ.get('HPCML_TEST_SLURM_ACCOUNTING', '1') != '0'
+                  and slurm.why_unavailable(accounting=True) is None)
+    directory = (os.environ.get('HPCML_TEST_SLURM_DIR') or
+                 tmp_path_factory.mktemp('slurm-cluster'))
+    cluster = slurm.Cluster.start(directory, accounting)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

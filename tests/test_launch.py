@@ -156,6 +156,18 @@ def test_torchrun_node_gets_its_own_address_and_no_ranks(tmp_path):
     assert task_env('torchrun', env, tmp_path) == ('-', '-', '-', '10.9.9.9')
 
 
+def test_each_task_says_where_it_landed(tmp_path):
+    env = {'SLURM_PROCID': '1', 'SLURMD_NODENAME': 'jwb0043',
+           'HPCML_RENDEZVOUS_ADDRESS': '{hostname}i',
+           'MASTER_ADDR': 'jwb0042i', 'MASTER_PORT': '21234',
+           'PATH': os.environ['PATH']}
+    out = subprocess.run([str(SRC_DIR / 'task_env.sh'), 'torchrun', 'true'],
+                         env=env, capture_output=True, text=True, check=True)
+    assert out.stdout == ''
+    assert out.stderr == ('hpcml launch: node=jwb0043 task=1 mode=torchrun '
+                          'address=jwb0043i master=jwb0042i:21234\n')
+
+
 def test_node_address_fails_clearly_for_unknown_node(tmp_path):
     fake = tmp_path / 'bin'
     fake.mkdir()

@@ -16,7 +16,8 @@ suite's extras in a virtual environment at ``$HPCML_VENV`` when set.
 """
 import os
 
-from hpctestlib_ml.siteconfig import make_site_configuration, system_dirs
+from hpctestlib_ml.siteconfig import (make_site_configuration,
+                                      slurm_sched_options, system_dirs)
 
 _account = os.environ.get('HPCML_ACCOUNT', os.environ.get('BUDGET_ACCOUNTS'))
 _venv = os.environ.get('HPCML_VENV')
@@ -32,6 +33,7 @@ site_configuration = make_site_configuration(
         # Modules are loaded by the environment's prepare_cmds, so that job
         # scripts can be generated (--dry-run) on hosts without Lmod.
         'modules_system': 'nomod',
+        'sched_options': slurm_sched_options(),
         **system_dirs(),
         'partitions': [{
             'name': 'booster',

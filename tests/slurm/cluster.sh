@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# A throwaway two-node Slurm cluster on this machine, for the suite's own
+# tests (as root, on Debian or Ubuntu).
+#
+#   cluster.sh install [--accounting]   apt-get the daemons (slurm-wlm, munge;
+#                                       with --accounting slurmdbd, mariadb)
+#   cluster.sh start DIR [--accounting] start munged, slurmctld and two
+#                                       slurmd (n1, n2); with --accounting
+#                                       also MariaDB and slurmdbd, so that
+#                                       sacct (ReFrame's 'slurm' scheduler)
+#                                       works. Everything lives under DIR.
+#   cluster.sh stop DIR                 cancel jobs, stop the daemons by PID,
+#                                       kill what the cluster's jobs left
+#   cluster.sh env DIR                  print the environment that points
+#                                       Slurm's commands and config/slurm.py
+#                                       at the cluster (also in DIR/env.sh)
+#
+# Nodes n1 and n2 are two slurmd on different ports (Debian builds Slurm
+# with multiple-slurmd support), each started under `unshare --uts` with
+# its own hostname, so jobs see the node they run on. Their names do not
+# resolve: NodeAddr is 127.0.0.1, and the suite's config must reach nodes
+# through `rendezvous_address: nodeaddr`, as on sites whose hostnames are
+# not the address to use. Each node has one CPU; both share this machine.
+#
+# Ports: HPCML_SLURM_PORT_BASE (default 16817) and the next 14.
+set -euo pipefail
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+
+port_base=${HPCML_SLURM_PORT_BASE:-16817}
+ctld_port=$port_base
+dbd_port=$((port_base + 2))
+db_port=$((port_base + 3))
+node_port() { echo $((port_base + 4 + $1)); }
+nodes=(n1 n2)
+partition=ci
+
+need_root() {
+    [ "$(id -u)" = 0 ] || die "must run as root (slurmd starts jobs as any user)"
+}
+
+install() {
+    need_root
+    local pkgs=(slurm-wlm munge)
+    [ "${1:-}" = --accounting ] && pkgs+=(slurmdbd mariadb-server)
+    local missing=()
+    for p in "${pkgs[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' \
+            || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        command -v apt-get >/dev/null || die "no apt-get: install ${missing[*]} by hand"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+
+# Wait up to $1 seconds for command "${@:2}" to succeed.
+wait_for() {
+    local limit=$1; shift
+    local t=0
+    until "$@" >/dev/null 2>&1; do
+        t=$((t + 1))
+        [ $t -le $((limit * 2)) ] || return 1
+        sleep 0.5
+    done
+}
+
+write_conf() {
+    local dir=$1 accounting=$2
+    local host; host=$(hostname)
+    {
+        echo "ClusterName=hpcmlci"
+        echo "SlurmctldHost=$host(127.0.0.1)"
+        echo "SlurmUser=root"
+        echo "SlurmdUser=root"
+        echo "AuthType=auth/munge"
+        echo "CredType=cred/munge"
+        [ "$accounting" = yes ] || echo "AuthInfo=socket=$dir/munge/munge.socket"
+        echo "SlurmctldPort=$ctld_port"
+        echo "StateSaveLocation=$dir/state"
+        echo "SlurmdSpoolDir=$dir/spool/%n"
+        echo "SlurmctldPidFile=$dir/run/slurmctld.pid"
+        echo "SlurmdPidFile=$dir/run/slurmd-%n.pid"
+        echo "SlurmctldLogFile=$dir/log/slurmctld.log"
+        echo "SlurmdLogFile=$dir/log/slurmd-%n.log"
+        echo "ProctrackType=proctrack/linuxproc"
+        echo "TaskPlugin=task/none"
+        echo "JobAcctGatherType=jobacct_gather/none"
+        echo "SelectType=select/cons_tres"
+        echo "SelectTypeParameters=CR_Core"
+        echo "MpiDefault=none"
+        echo "SchedulerType=sched/backfill"
+        echo "ReturnToService=2"
+        # Quick turnaround for tests: jobs are killed 5 s after SIGTERM,
+        # time limits are enforced without grace.
+        echo "KillWait=5"
+        echo "OverTimeLimit=0"
+        echo "SlurmdTimeout=30"
+        echo "MessageTimeout=10"
+        if [ "$accounting" = yes ]; then
+            echo "AccountingStorageType=accounting_storage/slurmdbd"
+            echo "AccountingStorageHost=127.0.0.1"
+            echo "AccountingStoragePort=$dbd_port"
+        fi
+        local i=0
+        for n in "${nodes[@]}"; do
+            i=$((i + 1))
+            echo "NodeName=$n NodeAddr=127.0.0.1 Port=$(node_port $i) CPUs=1 State=UNKNOWN"
+        done
+        echo "PartitionName=$partition Nodes=$(IFS=,; echo "${nodes[*]}") Default=YES MaxTime=INFINITE State=UP"
+    } > "$dir/etc/slurm.conf"
+}
+
+start_accounting() {
+    local dir=$1
+    mkdir -p "$dir/mysql" /run/munge
+    command -v slurmdbd >/dev/null || die "no slurmdbd: run '$0 install --accounting'"
+    # slurmdbd talks to munged on the default socket only.
+    if [ -S /run/munge/munge.socket.2 ] && munge -n >/dev/null 2>&1 </dev/null; then
+        die "a munged already serves /run/munge/munge.socket.2; stop it first"
+    fi
+    munged --force --key-file="$dir/munge/munge.key" \
+        --socket=/run/munge/munge.socket.2 --pid-file="$dir/run/munged.pid" \
+        --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed"
+
+    mariadb-install-db --user=root --datadir="$dir/mysql" \
+        --auth-root-authentication-method=normal >"$dir/log/mariadb-install.log" 2>&1
+    mariadbd --user=root --datadir="$dir/mysql" --port="$db_port" \
+        --bind-address=127.0.0.1 --socket="$dir/run/mysqld.sock" \
+        --pid-file="$dir/run/mariadbd.pid" --log-error="$dir/log/mariadb.log" \
+        </dev/null >/dev/null 2>&1 &
+    wait_for 30 mariadb --socket="$dir/run/mysqld.sock" -uroot -e 'select 1' \
+        || die "MariaDB did not start: see $dir/log/mariadb.log"
+    mariadb --socket="$dir/run/mysqld.sock" -uroot <<SQL
+CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'hpcml';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+SQL
+    cat > "$dir/etc/slurmdbd.conf" <<CONF
+AuthType=auth/munge
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$dbd_port
+SlurmUser=root
+PidFile=$dir/run/slurmdbd.pid
+LogFile=$dir/log/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$db_port
+StorageUser=slurm
+StoragePass=hpcml
+StorageLoc=slurm_acct_db
+CONF
+    chmod 600 "$dir/etc/slurmdbd.conf"
+    # slurmdbd reads slurmdbd.conf beside $SLURM_CONF.
+    slurmdbd \
+        || die "slurmdbd did not start: see $dir/log/slurmdbd.log"
+    wait_for 30 sacctmgr -i list cluster \
+        || die "slurmdbd does not answer: see $dir/log/slurmdbd.log"
+    sacctmgr -i add cluster hpcmlci >/dev/null 2>&1 || true
+}
+
+start() {
+    need_root
+    local dir=${1:?usage: cluster.sh start DIR [--accounting]}
+    local accounting=no
+    [ "${2:-}" = --accounting ] && accounting=yes
+    command -v slurmctld >/dev/null || die "no slurmctld: run '$0 install' first"
+    [ ! -e "$dir/run/slurmctld.pid" ] || die "$dir holds a cluster already: '$0 stop $dir' first"
+    mkdir -p "$dir"/{etc,state,log,run,munge}
+    for n in "${nodes[@]}"; do mkdir -p "$dir/spool/$n"; done
+    dir=$(cd "$dir" && pwd)
+    export SLURM_CONF="$dir/etc/slurm.conf"
+    # Every daemon and job process carries the marker, so `stop` finds what
+    # a killed job left behind.
+    export HPCML_SLURM_CLUSTER="$dir"
+
+    dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 2>/dev/null
+    chmod 700 "$dir/munge"; chmod 400 "$dir/munge/munge.key"
+    # A cluster that fails to start is stopped: no daemon outlives us.
+    started=no
+    trap "[ \$started = yes ] || stop '$dir' >/dev/null" EXIT
+    write_conf "$dir" "$accounting"
+    write_env "$dir" "$accounting"
+
+    if [ "$accounting" = yes ]; then
+        start_accounting "$dir"
+    else
+        munged --force --key-file="$dir/munge/munge.key" \
+            --socket="$dir/munge/munge.socket" --pid-file="$dir/run/munged.pid" \
+            --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed"
+    fi
+
+    slurmctld -f "$SLURM_CONF" || die "slurmctld did not start: see $dir/log/slurmctld.log"
+    for n in "${nodes[@]}"; do
+        unshare --uts sh -c "hostname $n && exec slurmd -f '$SLURM_CONF' -N $n" \
+            || die "slurmd $n did not start: see $dir/log/slurmd-$n.log"
+    done
+    if ! wait_for 60 sh -c "sinfo -h -p $partition -t idle -o '%D' | grep -qx ${#nodes[@]}"; then
+        sinfo -N >&2 || true
+        die "nodes did not become idle in 60 s: see $dir/log/"
+    fi
+    started=yes
+    echo "Slurm cluster up in $dir: $(sinfo -h -o '%P %D %t %N')"
+}
+
+write_env() {
+    local dir=$1 accounting=$2
+    cat > "$dir/env.sh" <<ENV
+# The environment of the cluster in $dir (see tests/slurm/cluster.sh).
+export SLURM_CONF=$dir/etc/slurm.conf
+export HPCML_SLURM_CLUSTER=$dir
+export HPCML_SLURM_PARTITION=$partition
+# ReFrame's squeue scheduler needs no accounting; with --accounting,
+# HPCML_SCHEDULER=slurm (sacct) works too.
+export HPCML_SCHEDULER=squeue
+export HPCML_SLURM_ACCOUNTING=$accounting
+export HPCML_CPUS_PER_NODE=1
+export HPCML_MAX_NODES=${#nodes[@]}
+export HPCML_SCALES=1_node,2_nodes
+export HPCML_RENDEZVOUS_ADDRESS=nodeaddr
+ENV
+}
+
+pids_of_cluster() {
+    # Processes whose environment carries this cluster's marker or config.
+    local dir=$1 p
+    for p in /proc/[0-9]*; do
+        [ "${p#/proc/}" != $$ ] || continue
+        if tr '\0' '\n' 2>/dev/null < "$p/environ" \
+                | grep -qxF -e "HPCML_SLURM_CLUSTER=$dir" -e "SLURM_CONF=$dir/etc/slurm.conf"; then
+            echo "${p#/proc/}"
+        fi
+    done
+}
+
+stop() {
+    local dir=${1:?usage: cluster.sh stop DIR}
+    [ -d "$dir" ] || { echo "cluster.sh: no cluster in $dir"; return 0; }
+    dir=$(cd "$dir" && pwd)
+    export SLURM_CONF="$dir/etc/slurm.conf"
+    if [ -s "$dir/run/slurmctld.pid" ]; then
+        timeout 10 scancel --partition=$partition >/dev/null 2>&1 || true
+    fi
+    local pidfile pids=()
+    for pidfile in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" \
+                   "$dir/run/slurmdbd.pid" "$dir/run/mariadbd.pid" \
+                   "$dir/run/munged.pid"; do
+        [ -s "$pidfile" ] || continue
+        pids+=("$(cat "$pidfile")")
+    done
+    pids+=($(pids_of_cluster "$dir"))
+    [ ${#pids[@]} -gt 0 ] && kill -TERM "${pids[@]}" 2>/dev/null || true
+    local t
+    for t in $(seq 20); do
+        local alive=()
+        for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive+=("$p"); done
+        [ ${#alive[@]} -gt 0 ] || break
+        sleep 0.5
+    done
+    # What ignored SIGTERM, and job processes orphaned by their slurmstepd.
+    pids=("${pids[@]}" $(pids_of_cluster "$dir"))
+    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    rm -f "$dir"/run/*.pid
+    echo "Slurm cluster in $dir stopped"
+}
+
+case "${1:-}" in
+    install) shift; install "$@" ;;
+    start) shift; start "$@" ;;
+    stop) shift; stop "$@" ;;
+    env) cat "${2:?usage: cluster.sh env DIR}/env.sh" ;;
+    *) sed -n '2,/^set -eu/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac

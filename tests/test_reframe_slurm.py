@@ -1,0 +1,313 @@
+"""The suite through a real Slurm: the project's two-node cluster
+(tests/slurm/cluster.sh) and the generic config/slurm.py pointed at it by
+the cluster's env.sh, as a site would point it at theirs.
+
+Nodes n1 and n2 do not resolve by name, so every multi-node case here also
+proves the config's ``rendezvous_address: nodeaddr`` path.
+"""
+import ast
+import json
+import os
+import pathlib
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from conftest import BIN, REPO
+from perflog import read_perflog
+
+pytestmark = [pytest.mark.integration, pytest.mark.slurm]
+
+HPCML = str(BIN / 'hpcml')
+SLURM_CONFIG = str(REPO / 'config' / 'slurm.py')
+
+
+def registered_checks():
+    '''Names of the test classes in checks/ (``@rfm.simple_test``).'''
+    names = []
+    for path in sorted((REPO / 'checks').glob('*.py')):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and any(
+                    ast.unparse(d).endswith('simple_test')
+                    for d in node.decorator_list):
+                names.append(node.name)
+    return names
+
+
+def suite_env(cluster, var_dir, cache_dir, **extra):
+    env = {**os.environ, **cluster.env, 'HPCML_VAR_DIR': str(var_dir),
+           'HPCML_CACHE_DIR': str(cache_dir), **extra}
+    env.pop('RFM_CONFIG_FILES', None)
+    return env
+
+
+def suite_args(*args):
+    return [HPCML, 'suite', '-C', SLURM_CONFIG, *args]
+
+
+def run_suite(cluster, var_dir, cache_dir, *args, timeout=600, **env):
+    return subprocess.run(suite_args(*args), cwd=var_dir.parent,
+                          env=suite_env(cluster, var_dir, cache_dir, **env),
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def start_suite(cluster, var_dir, cache_dir, *args, **env):
+    out = open(var_dir.parent / f'suite-{time.monotonic_ns()}.out', 'w+')
+    proc = subprocess.Popen(suite_args(*args), cwd=var_dir.parent,
+                            env=suite_env(cluster, var_dir, cache_dir, **env),
+                            stdout=out, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL)
+    proc.output_file = out
+    return proc
+
+
+def finish(proc, timeout):
+    '''Wait for a suite started by :func:`start_suite`; its output. A suite
+    still running after *timeout* s is killed: the test then fails.'''
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f'reframe still running after {timeout} s')
+    proc.output_file.seek(0)
+    return proc.output_file.read()
+
+
+def reason(output):
+    match = re.search(r'\* Reason: (.*)', output)
+    return match.group(1) if match else output[-3000:]
+
+
+def report_cases(var_dir):
+    '''Test cases of the newest run report, by display name without the
+    spaces (what ``-n`` matches).'''
+    reports = sorted((var_dir / 'reports').glob('*.json'),
+                     key=lambda p: p.stat().st_mtime)
+    report = json.loads(reports[-1].read_text())
+    return {case['display_name'].replace(' ', ''): case
+            for run in report['runs'] for case in run['testcases']}
+
+
+def launch_lines(case):
+    '''(node, task) of each ``hpcml launch:`` line of a case's stderr.'''
+    err = pathlib.Path(case['outputdir'], case['job_stderr']).read_text()
+    return sorted(re.findall(r'^hpcml launch: node=(\S+) task=(\d+)', err,
+                             re.MULTILINE))
+
+
+def wait_for_training(var_dir, since, timeout=180):
+    '''Wait until the log of a job started after *since* (a time.time())
+    shows a training step; its text.'''
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for err in (var_dir / 'stage').rglob('rfm_job.err'):
+            if err.stat().st_mtime < since:
+                continue
+            text = err.read_text(errors='replace')
+            if 'Train Epoch: 0 [' in text:
+                return text
+        time.sleep(1)
+    raise AssertionError(f'no training step logged in {timeout} s')
+
+
+@pytest.fixture(scope='module')
+def results(tmp_path_factory, slurm_cluster, cache_dir):
+    '''One var directory for the module: a good run first (the node sweep
+    below), then the fault tests, each of which must leave what is already
+    written intact.'''
+    return tmp_path_factory.mktemp('slurm-results') / 'var'
+
+
+@pytest.fixture(scope='module')
+def node_sweep(slurm_cluster, results, cache_dir):
+    '''``--distribute=all``: the CLIP smoke case once on every node.'''
+    proc = run_suite(slurm_cluster, results, cache_dir, '--distribute=all',
+                     '--mode', 'smoke', '-n',
+                     '^MMoCLIP%scale=1_node%launch_mode=per_task')
+    perflog = results / 'perflogs' / 'slurm' / 'ci' / 'MMoCLIP.log'
+    snapshot = {
+        'perflog': perflog.read_bytes() if perflog.exists() else b'',
+        'sessions': sessions(results),
+    }
+    return proc, snapshot
+
+
+def sessions(var_dir):
+    with sqlite3.connect(var_dir / 'results.db') as db:
+        assert db.execute('PRAGMA integrity_check').fetchone() == ('ok',)
+        return [uuid for uuid, in db.execute('SELECT uuid FROM sessions')]
+
+
+def assert_results_intact(var_dir, snapshot):
+    perflog = var_dir / 'perflogs' / 'slurm' / 'ci' / 'MMoCLIP.log'
+    # ReFrame logs failed cases too (result 'fail'): appended after.
+    assert perflog.read_bytes().startswith(snapshot['perflog'])
+    assert read_perflog(perflog)[-1]['result'] == 'fail'
+    assert set(snapshot['sessions']) <= set(sessions(var_dir))
+
+
+@pytest.mark.parametrize('check', registered_checks())
+def test_workload_trains_on_one_and_two_nodes_in_both_launch_modes(
+        check, slurm_cluster, tmp_path, cache_dir):
+    '''Every check in checks/ through Slurm with no work of its own: the
+    base class owns the launch.'''
+    var = tmp_path / 'var'
+    proc = run_suite(slurm_cluster, var, cache_dir, '-n', f'^{check}%')
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+
+    cases = report_cases(var)
+    assert set(cases) == {f'{check}%scale={scale}%launch_mode={mode}'
+                          for scale in ('1_node', '2_nodes')
+                          for mode in ('per_task', 'torchrun')}
+    for name, case in cases.items():
+        assert case['result'] == 'pass', (name, case['fail_reason'])
+        two = case['scale'] == '2_nodes'
+        # One task per node, on n1 and n2 for the 2-node cases.
+        lines = launch_lines(case)
+        if two:
+            assert lines == [('n1', '0'), ('n2', '1')]
+        else:
+            assert lines in ([('n1', '0')], [('n2', '0')])
+        assert case['num_tasks'] == (2 if two else 1)
+
+        script = pathlib.Path(case['outputdir'], 'rfm_job.sh').read_text()
+        assert 'export HPCML_RENDEZVOUS_ADDRESS=nodeaddr' in script
+        assert 'srun --cpus-per-task=1 --kill-on-bad-exit=1 ' in script
+        torchrun = '-m torch.distributed.run --nnodes=' in script
+        assert torchrun == (case['launch_mode'] == 'torchrun')
+
+    rows = read_perflog(var / 'perflogs' / 'slurm' / 'ci' / f'{check}.log')
+    assert len(rows) == 4
+    assert all(float(r['throughput_avg_value']) > 0 for r in rows)
+
+
+def test_clip_ranks_on_two_nodes_train_together(slurm_cluster, tmp_path,
+                                                cache_dir):
+    '''World size 2 in OpenCLIP's own log, ranks on different nodes.'''
+    var = tmp_path / 'var'
+    proc = run_suite(slurm_cluster, var, cache_dir, '-n',
+                     '^MMoCLIP%scale=2_nodes%launch_mode=torchrun',
+                     '-S', 'steps=3')
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    case, = report_cases(var).values()
+    err = pathlib.Path(case['outputdir'], case['job_stderr']).read_text()
+    assert 'Process (global: 0, local 0), total 2.' in err
+    assert 'Process (global: 1, local 0), total 2.' in err
+    assert launch_lines(case) == [('n1', '0'), ('n2', '1')]
+    # The nodes reached each other at their NodeAddr, not their names.
+    assert re.search(r'node=n2 task=1 mode=torchrun address=127\.0\.0\.1 '
+                     r'master=127\.0\.0\.1:2\d{4}$', err, re.MULTILINE)
+
+
+def test_node_sweep_runs_the_smoke_case_on_every_node(node_sweep):
+    proc, snapshot = node_sweep
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    assert 'Ran 2/2 test case(s)' in proc.stdout
+    rows = read_perflog_rows(snapshot)
+    assert sorted(r['job_nodelist'] for r in rows) == ['n1', 'n2']
+    assert all(r['resolved_size'] == 'tiny' for r in rows)
+
+
+def read_perflog_rows(snapshot):
+    lines = snapshot['perflog'].decode().splitlines()
+    header = lines[0].split('|')
+    return [dict(zip(header, line.split('|'))) for line in lines[1:]]
+
+
+@pytest.mark.parametrize('mode', ['per_task', 'torchrun'])
+def test_killed_rank_ends_the_job_within_a_minute(
+        mode, slurm_cluster, results, node_sweep, cache_dir):
+    since = time.time()
+    proc = start_suite(slurm_cluster, results, cache_dir, '-n',
+                       f'^MMoCLIP%scale=2_nodes%launch_mode={mode}',
+                       '-S', 'steps=1000')
+    try:
+        wait_for_training(results, since)
+        rank1 = slurm_cluster.processes(RANK='1', WORLD_SIZE='2')
+        assert rank1, 'no process of rank 1 found'
+        killed_at = time.monotonic()
+        for pid in rank1:
+            os.kill(pid, signal.SIGKILL)
+        assert slurm_cluster.wait_idle(timeout=60), \
+            'job still running 60 s after a rank was killed'
+        ended_after = time.monotonic() - killed_at
+        output = finish(proc, timeout=60)
+    finally:
+        proc.kill()
+
+    assert proc.returncode == 1
+    line = reason(output)
+    assert re.search(r'job failed.*: rank 1 (was killed by signal 9 '
+                     r'\(SIGKILL\)|on n2 died: Killed \(srun\))$', line), line
+    print(f'{mode}: job ended {ended_after:.1f} s after rank 1 was killed')
+    assert_results_intact(results, node_sweep[1])
+
+
+def test_time_limit_is_reported_as_a_timeout(slurm_cluster, results,
+                                             node_sweep, cache_dir):
+    '''Under ReFrame's ``slurm`` scheduler, which reads sacct.'''
+    if not slurm_cluster.accounting:
+        pytest.skip('no accounting (slurmdbd) for the slurm scheduler')
+    output = finish(start_suite(
+        slurm_cluster, results, cache_dir, '-n',
+        '^MMoCLIP%scale=1_node%launch_mode=per_task',
+        '-S', 'steps=1000', '-S', 'time_limit=1m',
+        HPCML_SCHEDULER='slurm'), timeout=300)
+    case, = report_cases(results).values()
+    assert case['job_exitcode'] is not None  # sacct answered
+    line = reason(output)
+    assert re.search(r'job failed: Slurm ended the job at its time limit '
+                     r'\(slurmstepd on n[12] at [\dT:-]+\): the time limit '
+                     r'was 60 s; raise it with -S time_limit= or run fewer '
+                     r'-S steps=$', line), line
+    assert_results_intact(results, node_sweep[1])
+
+
+def test_drained_node_fails_at_once_instead_of_pending(
+        slurm_cluster, results, node_sweep, cache_dir):
+    slurm_cluster.drain('n2')
+    try:
+        started = time.monotonic()
+        output = finish(start_suite(
+            slurm_cluster, results, cache_dir, '-n',
+            '^MMoCLIP%scale=2_nodes%launch_mode=torchrun'), timeout=120)
+        took = time.monotonic() - started
+    finally:
+        slurm_cluster.resume('n2')
+
+    line = reason(output)
+    assert re.search(r'job cancelled because it was blocked due to reason: '
+                     r'(ReqNodeNotAvail|Nodes required for job are DOWN)',
+                     line), line
+    assert took < 120
+    assert slurm_cluster.wait_idle(timeout=30)
+    assert_results_intact(results, node_sweep[1])
+
+
+@pytest.mark.parametrize('scheduler', ['squeue', 'slurm'])
+def test_scancel_of_a_running_job_is_reported(scheduler, slurm_cluster,
+                                              results, node_sweep, cache_dir):
+    if scheduler == 'slurm' and not slurm_cluster.accounting:
+        pytest.skip('no accounting (slurmdbd) for the slurm scheduler')
+    since = time.time()
+    proc = start_suite(slurm_cluster, results, cache_dir, '-n',
+                       '^MMoCLIP%scale=1_node%launch_mode=torchrun',
+                       '-S', 'steps=1000', HPCML_SCHEDULER=scheduler)
+    try:
+        wait_for_training(results, since)
+        slurm_cluster.run('scancel', *slurm_cluster.active_jobs())
+        output = finish(proc, timeout=120)
+    finally:
+        proc.kill()
+
+    line = reason(output)
+    assert re.match(r'sanity error: job failed( \(exit code \d+\))?: the job '
+                    r'was cancelled \(scancel by a user, an admin or ReFrame\)',
+                    line), line
+    assert_results_intact(results, node_sweep[1])
