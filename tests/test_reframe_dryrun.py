@@ -59,7 +59,7 @@ def test_srun_one_task_per_gpu(job_scripts, nodes):
     run_line = text.strip().splitlines()[-1]
     # One failed rank ends the step instead of leaving the others in a
     # collective until PyTorch's 30-minute timeout.
-    assert run_line.startswith('srun --kill-on-bad-exit=1 ')
+    assert run_line.startswith('srun --cpus-per-task=24 --kill-on-bad-exit=1 ')
     assert 'src/task_env.sh per_task python3 -u -m clip_train ' + \
         MMOCLIP_ARGS in run_line
     assert '--device cuda --precision amp --dist-url env://' in run_line
@@ -74,7 +74,7 @@ def test_srun_one_torchrun_per_node(job_scripts, nodes):
     assert '--cpus-per-task=96' in lines
     assert '--gres=gpu:4' in lines
     run_line = text.strip().splitlines()[-1]
-    assert run_line.startswith('srun --kill-on-bad-exit=1 ')
+    assert run_line.startswith('srun --cpus-per-task=96 --kill-on-bad-exit=1 ')
     assert (f'src/task_env.sh torchrun python3 -u -m torch.distributed.run '
             f'--nnodes={nodes} '
             f'--nproc-per-node=4 --rdzv-backend=c10d '
