@@ -14,3 +14,11 @@ class MMoCLIP(ClipTraining):
     descr = 'OpenCLIP training (MMoCLIP benchmark rules at benchmark size)'
     maintainers = ['hpcml']
     tags = {'clip', 'mmoclip'}
+
+
+@rfm.simple_test
+class MMoCLIPContainer(MMoCLIP):
+    '''MMoCLIP in the suite's PyTorch image (containers/pytorch.def), on
+    partitions whose config lists the Apptainer platform.'''
+    descr = 'OpenCLIP training in the PyTorch Apptainer image'
+    runs_in_container = True

@@ -1,7 +1,8 @@
 """The embedded default: this machine, local scheduler.
 
 ``reframe -C config/local.py -c checks -r`` runs the suite here: a ``cpu``
-partition always, and a ``gpu`` partition when ``nvidia-smi`` lists GPUs.
+partition always, and a ``gpu`` partition when ``nvidia-smi`` lists GPUs;
+the ``*Container`` checks where ``apptainer`` is on PATH.
 Jobs use the Python that runs ReFrame (the project's virtual environment).
 Everything a run writes goes under ``var/`` in the project (or
 ``$HPCML_VAR_DIR``).
@@ -13,8 +14,9 @@ import subprocess
 import sys
 
 from hpctestlib_ml import cpu_peak
-from hpctestlib_ml.siteconfig import (CACHE_DIR, make_site_configuration,
-                                      system_dirs)
+from hpctestlib_ml.siteconfig import (CACHE_DIR, container_environment,
+                                      make_site_configuration, system_dirs,
+                                      with_apptainer)
 
 #: nvidia-smi product names -> keys of hpctestlib_ml.constants.DEVICE_PEAK_FLOPS
 _GPU_MODELS = (('GH200', 'GH200'), ('H200', 'H200'), ('H100 PCIe', 'H100-PCIe'),
@@ -78,6 +80,10 @@ if _num_gpus:
         'extras': {'max_nodes': 1, 'rendezvous_address': '127.0.0.1'},
     })
 
+if shutil.which('apptainer'):
+    # The *Container checks run here too, on images in containers/.
+    _partitions = [with_apptainer(p) for p in _partitions]
+
 site_configuration = make_site_configuration(
     systems=[{
         'name': 'local',
@@ -92,5 +98,5 @@ site_configuration = make_site_configuration(
         'features': ['torch'],
         'env_vars': [['PATH', f'{_python_bin}:$PATH']],
         'target_systems': ['local'],
-    }],
+    }, container_environment('local')],
 )

@@ -21,15 +21,23 @@
     HPCML_VENV                virtual environment to activate in jobs
                               (default: the one running ReFrame)
     HPCML_CPU_PEAK_FLOPS      a node's fp32 peak FLOP/s, for MFU on CPUs
+    HPCML_CONTAINER_DIR       directory of the built images
+                              (<framework>.sif); setting it, or
+                              HPCML_APPTAINER_MODULES, or apptainer on PATH
+                              enables the *Container checks (default
+                              directory: containers/ in the repository)
+    HPCML_APPTAINER_MODULES   modules that provide apptainer in jobs
 
 ``reframe -C config/slurm.py -c checks -r`` then runs the suite there.
 """
 import os
+import shutil
 import sys
 
-from hpctestlib_ml.siteconfig import (env_int, env_list,
-                                      make_site_configuration,
-                                      slurm_sched_options, system_dirs)
+from hpctestlib_ml.siteconfig import (container_environment, env_int,
+                                      env_list, make_site_configuration,
+                                      slurm_sched_options, system_dirs,
+                                      with_apptainer)
 
 _partition = os.environ.get('HPCML_SLURM_PARTITION')
 _account = os.environ.get('HPCML_ACCOUNT')
@@ -75,6 +83,11 @@ if _gpus:
                                    '--gpus-per-node={num_gpus_per_node}')],
     }]
 
+_image_dir = os.environ.get('HPCML_CONTAINER_DIR')
+_apptainer_modules = env_list('HPCML_APPTAINER_MODULES', [])
+if _image_dir or _apptainer_modules or shutil.which('apptainer'):
+    _part = with_apptainer(_part, _image_dir, _apptainer_modules)
+
 site_configuration = make_site_configuration(
     systems=[{
         'name': 'slurm',
@@ -92,5 +105,5 @@ site_configuration = make_site_configuration(
             [f'source {_venv}/bin/activate']),
         'features': ['torch'],
         'target_systems': ['slurm'],
-    }],
+    }, container_environment('slurm')],
 )

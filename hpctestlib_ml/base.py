@@ -21,11 +21,12 @@ from reframe.core.builtins import (parameter, run_after, sanity_function,
 from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.logging import getlogger
 
-from hpctestlib_ml import REFERENCES_DIR, SRC_DIR, launch
+from hpctestlib_ml import REFERENCES_DIR, SRC_DIR, container, launch
 from hpctestlib_ml.parsers import failures
-from hpctestlib_ml.constants import (DEVICE_PEAK_FLOPS, GPU_FEATURE,
-                                     LAUNCH_MODES, PRECISION_PEAK, SCALES,
-                                     SIZES)
+from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
+                                     DEVICE_PEAK_FLOPS, FRAMEWORKS,
+                                     GPU_FEATURE, LAUNCH_MODES,
+                                     PRECISION_PEAK, SCALES, SIZES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
 
@@ -142,6 +143,26 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     #: :type: :class:`dict`
     sizes = variable(dict, value={})
 
+    #: Framework of the program: its container image is built from
+    #: ``containers/<framework>.def``.
+    #:
+    #: :type: :class:`str`
+    framework = variable(str, value='pytorch')
+
+    #: Run the program in the framework's Apptainer image (the
+    #: ``*Container`` checks): only on partitions whose config lists the
+    #: Apptainer container platform.
+    #:
+    #: :type: :class:`bool`
+    runs_in_container = variable(bool, value=False)
+
+    #: Image to run in; default: the partition's
+    #: ``extras['container_images'][framework]``, else
+    #: ``containers/<framework>.sif`` in the repository.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    container_image = variable(str, type(None), value=None)
+
     #: The resolved size, layout and device, set at setup.
     resolved_size = variable(str, type(None), value=None)
     device = variable(str, value='cpu')
@@ -157,12 +178,17 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
         cases selected this way; a layout that does not fit fails at setup
         with the reason.
         '''
+        if self.runs_in_container:
+            # The image brings the framework: no host Python environment.
+            self.valid_prog_environs = [f'+{CONTAINER_FEATURE}']
         candidates = rt.valid_sysenv_comb(self.valid_systems,
                                           self.valid_prog_environs,
                                           check_environs=False)
         self.valid_systems = [
             part.fullname for part in candidates
             if runs_scale(self.scale, partition_facts(part), self.launch_mode)
+            and (not self.runs_in_container or
+                 CONTAINER_PLATFORM in part.container_environs)
         ]
 
     @run_after('init')
@@ -181,6 +207,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
         self.resolve_size_and_layout()
         self.set_job_layout()
         self.set_launch_command()
+        if self.runs_in_container:
+            self.use_container()
         self.add_utilisation_metrics()
 
     def resolve_size_and_layout(self):
@@ -264,6 +292,34 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
         else:
             self.executable, self.executable_opts = launch.per_task_command(
                 self.python, self.program, args)
+
+    def use_container(self):
+        '''Run the launch command in the framework's image (ReFrame's
+        container platform): the repository bind-mounted at its path, the
+        GPUs' runtime option from the partition's vendor.'''
+        part = self.current_partition
+        if self.framework not in FRAMEWORKS:
+            raise BadInputError(f'no container image for framework '
+                                f'{self.framework!r}: known are '
+                                f'{", ".join(FRAMEWORKS)}')
+        models = ([d.model for d in part.select_devices('gpu')]
+                  if self.uses_gpus else [])
+        try:
+            options = container.runtime_options(
+                container.gpu_vendor(models, part.extras))
+        except container.ContainerError as err:
+            raise BadInputError(f'{part.fullname}: {err}') from None
+
+        image = container.image_path(self.framework, part.extras,
+                                     self.container_image)
+        self.prerun_cmds.append(container.image_check(image, self.framework))
+        self.container_platform = CONTAINER_PLATFORM
+        platform = self.container_platform
+        platform.image = image
+        platform.command = container.command_line(self.executable,
+                                                  self.executable_opts)
+        platform.mount_points = container.mount_points()
+        platform.options = options
 
     def add_utilisation_metrics(self):
         '''``mfu`` (model FLOPs) and, with recomputation, ``hfu`` (FLOPs

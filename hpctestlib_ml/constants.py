@@ -73,3 +73,26 @@ PRECISION_PEAK = {
     'bf16': 'bf16',
     'pure_bf16': 'bf16',
 }
+
+#: GPU vendor of each model in :data:`DEVICE_PEAK_FLOPS`: it chooses the
+#: container runtime's GPU option (:data:`CONTAINER_GPU_OPTIONS`). A
+#: partition's ``extras['gpu_vendor']`` says it for other models.
+GPU_VENDORS = {
+    'A100': 'nvidia', 'H100-SXM': 'nvidia', 'H100-PCIe': 'nvidia',
+    'GH200': 'nvidia', 'H200': 'nvidia',
+    'MI250-GCD': 'amd', 'MI300X': 'amd',
+}
+
+#: Apptainer's option that makes a vendor's GPUs and driver visible in the
+#: container.
+CONTAINER_GPU_OPTIONS = {'nvidia': '--nv', 'amd': '--rocm'}
+
+#: The container platform the suite's images are built for (containers/).
+CONTAINER_PLATFORM = 'Apptainer'
+
+#: Frameworks with an image definition, ``containers/<framework>.def``.
+FRAMEWORKS = ('pytorch', 'tensorflow')
+
+#: Environment feature of the programming environment that container runs
+#: use: the image brings the framework, the host only the runtime.
+CONTAINER_FEATURE = 'container'

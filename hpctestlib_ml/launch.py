@@ -76,8 +76,14 @@ def rendezvous_env(scheduler, address='{hostname}'):
     else:
         first_node = 'hpcml_first_node=$(hostname)'
 
-    return [
-        f'export HPCML_RENDEZVOUS_ADDRESS={shlex.quote(address)}',
+    lines = [f'export HPCML_RENDEZVOUS_ADDRESS={shlex.quote(address)}']
+    if address == 'nodeaddr':
+        # Every node's NodeAddr, looked up once here: tasks then need no
+        # scontrol (which a container may lack) and do not each ask
+        # slurmctld.
+        lines.append(f'export HPCML_NODE_ADDRESSES="$({NODE_ADDRESS_SCRIPT} '
+                     f'--job-map "$SLURM_JOB_NODELIST")"')
+    return lines + [
         first_node,
         f'export MASTER_ADDR=$({NODE_ADDRESS_SCRIPT} "$hpcml_first_node")',
         f'export MASTER_PORT=$(( {PORT_BASE} + {job_id_expr(scheduler)} % '

@@ -5,6 +5,8 @@ systems and call :func:`make_site_configuration` with them.
 import os
 
 from hpctestlib_ml import REPO_ROOT
+from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
+                                     FRAMEWORKS)
 
 
 
@@ -64,6 +66,36 @@ SLURM_CANCEL_REASONS = (
 def slurm_sched_options():
     '''``sched_options`` of the suite's Slurm systems.'''
     return {'slurm_job_cancel_reasons': list(SLURM_CANCEL_REASONS)}
+
+
+def apptainer_settings(image_dir=None, modules=()):
+    '''Partition settings that enable the ``*Container`` checks:
+    ``container_platforms`` (Apptainer, with *modules* loaded in the job)
+    and ``extras['container_images']``, ``<image_dir>/<framework>.sif`` for
+    each framework (default: ``containers/`` in the repository).'''
+    image_dir = image_dir or os.path.join(REPO_ROOT, 'containers')
+    return {
+        'container_platforms': [{'type': CONTAINER_PLATFORM,
+                                 'modules': list(modules)}],
+        'extras': {'container_images': {
+            fw: os.path.join(image_dir, f'{fw}.sif') for fw in FRAMEWORKS}},
+    }
+
+
+def with_apptainer(partition, image_dir=None, modules=()):
+    '''*partition* with :func:`apptainer_settings` merged in.'''
+    settings = apptainer_settings(image_dir, modules)
+    return {**partition,
+            'environs': [*partition.get('environs', []), 'container'],
+            'container_platforms': settings['container_platforms'],
+            'extras': {**partition.get('extras', {}), **settings['extras']}}
+
+
+def container_environment(system):
+    '''The programming environment of container runs on *system*: nothing
+    from the host but the runtime (the image brings the framework).'''
+    return {'name': 'container', 'features': [CONTAINER_FEATURE],
+            'target_systems': [system]}
 
 
 def system_dirs():

@@ -17,6 +17,11 @@ def fake_scontrol(tmp_path, nodeaddr='10.1.2.3'):
         'if [ "$1 $2" = "show hostnames" ]; then\n'
         '  echo jwb0042; echo jwb0043; exit 0\n'
         'fi\n'
+        'if [ "$1 $2 $3" = "-o show node" ]; then\n'
+        '  echo "NodeName=jwb0042 Arch=x86_64 NodeAddr=10.1.2.42 Port=0"\n'
+        '  echo "NodeName=jwb0043 Arch=x86_64 NodeAddr=10.1.2.43 Port=0"\n'
+        '  exit 0\n'
+        'fi\n'
         'if [ "$1 $2" = "show node" ]; then\n'
         '  echo "NodeName=$3 Arch=x86_64 CoresPerSocket=24"\n'
         f'  echo "   NodeAddr={nodeaddr} NodeHostName=$3 Version=22.05"\n'
@@ -59,7 +64,24 @@ def test_nodeaddr_mode(tmp_path):
     lines = launch.rendezvous_env('squeue', 'nodeaddr')
     addr, _ = run_shell(lines, tmp_path, {'SLURM_JOB_ID': '7'},
                         nodeaddr='127.0.0.1')
-    assert addr == '127.0.0.1'
+    # From the job's map of every node's NodeAddr, one scontrol call.
+    assert addr == '10.1.2.42'
+    script = '\n'.join(lines + ['echo "$HPCML_NODE_ADDRESSES"'])
+    out = subprocess.run(['bash', '-c', script], capture_output=True,
+                         text=True, check=True, env={
+                             'PATH': f'{tmp_path / "bin"}:{os.environ["PATH"]}',
+                             'SLURM_JOB_NODELIST': 'jwb[0042-0043]',
+                             'SLURM_JOB_ID': '7'})
+    assert out.stdout.split() == ['jwb0042=10.1.2.42', 'jwb0043=10.1.2.43']
+
+
+def test_tasks_find_their_nodeaddr_in_the_map_without_scontrol():
+    # As inside a container: no scontrol on PATH.
+    env = {'PATH': '/usr/bin:/bin', 'HPCML_RENDEZVOUS_ADDRESS': 'nodeaddr',
+           'HPCML_NODE_ADDRESSES': 'n1=10.0.0.1 n10=10.0.0.10 '}
+    out = subprocess.run([str(SRC_DIR / 'node_address.sh'), 'n10'], env=env,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout == '10.0.0.10\n'
 
 
 def test_local_scheduler_uses_fixed_address_and_pid_port(tmp_path):

@@ -12,17 +12,18 @@ MMOCLIP_ARGS = ('--dataset-type synthetic --train-num-samples 3200000 '
                 '--gather-with-grad --grad-checkpointing --log-every-n-steps 1')
 
 
-@pytest.fixture(scope='module')
-def job_scripts(tmp_path_factory, cache_dir):
+def dry_run(var, cache_dir, pattern, **env):
+    '''reframe --dry-run of the JUWELS Booster config for the checks
+    matching *pattern*; ({(nodes, mode): job script}, stdout).'''
     import os
     import subprocess
-    var = tmp_path_factory.mktemp('juwels') / 'var'
     env = {**os.environ, 'HPCML_VAR_DIR': str(var),
-           'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'jscbenchmark'}
+           'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'jscbenchmark',
+           **env}
     proc = subprocess.run(
         [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
-         '-c', REPO / 'checks', '-n', 'MMoCLIP', '--dry-run'], env=env, capture_output=True, text=True,
-        stdin=subprocess.DEVNULL)
+         '-c', REPO / 'checks', '-n', pattern, '--dry-run'], env=env,
+        capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     scripts = {}
     for path in (var / 'stage').rglob('rfm_job.sh'):
@@ -31,8 +32,15 @@ def job_scripts(tmp_path_factory, cache_dir):
             if 'torch.distributed.run' in text else \
             int(re.search(r'#SBATCH --ntasks=(\d+)', text).group(1)) // 4
         mode = 'torchrun' if 'torch.distributed.run' in text else 'per_task'
+        assert (nodes, mode) not in scripts
         scripts[nodes, mode] = text
     return scripts, proc.stdout
+
+
+@pytest.fixture(scope='module')
+def job_scripts(tmp_path_factory, cache_dir):
+    return dry_run(tmp_path_factory.mktemp('juwels') / 'var', cache_dir,
+                   '^MMoCLIP%')
 
 
 def sbatch(text):

@@ -16,8 +16,10 @@ suite's extras in a virtual environment at ``$HPCML_VENV`` when set.
 """
 import os
 
-from hpctestlib_ml.siteconfig import (make_site_configuration,
-                                      slurm_sched_options, system_dirs)
+from hpctestlib_ml.siteconfig import (container_environment,
+                                      make_site_configuration,
+                                      slurm_sched_options, system_dirs,
+                                      with_apptainer)
 
 _account = os.environ.get('HPCML_ACCOUNT', os.environ.get('BUDGET_ACCOUNTS'))
 _venv = os.environ.get('HPCML_VENV')
@@ -35,7 +37,10 @@ site_configuration = make_site_configuration(
         'modules_system': 'nomod',
         'sched_options': slurm_sched_options(),
         **system_dirs(),
-        'partitions': [{
+        # JSC provides apptainer on the compute nodes without a module (to
+        # members of the 'container' group); images from HPCML_CONTAINER_DIR,
+        # default containers/ in the repository.
+        'partitions': [with_apptainer({
             'name': 'booster',
             'descr': '4 x A100 per node',
             'scheduler': 'slurm',
@@ -57,7 +62,7 @@ site_configuration = make_site_configuration(
                 'scales': ['1_node', '2_nodes', '4_nodes', '8_nodes'],
                 'rendezvous_address': '{hostname}i',
             },
-        }],
+        }, os.environ.get('HPCML_CONTAINER_DIR'))],
     }],
     environments=[{
         'name': 'pytorch',
@@ -66,5 +71,5 @@ site_configuration = make_site_configuration(
         ] + ([f'source {_venv}/bin/activate'] if _venv else []),
         'features': ['torch'],
         'target_systems': ['juwels-booster'],
-    }],
+    }, container_environment('juwels-booster')],
 )

@@ -11,6 +11,8 @@
 #                                       works. Everything lives under DIR.
 #   cluster.sh stop DIR                 cancel jobs, stop the daemons by PID,
 #                                       kill what the cluster's jobs left
+#   cluster.sh status DIR               list the cluster's live processes;
+#                                       exit 1 if there are any
 #   cluster.sh env DIR                  print the environment that points
 #                                       Slurm's commands and config/slurm.py
 #                                       at the cluster (also in DIR/env.sh)
@@ -266,10 +268,26 @@ stop() {
     echo "Slurm cluster in $dir stopped"
 }
 
+status() {
+    local dir=${1:?usage: cluster.sh status DIR}
+    [ -d "$dir" ] || return 0
+    dir=$(cd "$dir" && pwd)
+    local pidfile pids=()
+    for pidfile in "$dir"/run/*.pid; do
+        [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null \
+            && pids+=("$(cat "$pidfile")")
+    done
+    pids+=($(pids_of_cluster "$dir"))
+    [ ${#pids[@]} -gt 0 ] || return 0
+    ps -o pid=,args= -p "$(IFS=,; echo "${pids[*]}")"
+    return 1
+}
+
 case "${1:-}" in
     install) shift; install "$@" ;;
     start) shift; start "$@" ;;
     stop) shift; stop "$@" ;;
+    status) shift; status "$@" ;;
     env) cat "${2:?usage: cluster.sh env DIR}/env.sh" ;;
     *) sed -n '2,/^set -eu/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

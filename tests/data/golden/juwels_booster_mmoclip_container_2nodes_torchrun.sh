@@ -1,0 +1,19 @@
+#!/bin/bash
+#SBATCH --job-name="rfm_MMoCLIPContainer_<hash>"
+#SBATCH --ntasks=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --cpus-per-task=96
+#SBATCH --output=rfm_job.out
+#SBATCH --error=rfm_job.err
+#SBATCH --time=2:15:0
+#SBATCH --partition=booster
+#SBATCH --account=jscbenchmark
+#SBATCH --gres=gpu:4
+export PYTHONPATH=$REPO/src${PYTHONPATH:+:$PYTHONPATH}
+export HPCML_RENDEZVOUS_ADDRESS='{hostname}i'
+hpcml_first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export MASTER_ADDR=$($REPO/src/node_address.sh "$hpcml_first_node")
+export MASTER_PORT=$(( 20000 + ${SLURM_JOB_ID} % 10000 ))
+export OMP_NUM_THREADS=24
+[ -r /p/project/jscbenchmark/hpcml/images/pytorch.sif ] || { echo "hpcml: container image /p/project/jscbenchmark/hpcml/images/pytorch.sif not found: build it with apptainer build /p/project/jscbenchmark/hpcml/images/pytorch.sif $REPO/containers/pytorch.def (README: Containers), or set -S container_image=" >&2; exit 1; }
+srun --cpus-per-task=96 --kill-on-bad-exit=1 apptainer exec -B"$REPO:$REPO" -B"$VAR/stage/juwels-booster/booster/container/MMoCLIPContainer_<hash>:/rfm_workdir" --pwd /rfm_workdir --nv /p/project/jscbenchmark/hpcml/images/pytorch.sif $REPO/src/task_env.sh torchrun python3 -u -m torch.distributed.run --nnodes=2 --nproc-per-node=4 --rdzv-backend=c10d --rdzv-endpoint=$MASTER_ADDR:$MASTER_PORT --rdzv-id=${SLURM_JOB_ID} --max-restarts=0 -m clip_train -- --dataset-type synthetic --train-num-samples 3200000 --epochs 1 --batch-size=512 --model ViT-L-14 --local-loss --gather-with-grad --grad-checkpointing --log-every-n-steps 1 --workers 24 --device cuda --precision amp --dist-url env:// --save-frequency 0 --report-to '' --logs logs --name=clip-${SLURM_JOB_ID}
