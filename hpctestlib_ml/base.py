@@ -189,6 +189,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
             if runs_scale(self.scale, partition_facts(part), self.launch_mode)
             and (not self.runs_in_container or
                  CONTAINER_PLATFORM in part.container_environs)
+            and self.runs_on(part)
         ]
 
     @run_after('init')
@@ -233,7 +234,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
 
         size = self.size
         if size == 'auto':
-            size = 'benchmark' if GPU_FEATURE in part.features else 'tiny'
+            size = self.default_size(part)
         if size not in SIZES or size not in self.sizes:
             known = ', '.join(s for s in SIZES if s == 'auto' or s in self.sizes)
             raise BadInputError(f'unknown size {self.size!r} for {self.workload}'
@@ -427,6 +428,17 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     # What each workload provides
     #: Name of the metric that is samples/s over all ranks (for MFU).
     throughput_metric = 'throughput_avg'
+
+    def default_size(self, part):
+        '''The size ``auto`` means on *part*: ``benchmark`` with the
+        ``gpu`` feature, else ``tiny``.'''
+        return 'benchmark' if GPU_FEATURE in part.features else 'tiny'
+
+    def runs_on(self, part):
+        '''Whether this parameterised case runs on *part* at all (a
+        workload's own parameters, e.g. a model size only GPUs run); cases
+        it does not run are not generated, as for scales.'''
+        return True
 
     def finalize_settings(self):
         '''Derive the workload's remaining settings once size and layout

@@ -66,3 +66,19 @@ def clip_forward_flops(model_cfg):
 def training_flops(forward_flops, recompute=False):
     '''FLOPs of one training step per sample: 3x forward, 4x when recomputing.'''
     return forward_flops * (RECOMPUTE_FACTOR if recompute else TRAINING_FACTOR)
+
+
+def megatron_gpt_flops_per_token(num_layers, hidden, seq_len, vocab,
+                                 ffn_hidden=None):
+    '''Training FLOPs per token of a GPT (forward + backward, no
+    recomputation), Megatron-LM's analytic formula for full multi-head
+    attention: 12 L h^2 (2 + s/h + ffn/h + V/(2 L h)), with V the padded
+    vocabulary (GPT-2: 50257 -> 50304). For ffn = 4h this is Narayanan et al.
+    2021 (SC'21, eq. 3): 72 L h^2 (1 + s/(6h) + V/(12 L h)) per token.
+
+    CARAML's patched Megatron prints TFLOPs with a 4x (recompute) factor
+    instead of 3x, a third more than this.
+    '''
+    L, h, s = num_layers, hidden, seq_len
+    ffn = ffn_hidden or 4 * h
+    return 12 * L * h * h * (2 + s / h + ffn / h + vocab / (2 * L * h))

@@ -3,9 +3,10 @@
 One module per upstream log format. They import only the standard library so
 that ``hpcml extract`` and the ReFrame performance functions share them.
 """
-from hpctestlib_ml.parsers import open_clip
+from hpctestlib_ml.parsers import megatron, open_clip
 
 #: Workload name -> function(text) -> dict of metrics (``hpcml extract``).
 EXTRACTORS = {
     'clip': open_clip.extract_metrics,
+    'megatron': megatron.extract_metrics,
 }

@@ -1,0 +1,256 @@
+"""GPT pretraining with Megatron: the CARAML LLM benchmark.
+
+On GPU partitions the check runs Megatron-LM's ``pretrain_gpt.py`` (path
+from ``-S megatron_lm=`` or the partition's ``extras['megatron_lm']``) at
+the CARAML model sizes; elsewhere (and where Megatron-LM is absent)
+``src/gpt_pretrain`` trains Megatron-Core's GPTModel with the same
+arguments and log line. The model size is a parameter: ``tiny`` runs where
+the size resolves to ``tiny`` (CPU partitions, ``--mode smoke``), the CARAML
+sizes where it resolves to ``benchmark``.
+
+CARAML (Jülich's "Comparison of AI accelerators" suite): GPT models with
+sequence length 2048 and the GPT-2 tokenizer; data are a 790-sample OSCAR
+subset as a Megatron indexed dataset (``extras['megatron_data']``), else
+Megatron's mock data.
+"""
+import math
+
+from reframe.core.builtins import (parameter, performance_function,
+                                   run_after, variable)
+
+from hpctestlib_ml import flops
+from hpctestlib_ml.base import (BadInputError, MLTrainingTest, count,
+                                partition_facts)
+from hpctestlib_ml.layout import LayoutError, resolve_layout
+from hpctestlib_ml.parsers import megatron as parser
+
+#: GPT-2 BPE vocabulary; Megatron pads it to a multiple of 128 x TP (50304).
+GPT2_VOCAB = 50257
+
+#: Model sizes: shape, parallelism (TP, PP) and micro batch per GPU. The
+#: CARAML sizes are its benchmark's; ``tiny`` is the suite's CPU stand-in.
+MODELS = {
+    'tiny': {'num_layers': 2, 'hidden_size': 128, 'num_attention_heads': 4,
+             'seq_length': 128, 'tp': 1, 'pp': 1, 'micro_batch': 4},
+    '800M': {'num_layers': 16, 'hidden_size': 2048, 'num_attention_heads': 8,
+             'seq_length': 2048, 'tp': 1, 'pp': 1, 'micro_batch': 4},
+    '13B': {'num_layers': 40, 'hidden_size': 5120, 'num_attention_heads': 32,
+            'seq_length': 2048, 'tp': 2, 'pp': 2, 'micro_batch': 2},
+    '175B': {'num_layers': 96, 'hidden_size': 12288, 'num_attention_heads': 96,
+             'seq_length': 2048, 'tp': 8, 'pp': 8, 'micro_batch': 2},
+}
+
+#: Default global batch (samples per iteration) at benchmark size, rounded
+#: to a multiple of micro batch x data-parallel size.
+BENCHMARK_GLOBAL_BATCH = 2048
+
+#: Iterations at benchmark size (``steps`` sets them at ``tiny``).
+BENCHMARK_ITERATIONS = 20
+
+#: The jubench LLM metric: seconds to train this many tokens.
+JUBENCH_TOKENS = 20_000_000
+
+
+def padded_vocab(vocab, tp, divisible_by=128):
+    multiple = divisible_by * tp
+    return int(math.ceil(vocab / multiple) * multiple)
+
+
+def data_parallel_size(world, tp, pp):
+    '''World size / (TP x PP); ValueError naming the fix if it does not divide.'''
+    if world % (tp * pp):
+        raise ValueError(f'{world} GPUs do not split into tensor parallel {tp}'
+                         f' x pipeline parallel {pp} groups: use a multiple '
+                         f'of {tp * pp} GPUs (-S num_nodes) or change '
+                         f'-S tensor_parallel/-S pipeline_parallel')
+    return world // (tp * pp)
+
+
+class GptPretraining(MLTrainingTest):
+    '''Megatron GPT pretraining on mock or indexed data.'''
+
+    workload = 'megatron'
+    program = 'gpt_pretrain'
+    throughput_metric = 'tokens_per_second'
+    sizes = {
+        'tiny': {'batch_size': MODELS['tiny']['micro_batch'],
+                 'time_limit': '15m'},
+        'benchmark': {'precision': 'bf16', 'time_limit': '1h'},
+    }
+
+    #: Model: ``tiny`` (CPU stand-in) or a CARAML size (800M, 13B, 175B).
+    model_size = parameter(list(MODELS))
+
+    #: Samples per iteration over all ranks; default: 8 for ``tiny``, else
+    #: 2048 rounded to a multiple of micro batch x data-parallel size.
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    global_batch_size = variable(str, int, type(None), value=None)
+
+    #: Tensor / pipeline parallel sizes; default: the model's.
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    tensor_parallel = variable(str, int, type(None), value=None)
+    pipeline_parallel = variable(str, int, type(None), value=None)
+
+    #: A Megatron-LM checkout whose ``pretrain_gpt.py`` runs; default: the
+    #: partition's ``extras['megatron_lm']``; none: Megatron-Core's model.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    megatron_lm = variable(str, type(None), value=None)
+
+    #: Megatron indexed dataset (path prefix); default: the partition's
+    #: ``extras['megatron_data']['data_path']``; none: mock data.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    data_path = variable(str, type(None), value=None)
+
+    def runs_on(self, part):
+        size = self.size if self.size != 'auto' else self.default_size(part)
+        if (self.model_size == 'tiny') != (size == 'tiny'):
+            return False
+        if self.num_nodes is not None:
+            # Explicit -S num_nodes: setup checks it, and says why it fails.
+            return True
+        model = MODELS[self.model_size]
+        try:
+            layout = resolve_layout(self.scale, partition_facts(part))
+            data_parallel_size(layout.world_size, model['tp'], model['pp'])
+        except (LayoutError, ValueError):
+            return False
+        return True
+
+    @run_after('init')
+    def use_the_models_micro_batch(self):
+        if self.batch_size is None and self.model_size != 'tiny':
+            self.batch_size = MODELS[self.model_size]['micro_batch']
+
+    def finalize_settings(self):
+        model = MODELS[self.model_size]
+        self.model = model
+        self.tp = count('tensor_parallel', self.tensor_parallel or model['tp'])
+        self.pp = count('pipeline_parallel',
+                        self.pipeline_parallel or model['pp'])
+        try:
+            self.dp = data_parallel_size(self.layout.world_size, self.tp,
+                                         self.pp)
+        except ValueError as err:
+            raise BadInputError(str(err)) from None
+
+        per_step = self.batch_size * self.dp
+        if self.global_batch_size is None:
+            target = (8 if self.resolved_size == 'tiny' else
+                      BENCHMARK_GLOBAL_BATCH)
+            self.global_batch_size = per_step * max(1, round(target /
+                                                             per_step))
+        self.global_batch_size = count('global_batch_size',
+                                       self.global_batch_size)
+        if self.global_batch_size % per_step:
+            raise BadInputError(
+                f'global batch {self.global_batch_size} is not a multiple of '
+                f'micro batch {self.batch_size} x data parallel {self.dp}: '
+                f'fix -S global_batch_size')
+
+        extras = self.current_partition.extras
+        if self.megatron_lm is None:
+            self.megatron_lm = extras.get('megatron_lm')
+        self.data = dict(extras.get('megatron_data', {}))
+        if self.data_path:
+            self.data['data_path'] = self.data_path
+        if self.data.get('data_path') and not self.megatron_lm:
+            raise BadInputError('an indexed dataset needs Megatron-LM itself:'
+                                ' set -S megatron_lm= (or extras '
+                                "'megatron_lm'), or leave data_path unset "
+                                'for mock data')
+        self.vocab = padded_vocab(GPT2_VOCAB, self.tp)
+        self.train_iters = (self.steps if self.resolved_size == 'tiny' else
+                            BENCHMARK_ITERATIONS)
+
+    def program_args(self):
+        m = self.model
+        args = ['--megatron-lm', self.megatron_lm] if self.megatron_lm else []
+        args += [
+            '--num-layers', m['num_layers'],
+            '--hidden-size', m['hidden_size'],
+            '--num-attention-heads', m['num_attention_heads'],
+            '--seq-length', m['seq_length'],
+            '--max-position-embeddings', m['seq_length'],
+            '--micro-batch-size', self.batch_size,
+            '--global-batch-size', self.global_batch_size,
+            '--train-iters', self.train_iters,
+            '--lr', '1e-4',
+            '--tensor-model-parallel-size', self.tp,
+            '--pipeline-model-parallel-size', self.pp,
+            '--log-interval', 1,
+            '--log-throughput',
+            '--eval-iters', 0,
+        ]
+        if self.data.get('data_path'):
+            args += ['--data-path', self.data['data_path'],
+                     '--split', '949,50,1',
+                     '--tokenizer-type', 'GPT2BPETokenizer',
+                     '--vocab-file', self.data.get('vocab_file', ''),
+                     '--merge-file', self.data.get('merge_file', '')]
+        else:
+            args += ['--mock-data', '--tokenizer-type', 'NullTokenizer',
+                     '--vocab-size', GPT2_VOCAB]
+        if self.precision in ('bf16', 'fp16'):
+            args.append(f'--{self.precision}')
+        return [str(a) for a in args]
+
+    def flops_per_token(self):
+        m = self.model
+        return flops.megatron_gpt_flops_per_token(
+            m['num_layers'], m['hidden_size'], m['seq_length'], self.vocab)
+
+    def model_flops_per_sample(self):
+        '''Per token: the throughput metric counts tokens.'''
+        return self.flops_per_token()
+
+    def extract_metrics(self, text):
+        return parser.extract_metrics(
+            text, seq_length=self.model['seq_length'],
+            flops_per_token=self.flops_per_token(),
+            world_size=self.layout.world_size)
+
+    def log_problems(self, text):
+        metrics = self.metrics()
+        if not metrics['iterations']:
+            return ['no Megatron iteration line in the log']
+        problems = []
+        if metrics['iteration_last'] != self.train_iters:
+            problems.append(f'training stopped at iteration '
+                            f'{metrics["iteration_last"]} of '
+                            f'{self.train_iters}')
+        if not metrics['loss_all_finite']:
+            problems.append('lm loss is not finite')
+        started = parser.world_size(text)
+        if started != self.layout.world_size:
+            problems.append(f'Megatron started with world size {started}, '
+                            f'the job has {self.layout.world_size} ranks')
+        return problems
+
+    @performance_function('s')
+    def time_per_iteration_secs(self):
+        '''Mean seconds per iteration, first logged iteration skipped.'''
+        return self.metric('time_per_iteration_secs')
+
+    @performance_function('tokens/s')
+    def tokens_per_second(self):
+        '''Global batch x sequence length / time per iteration.'''
+        return self.metric('tokens_per_second')
+
+    @performance_function('TFLOP/s')
+    def tflops_per_gpu(self):
+        '''Megatron's analytic model FLOPs x tokens/s per GPU (by the suite).'''
+        return self.metric('tflops_per_gpu')
+
+    @performance_function('TFLOP/s')
+    def printed_tflops_per_gpu(self):
+        '''The program's own TFLOP/s figure: information only.'''
+        return self.metric('printed_tflops_per_gpu')
+
+    @performance_function('s')
+    def time_per_20m_tokens_secs(self):
+        '''jubench's LLM metric: 20M tokens / tokens per second.'''
+        return JUBENCH_TOKENS / self.metric('tokens_per_second')

@@ -1,0 +1,160 @@
+"""Megatron-LM training logs (pretrain_gpt.py), and the suite's Megatron-Core
+fallback (src/gpt_pretrain), which prints the same lines.
+
+The iteration line comes in two forms seen in the wild (one line each)::
+
+    [2026-11-22 01:12:10] iteration        2/       6 | consumed samples:
+    16 | elapsed time per iteration (ms): 1198.6 | throughput per GPU
+    (TFLOP/s/GPU): 0.1 | learning rate: 1.000000E-04 | global batch size:
+    8 | lm loss: 1.084813E+01 | ...
+
+    [default3]: iteration       20/ 3125000 | consumed samples: 1920 |
+    elapsed time per iteration (s): 5.3551 | ... | samples per second:
+    17.927 | TFLOPs: 137.10 |
+
+upstream Megatron-LM (ms, optional ``throughput per GPU``) and the patched
+versions of BigScience/JUBE/CARAML (seconds, ``TFLOPs``). torchrun's
+``[defaultN]:`` prefixes mean nothing is anchored at line start. The model
+shape comes from Megatron's argument dump (``  seq_length ..... 2048``) and
+its vocabulary padding line, where the log has them.
+"""
+import math
+import re
+import statistics
+
+from hpctestlib_ml.flops import megatron_gpt_flops_per_token
+
+_ITERATION = re.compile(r'iteration\s+(\d+)/\s*(\d+)\s*\|(.*)')
+_ARGUMENT = re.compile(r'^\S*?\s*(\w+) \.{3,} (\S+)\s*$', re.MULTILINE)
+_PADDED_VOCAB = re.compile(r'padded vocab \(size: \d+\) with \d+ dummy '
+                           r'tokens \(new size: (\d+)\)')
+
+
+def _number(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_iterations(text):
+    '''Logged iterations in order (each once), as dicts: ``iteration``,
+    ``train_iters``, ``time_s``, ``global_batch``, ``loss``, ``printed_tflops``
+    (None where the line has no TFLOP/s figure), ``consumed_samples``.'''
+    steps, seen = [], set()
+    for match in _ITERATION.finditer(text):
+        iteration = int(match.group(1))
+        fields = {}
+        for part in match.group(3).split('|'):
+            key, sep, value = part.partition(':')
+            if sep:
+                fields[key.strip()] = value.strip()
+        if 'elapsed time per iteration (ms)' in fields:
+            time_s = _number(fields['elapsed time per iteration (ms)'])
+            time_s = time_s / 1000 if time_s is not None else None
+        else:
+            time_s = _number(fields.get('elapsed time per iteration (s)', ''))
+        if time_s is None or iteration in seen:
+            continue
+        seen.add(iteration)
+        printed = fields.get('throughput per GPU (TFLOP/s/GPU)',
+                             fields.get('TFLOPs'))
+        steps.append({
+            'iteration': iteration,
+            'train_iters': int(match.group(2)),
+            'time_s': time_s,
+            'global_batch': int(fields['global batch size'])
+            if 'global batch size' in fields else None,
+            'loss': _number(fields.get('lm loss', '')),
+            'printed_tflops': _number(printed) if printed else None,
+            'consumed_samples': int(fields['consumed samples'])
+            if 'consumed samples' in fields else None,
+        })
+    return steps
+
+
+_WORLD = re.compile(r'using world size: (\d+), data-parallel size: (\d+)')
+
+
+def world_size(text):
+    '''The world size Megatron started with (its "using world size" line),
+    else the argument dump's, else None.'''
+    match = _WORLD.search(text)
+    if match:
+        return int(match.group(1))
+    return model_shape(text)[5]
+
+
+def parse_arguments(text):
+    '''Megatron's argument dump (``  name ...... value``) as strings.'''
+    return dict(_ARGUMENT.findall(text))
+
+
+def model_shape(text):
+    '''(layers, hidden, seq_length, padded vocab, ffn, world size) from the
+    log, None for each one it lacks.'''
+    args = parse_arguments(text)
+
+    def integer(name):
+        value = args.get(name)
+        return int(value) if value and value.isdigit() else None
+
+    padded = _PADDED_VOCAB.search(text)
+    vocab = int(padded.group(1)) if padded else integer('padded_vocab_size')
+    return (integer('num_layers'), integer('hidden_size'),
+            integer('seq_length'), vocab, integer('ffn_hidden_size'),
+            integer('world_size'))
+
+
+def extract_metrics(text, seq_length=None, flops_per_token=None,
+                    world_size=None):
+    '''Metrics of a Megatron run; the first logged interval (start-up,
+    compilation, allocator warm-up) is skipped where there are more.
+
+    ``time_per_iteration_secs``: mean seconds per iteration;
+    ``tokens_per_second``: global batch x sequence length / that time;
+    ``tflops_per_gpu``: the suite's own figure, Megatron's analytic FLOPs per
+    token (:func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token`) x
+    tokens/s / GPUs; ``printed_tflops_per_gpu``: the program's figure, for
+    information only (formulas differ between versions).
+    Shape and world size come from the arguments, else from the log.
+    '''
+    steps = parse_iterations(text)
+    layers, hidden, seq_log, vocab, ffn, world_log = model_shape(text)
+    seq_length = seq_length or seq_log
+    world_size = world_size or world_log
+    if flops_per_token is None and None not in (layers, hidden, seq_length,
+                                                vocab):
+        flops_per_token = megatron_gpt_flops_per_token(layers, hidden,
+                                                       seq_length, vocab, ffn)
+
+    metrics = {
+        'iterations': len(steps),
+        'iteration_last': steps[-1]['iteration'] if steps else None,
+        'train_iters': steps[-1]['train_iters'] if steps else None,
+        'loss_last': steps[-1]['loss'] if steps else None,
+        'loss_all_finite': all(s['loss'] is not None and
+                               math.isfinite(s['loss']) for s in steps),
+        'time_per_iteration_secs': None,
+        'tokens_per_second': None,
+        'tflops_per_gpu': None,
+        'printed_tflops_per_gpu': None,
+    }
+    steady = steps[1:] if len(steps) > 1 else steps
+    if not steady:
+        return metrics
+
+    seconds = statistics.fmean(s['time_s'] for s in steady)
+    metrics['time_per_iteration_secs'] = seconds
+    printed = [s['printed_tflops'] for s in steady
+               if s['printed_tflops'] is not None]
+    if printed:
+        metrics['printed_tflops_per_gpu'] = statistics.fmean(printed)
+    batch = steady[-1]['global_batch']
+    if batch and seq_length and seconds > 0:
+        tokens = batch * seq_length / seconds
+        metrics['tokens_per_second'] = tokens
+        if flops_per_token and world_size:
+            metrics['tflops_per_gpu'] = (tokens * flops_per_token /
+                                         world_size / 1e12)
+    return metrics
