@@ -31,6 +31,10 @@ from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
 
 
+#: Training steps of a ``tiny`` run where its size names none.
+DEFAULT_STEPS = 8
+
+
 class BadInputError(ReframeError):
     '''A test variable or site setting that cannot work; the message names the fix.'''
 
@@ -116,11 +120,11 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     #: :type: :class:`str` or :obj:`None`
     precision = variable(str, type(None), value=None)
 
-    #: Training steps of a ``tiny`` run (benchmark sizes follow the
-    #: benchmark's rules).
+    #: Training steps of a ``tiny`` run; default: the size's, else 8
+    #: (benchmark sizes follow the benchmark's rules).
     #:
     #: :type: :class:`int`
-    steps = variable(str, int, value=8)
+    steps = variable(str, int, type(None), value=None)
 
     #: Python interpreter that runs the program on the compute nodes.
     #:
@@ -253,7 +257,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
             self.precision = 'fp32'
         self.batch_size = count('batch_size', self.batch_size)
         # The first logged step is warm-up: steady state needs two.
-        self.steps = count('steps', self.steps, minimum=2)
+        self.steps = count('steps', DEFAULT_STEPS if self.steps is None
+                           else self.steps, minimum=2)
 
         self.finalize_settings()
 

@@ -82,3 +82,12 @@ def megatron_gpt_flops_per_token(num_layers, hidden, seq_len, vocab,
     L, h, s = num_layers, hidden, seq_len
     ffn = ffn_hidden or 4 * h
     return 12 * L * h * h * (2 + s / h + ffn / h + vocab / (2 * L * h))
+
+
+def causal_lm_training_flops(seq_len, width, layers, vocab):
+    '''Training FLOPs of one sequence through a GPT-2-style causal LM:
+    3 x (the transformer's forward, :func:`transformer_forward_flops`, plus
+    the LM head's 2 s h V). Embedding lookups are free.'''
+    forward = (transformer_forward_flops(seq_len, width, layers) +
+               2 * seq_len * width * vocab)
+    return training_flops(forward)

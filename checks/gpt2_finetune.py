@@ -1,0 +1,18 @@
+"""GPT-2 fine-tuning on WikiText-2 with Hugging Face Trainer (run_clm)."""
+import reframe as rfm
+
+from hpctestlib_ml.gpt2_finetune import Gpt2FineTuning
+
+
+@rfm.simple_test
+class GPT2FineTune(Gpt2FineTuning):
+    descr = 'GPT-2 causal-LM fine-tuning on WikiText-2 (HF Trainer)'
+    maintainers = ['hpcml']
+    tags = {'gpt2', 'huggingface', 'llm', 'finetune'}
+
+
+@rfm.simple_test
+class GPT2FineTuneContainer(GPT2FineTune):
+    '''GPT2FineTune in the suite's PyTorch image (containers/pytorch.def).'''
+    descr = 'GPT-2 fine-tuning on WikiText-2 in the PyTorch Apptainer image'
+    runs_in_container = True

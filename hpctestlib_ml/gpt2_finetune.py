@@ -1,0 +1,137 @@
+"""GPT-2 fine-tuning on WikiText-2 with Hugging Face Trainer (the workload
+of transformers' run_clm example, as NVIDIA and others publish it).
+
+Benchmark size: ``gpt2`` (124M) on ``wikitext-2-raw-v1``, per-device batch 8,
+blocks of 1024 tokens, 3 epochs, from the Hugging Face cache (jobs run with
+``HF_HUB_OFFLINE=1``; a site fills the cache once, see README). Tiny size: a
+random-init 2-layer GPT-2, a corpus and tokenizer the program generates,
+the same Trainer and datasets code. Precision is a parameter: fp32, fp16,
+bf16 (CPU partitions: fp32 only).
+"""
+from reframe.core.builtins import parameter, performance_function, variable
+
+from hpctestlib_ml import flops
+from hpctestlib_ml.base import MLTrainingTest
+from hpctestlib_ml.constants import GPU_FEATURE
+from hpctestlib_ml.parsers import hf_trainer as parser
+
+#: (layers, width, block size, vocabulary) of the models the sizes train.
+MODEL_SHAPES = {
+    'tiny': (2, 128, 128, 2000),
+    'gpt2': (12, 768, 1024, 50257),
+}
+
+#: Training precisions, a parameter of the check.
+PRECISIONS = ('fp32', 'fp16', 'bf16')
+
+
+class Gpt2FineTuning(MLTrainingTest):
+    '''Causal-LM fine-tuning with HF Trainer.'''
+
+    workload = 'gpt2_finetune'
+    program = 'gpt2_finetune'
+    throughput_metric = 'samples_per_second'
+    sizes = {
+        'tiny': {'model': 'tiny', 'batch_size': 8, 'steps': 40,
+                 'time_limit': '15m'},
+        'benchmark': {'model': 'gpt2', 'batch_size': 8, 'time_limit': '2h'},
+    }
+
+    #: Training precision: fp32, fp16 or bf16 (mixed, Trainer's --fp16 and
+    #: --bf16); only fp32 on partitions without the ``gpu`` feature.
+    train_precision = parameter(list(PRECISIONS))
+
+    #: ``tiny`` or a Hugging Face model name in the cache (``gpt2``).
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    model = variable(str, type(None), value=None)
+
+    #: Epochs at benchmark size (run_clm's default: 3).
+    #:
+    #: :type: :class:`float`
+    epochs = variable(float, value=3.0)
+
+    def runs_on(self, part):
+        return self.train_precision == 'fp32' or GPU_FEATURE in part.features
+
+    def finalize_settings(self):
+        self.precision = self.train_precision
+        self.env_vars['HF_HUB_OFFLINE'] = '1'
+        self.env_vars['HF_DATASETS_OFFLINE'] = '1'
+        hf_home = self.current_partition.extras.get('hf_home')
+        if hf_home:
+            self.env_vars['HF_HOME'] = hf_home
+
+    def program_args(self):
+        args = ['--do-train', '--do-eval',
+                '--per-device-train-batch-size', self.batch_size,
+                '--per-device-eval-batch-size', self.batch_size,
+                '--precision', self.precision,
+                '--output-dir', 'output',
+                '--workers', (self.layout.cpus_per_proc or 1)
+                if self.uses_gpus else 0]
+        if self.model == 'tiny':
+            args += ['--tiny', '--max-steps', self.steps]
+        else:
+            args += ['--model', self.model, '--dataset', 'wikitext',
+                     '--dataset-config', 'wikitext-2-raw-v1',
+                     '--num-train-epochs', self.epochs]
+        return [str(a) for a in args]
+
+    def model_flops_per_sample(self):
+        try:
+            layers, width, block, vocab = MODEL_SHAPES[self.model]
+        except KeyError:
+            raise LookupError(f'no FLOPs known for model {self.model!r}') \
+                from None
+        return flops.causal_lm_training_flops(block, width, layers, vocab)
+
+    def extract_metrics(self, text):
+        return parser.extract_metrics(text)
+
+    def log_problems(self, text):
+        m = self.metrics()
+        problems = []
+        if not m['steps']:
+            return ['no training step logged']
+        if m['steps'] != m['max_steps']:
+            problems.append(f'training stopped at step {m["steps"]} of '
+                            f'{m["max_steps"]}')
+        if m['world_size'] != self.layout.world_size:
+            problems.append(f'Trainer ran with world size {m["world_size"]}, '
+                            f'the job has {self.layout.world_size} ranks')
+        if m['perplexity'] is None:
+            problems.append('no eval metrics table: evaluation did not run')
+        if not m['losses_finite']:
+            problems.append('training loss is not finite')
+        elif (m['loss_first'] is not None and
+              not m['loss_last'] < m['loss_first']):
+            problems.append(f'training loss did not decrease '
+                            f'({m["loss_first"]} -> {m["loss_last"]})')
+        return problems
+
+    @performance_function('samples/s')
+    def samples_per_second(self):
+        '''Steady state over all ranks: steps after the first.'''
+        return self.metric('samples_per_second')
+
+    @performance_function('samples/s')
+    def samples_per_second_per_gpu(self):
+        return self.metric('samples_per_second_per_gpu')
+
+    @performance_function('samples/s')
+    def train_samples_per_second(self):
+        '''Trainer's own figure (start-up included).'''
+        return self.metric('train_samples_per_second')
+
+    @performance_function('s')
+    def train_runtime(self):
+        return self.metric('train_runtime')
+
+    @performance_function('')
+    def eval_loss(self):
+        return self.metric('eval_loss')
+
+    @performance_function('')
+    def perplexity(self):
+        return self.metric('perplexity')

@@ -1,0 +1,116 @@
+"""Hugging Face Trainer output: its metric tables and logged dicts, and the
+suite's per-step lines (src/gpt2_finetune).
+
+``trainer.log_metrics(split, metrics)`` prints (transformers 4.x and 5.x)::
+
+    ***** train metrics *****
+      epoch                    =        3.0
+      train_runtime            = 0:01:23.45
+      train_samples_per_second =     34.012
+
+Runtimes are H:MM:SS.ss there (``datetime.timedelta``; "1 day, 2:03:04.5"
+past a day): hours count 3600 s. Logged dicts look like
+``{'loss': '6.248', 'grad_norm': '2.756', 'epoch': '0.03571'}`` (values
+quoted in 5.x, bare numbers in 4.x). The suite's program adds
+``[hpcml] step 3/8 time 0.0665 s samples 8`` per optimizer step (global
+samples), from which the steady-state rate is computed: Trainer's own
+``train_samples_per_second`` includes start-up and the first steps.
+"""
+import ast
+import math
+import re
+import statistics
+
+_TABLE = re.compile(r'\*{5} (\w+) metrics \*{5}\s*\n((?:[^\S\n]+\w+\s+=.*\n?)+)')
+_ROW = re.compile(r'^\s+(\w+)\s+=\s+(.+?)\s*$', re.MULTILINE)
+_RUNTIME = re.compile(r'^(?:(\d+) days?, )?(\d+):(\d\d):(\d\d(?:\.\d+)?)$')
+_STEP = re.compile(r'\[hpcml\] step (\d+)/(\d+) time ([\d.]+) s samples (\d+)')
+_WORLD = re.compile(r'\[hpcml\] model .*? world size (\d+)')
+_LOG_DICT = re.compile(r"^\s*(\{'loss': .*\})\s*$", re.MULTILINE)
+
+
+def parse_value(text):
+    '''A table value as a number: H:MM:SS.ss -> seconds, "12.3GF" -> 12.3e9.'''
+    text = text.strip()
+    match = _RUNTIME.match(text)
+    if match:
+        days, hours, minutes, seconds = match.groups()
+        return (int(days or 0) * 86400 + int(hours) * 3600 +
+                int(minutes) * 60 + float(seconds))
+    units = {'GF': 1e9, 'TF': 1e12, 'PF': 1e15}
+    if text[-2:] in units:
+        return float(text[:-2]) * units[text[-2:]]
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def metric_tables(text):
+    '''{split: {name: value}} of every ``***** split metrics *****`` table
+    (the last one of a split wins).'''
+    tables = {}
+    for match in _TABLE.finditer(text):
+        tables[match.group(1)] = {k: parse_value(v)
+                                  for k, v in _ROW.findall(match.group(2))}
+    return tables
+
+
+def step_times(text):
+    '''[(step, max_steps, seconds, global samples)] of the suite's lines.'''
+    return [(int(a), int(b), float(t), int(n))
+            for a, b, t, n in _STEP.findall(text)]
+
+
+def losses(text):
+    '''Training losses of Trainer's logged dicts, in order.'''
+    values = []
+    for line in _LOG_DICT.findall(text):
+        try:
+            values.append(float(ast.literal_eval(line)['loss']))
+        except (ValueError, SyntaxError, KeyError):
+            continue
+    return values
+
+
+def extract_metrics(text):
+    '''Trainer's figures and the suite's steady-state rate.
+
+    ``train_samples_per_second``, ``train_runtime`` (s), ``eval_loss``,
+    ``perplexity``: Trainer's tables. ``samples_per_second``: global samples
+    over the time of all steps but the first (warm-up), from the step
+    lines; ``samples_per_second_per_gpu``: that / world size.
+    '''
+    tables = metric_tables(text)
+    train, evaluation = tables.get('train', {}), tables.get('eval', {})
+    steps = step_times(text)
+    world = _WORLD.search(text)
+    world = int(world.group(1)) if world else None
+    loss_values = losses(text)
+    metrics = {
+        'train_samples_per_second': train.get('train_samples_per_second'),
+        'train_runtime': train.get('train_runtime'),
+        'train_loss': train.get('train_loss'),
+        'eval_loss': evaluation.get('eval_loss'),
+        'perplexity': evaluation.get('perplexity'),
+        'steps': len(steps),
+        'max_steps': steps[-1][1] if steps else None,
+        'world_size': world,
+        'loss_first': loss_values[0] if loss_values else None,
+        'loss_last': loss_values[-1] if loss_values else None,
+        'losses_finite': all(math.isfinite(v) for v in loss_values),
+        'samples_per_second': None,
+        'samples_per_second_per_gpu': None,
+        'time_per_step_secs': None,
+    }
+    steady = steps[1:] if len(steps) > 1 else steps
+    if steady:
+        seconds = sum(s[2] for s in steady)
+        if seconds > 0:
+            metrics['samples_per_second'] = sum(s[3] for s in steady) / seconds
+            metrics['time_per_step_secs'] = statistics.fmean(
+                s[2] for s in steady)
+            if world:
+                metrics['samples_per_second_per_gpu'] = (
+                    metrics['samples_per_second'] / world)
+    return metrics
