@@ -3,11 +3,12 @@
 One module per upstream log format. They import only the standard library so
 that ``hpcml extract`` and the ReFrame performance functions share them.
 """
-from hpctestlib_ml.parsers import hf_trainer, megatron, open_clip
+from hpctestlib_ml.parsers import hf_trainer, megatron, mllog, open_clip
 
 #: Workload name -> function(text) -> dict of metrics (``hpcml extract``).
 EXTRACTORS = {
     'clip': open_clip.extract_metrics,
     'megatron': megatron.extract_metrics,
     'gpt2_finetune': hf_trainer.extract_metrics,
+    'bert': mllog.extract_metrics,
 }

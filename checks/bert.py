@@ -1,0 +1,18 @@
+"""BERT-Large pretraining, MLPerf Training style (:::MLLOG events)."""
+import reframe as rfm
+
+from hpctestlib_ml.bert import BertPretraining
+
+
+@rfm.simple_test
+class BERTLarge(BertPretraining):
+    descr = 'BERT pretraining (BERT-Large at benchmark size), MLPerf-style logs'
+    maintainers = ['hpcml']
+    tags = {'bert', 'mlperf', 'nlp'}
+
+
+@rfm.simple_test
+class BERTLargeContainer(BERTLarge):
+    '''BERTLarge in the suite's PyTorch image (containers/pytorch.def).'''
+    descr = 'BERT pretraining in the PyTorch Apptainer image'
+    runs_in_container = True

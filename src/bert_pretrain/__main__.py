@@ -1,0 +1,159 @@
+"""python -m bert_pretrain [options]: BERT pretraining, MLPerf-style logs.
+
+Trains transformers' BertForPreTraining (masked LM + next sentence) on
+synthetic token batches (default) or a text file (``--data FILE
+--tokenizer DIR``), with LAMB (MLPerf's reference optimizer) or AdamW,
+data-parallel over torch.distributed ranks (torchrun or srun's env://).
+Rank 0 logs MLPerf Training events with the mlperf-logging package:
+``:::MLLOG {... "key": "run_start" ...}``, a ``tracked_stats`` event per
+step (global samples/s, step time, loss), ``run_stop`` with its status.
+"""
+import argparse
+import contextlib
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+#: BertConfig fields of the sizes; bert-large is MLPerf's (24 x 1024, 16
+#: heads), tiny the suite's CPU stand-in.
+MODELS = {
+    'tiny': dict(vocab_size=8192, hidden_size=128, num_hidden_layers=2,
+                 num_attention_heads=2, intermediate_size=512),
+    'bert-large': dict(vocab_size=30522, hidden_size=1024,
+                       num_hidden_layers=24, num_attention_heads=16,
+                       intermediate_size=4096),
+}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument('--model', choices=list(MODELS), default='tiny')
+    p.add_argument('--seq-length', type=int, default=128)
+    p.add_argument('--max-predictions', type=int, default=20)
+    p.add_argument('--batch-size', type=int, default=8, help='per rank')
+    p.add_argument('--steps', type=int, default=10)
+    p.add_argument('--optimizer', choices=('lamb', 'adamw'), default='lamb')
+    p.add_argument('--lr', type=float, default=1e-3)
+    p.add_argument('--precision', choices=('fp32', 'fp16', 'bf16'),
+                   default='fp32')
+    p.add_argument('--data', default='synthetic',
+                   help="'synthetic' or a text file, one sentence a line")
+    p.add_argument('--tokenizer', help='WordPiece tokenizer directory '
+                   '(with --data FILE)')
+    p.add_argument('--seed', type=int, default=42)
+    return p.parse_args(argv)
+
+
+def init_distributed():
+    world = int(os.environ.get('WORLD_SIZE', 1))
+    if world > 1:
+        dist.init_process_group('nccl' if torch.cuda.is_available()
+                                else 'gloo')
+        return dist.get_rank(), world
+    return 0, 1
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from mlperf_logging import mllog
+    from mlperf_logging.mllog import constants as mlc
+    from transformers import BertConfig, BertForPreTraining
+
+    from bert_pretrain import data, lamb
+
+    rank, world = init_distributed()
+    # Events name the line that called log(), not log() itself.
+    mllog.config(default_stack_offset=2)
+    mllogger = mllog.get_mllogger()
+
+    def log(kind, key, value=None, **metadata):
+        if rank == 0:
+            getattr(mllogger, kind)(key=key, value=value, metadata=metadata)
+
+    log('event', mlc.SUBMISSION_BENCHMARK, 'bert')
+    log('start', mlc.INIT_START)
+    device = torch.device(f'cuda:{int(os.environ.get("LOCAL_RANK", 0))}'
+                          if torch.cuda.is_available() else 'cpu')
+    if device.type == 'cuda':
+        torch.cuda.set_device(device)
+    torch.manual_seed(args.seed)
+
+    config = BertConfig(max_position_embeddings=max(512, args.seq_length),
+                        **MODELS[args.model])
+    model = BertForPreTraining(config).to(device)
+    params = sum(p.numel() for p in model.parameters())
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == 'cuda'
+            else None)
+    optimizer = (lamb.Lamb(model.parameters(), lr=args.lr)
+                 if args.optimizer == 'lamb' else
+                 torch.optim.AdamW(model.parameters(), lr=args.lr))
+
+    if args.data == 'synthetic':
+        batches = data.synthetic_batches(
+            args.batch_size, args.seq_length, args.max_predictions,
+            config.vocab_size, args.seed + rank)
+    else:
+        from transformers import BertTokenizerFast
+        if not args.tokenizer:
+            sys.exit('bert_pretrain: error: --data FILE needs --tokenizer DIR')
+        tokenizer = BertTokenizerFast.from_pretrained(args.tokenizer)
+        batches = data.text_batches(args.data, tokenizer, args.batch_size,
+                                    args.seq_length, args.max_predictions,
+                                    args.seed + rank)
+
+    global_batch = args.batch_size * world
+    log('event', mlc.GLOBAL_BATCH_SIZE, global_batch)
+    log('event', mlc.OPT_NAME, args.optimizer)
+    log('event', mlc.OPT_BASE_LR, args.lr)
+    log('event', 'max_sequence_length', args.seq_length)
+    log('event', 'max_predictions_per_seq', args.max_predictions)
+    log('event', 'model_parameters', params)
+    log('event', 'world_size', world)
+    log('end', mlc.INIT_STOP)
+
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16
+                               if args.precision == 'bf16' else torch.float16)
+                if args.precision != 'fp32' else contextlib.nullcontext())
+    scaler = torch.amp.GradScaler(enabled=args.precision == 'fp16')
+    model.train()
+    if world > 1:
+        dist.barrier()
+    log('start', mlc.RUN_START)
+    status = 'success'
+    for step in range(1, args.steps + 1):
+        start = time.perf_counter()
+        batch = {k: v.to(device) for k, v in next(batches).items()}
+        with autocast:
+            loss = model(**batch).loss
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        loss_value = loss.item()
+        if device.type == 'cuda':
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        log('event', 'tracked_stats',
+            {'throughput': global_batch / seconds, 'step_time': seconds,
+             'loss': loss_value}, step=step)
+        if not math.isfinite(loss_value):
+            status = 'aborted'
+            break
+    if world > 1:
+        dist.barrier()
+    log('end', mlc.RUN_STOP, status=status)
+    if world > 1:
+        dist.destroy_process_group()
+    return 0 if status == 'success' else 1
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['--']:
+        del sys.argv[1]
+    sys.exit(main())
