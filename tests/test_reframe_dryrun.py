@@ -1,4 +1,5 @@
 """The JUWELS Booster job scripts, generated for real by reframe --dry-run."""
+import pathlib
 import re
 
 import pytest
@@ -115,8 +116,8 @@ def test_reference_at_8_nodes(job_scripts):
 ])
 def test_local_modes_select_the_size(run_reframe, mode, expected):
     proc, var = run_reframe(BIN / 'reframe', '-C', REPO / 'config/local.py',
-                            '-c', REPO / 'checks', '--mode', mode,
-                            '--dry-run')
+                            '-c', REPO / 'checks', '-n', '^MMoCLIP%',
+                            '--mode', mode, '--dry-run')
     assert proc.returncode == 0, proc.stdout[-2000:]
     scripts = list((var / 'stage').rglob('rfm_job.sh'))
     assert len(scripts) == 3
@@ -136,7 +137,7 @@ def test_local_gpu_partition_runs_the_benchmark_size(run_reframe, tmp_path):
     smi.chmod(0o755)
     proc, var = run_reframe(
         BIN / 'reframe', '-C', REPO / 'config/local.py', '-c', REPO / 'checks',
-        '--system', 'local:gpu', '--dry-run',
+        '-n', '^MMoCLIP%', '--system', 'local:gpu', '--dry-run',
         env={'PATH': f'{bin_dir}:{os.environ["PATH"]}'})
     assert proc.returncode == 0, proc.stdout[-2000:]
     scripts = {p.parent.name: p.read_text()
@@ -147,3 +148,77 @@ def test_local_gpu_partition_runs_the_benchmark_size(run_reframe, tmp_path):
         assert '--model ViT-L-14' in text
         assert '--device cuda --precision amp' in text
     assert 'mfu' in proc.stdout and 'hfu' in proc.stdout
+
+
+@pytest.fixture(scope='module')
+def transformer_scripts(tmp_path_factory, cache_dir):
+    '''Job scripts of the transformer workloads on JUWELS Booster: by
+    display name (without spaces, as -n matches).'''
+    import os
+    import subprocess
+    var = tmp_path_factory.mktemp('juwels-transformers') / 'var'
+    env = {**os.environ, 'HPCML_VAR_DIR': str(var),
+           'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'jscbenchmark'}
+    proc = subprocess.run(
+        [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
+         '-c', REPO / 'checks', '-n', '^(MegatronGPT|GPT2FineTune|BERTLarge)%',
+         '--dry-run', '--report-file', var / 'report.json'], env=env,
+        capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    import json
+    report = json.loads((var / 'report.json').read_text())
+    scripts = {}
+    for run in report['runs']:
+        for case in run['testcases']:
+            name = case['display_name'].replace(' ', '')
+            scripts[name] = (pathlib.Path(case['stagedir']) /
+                             'rfm_job.sh').read_text()
+    return scripts
+
+
+def run_line(text):
+    return text.strip().splitlines()[-1]
+
+
+def test_megatron_caraml_sizes_on_juwels(transformer_scripts):
+    # 800M (TP1/PP1) runs from 1 node, 13B (TP2/PP2) from 1 node; 175B
+    # (TP8/PP8, 64 GPUs) fits none of JUWELS' listed scales: -S num_nodes.
+    names = [n for n in transformer_scripts if n.startswith('MegatronGPT')]
+    assert {n.split('model_size=')[1] for n in names} == {'800M', '13B'}
+    line = run_line(transformer_scripts[
+        'MegatronGPT%scale=2_nodes%launch_mode=per_task%model_size=13B'])
+    assert ('-m gpt_pretrain --num-layers 40 --hidden-size 5120 '
+            '--num-attention-heads 32 --seq-length 2048 '
+            '--max-position-embeddings 2048 --micro-batch-size 2 '
+            '--global-batch-size 2048') in line
+    assert ('--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2'
+            in line)
+    assert line.endswith('--mock-data --tokenizer-type NullTokenizer '
+                         '--vocab-size 50257 --bf16')
+    line = run_line(transformer_scripts[
+        'MegatronGPT%scale=8_nodes%launch_mode=torchrun%model_size=800M'])
+    assert '--nnodes=8 --nproc-per-node=4' in line
+    assert '--num-layers 16 --hidden-size 2048 --num-attention-heads 8' in line
+    assert '--micro-batch-size 4 --global-batch-size 2048' in line
+
+
+def test_gpt2_precisions_and_offline_cache_on_juwels(transformer_scripts):
+    for precision in ('fp32', 'fp16', 'bf16'):
+        text = transformer_scripts[
+            f'GPT2FineTune%scale=1_node%launch_mode=per_task%'
+            f'train_precision={precision}']
+        assert 'export HF_HUB_OFFLINE=1' in text
+        assert 'export HF_DATASETS_OFFLINE=1' in text
+        assert (f'--per-device-train-batch-size 8 --per-device-eval-batch-size'
+                f' 8 --precision {precision}') in run_line(text)
+        assert ('--model gpt2 --dataset wikitext --dataset-config '
+                'wikitext-2-raw-v1 --num-train-epochs 3.0') in run_line(text)
+
+
+def test_bert_large_on_juwels(transformer_scripts):
+    text = transformer_scripts['BERTLarge%scale=4_nodes%launch_mode=per_task']
+    assert '#SBATCH --ntasks=16' in text
+    assert run_line(text).endswith(
+        '-m bert_pretrain --model bert-large --seq-length 512 '
+        '--max-predictions 76 --batch-size 24 --steps 100 --optimizer lamb '
+        '--precision bf16 --data synthetic')

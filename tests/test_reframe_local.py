@@ -12,40 +12,73 @@ pytestmark = pytest.mark.integration
 HPCML = BIN / 'hpcml'
 
 
-def test_suite_runs_clip_locally_and_logs_real_numbers(run_reframe):
-    proc, var = run_reframe(HPCML, 'suite')
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert 'Ran 3/3 test case(s)' in proc.stdout
-    assert 'PASSED' in proc.stdout
-    assert re.search(r'P: total_time_secs: [\d.]+ s', proc.stdout)
+#: Perflog columns of each workload's figures that must be positive.
+WORKLOAD_FIGURES = {
+    'MMoCLIP': ('clip', 'throughput_avg', 'samples/s',
+                ('total_time_secs', 'throughput_per_gpu_avg',
+                 'time_per_iteration_secs_avg', 'mfu')),
+    'MegatronGPT': ('megatron', 'tokens_per_second', 'tokens/s',
+                    ('time_per_iteration_secs', 'tflops_per_gpu', 'mfu')),
+    'GPT2FineTune': ('gpt2_finetune', 'samples_per_second', 'samples/s',
+                     ('samples_per_second_per_gpu', 'train_runtime',
+                      'perplexity', 'mfu')),
+    'BERTLarge': ('bert', 'samples_per_second', 'samples/s',
+                  ('sequences_per_second_per_gpu', 'run_time_secs', 'mfu')),
+}
 
-    rows = read_perflog(var / 'perflogs' / 'local' / 'cpu' / 'MMoCLIP.log')
-    assert len(rows) == 3
+
+@pytest.fixture(scope='module')
+def local_suite(tmp_path_factory, cache_dir):
+    '''`hpcml suite` as README's quick start runs it: every workload.'''
+    import os
+    import subprocess
+    var = tmp_path_factory.mktemp('local-suite') / 'var'
+    env = {**os.environ, 'HPCML_VAR_DIR': str(var),
+           'HPCML_CACHE_DIR': str(cache_dir)}
+    env.pop('RFM_CONFIG_FILES', None)
+    proc = subprocess.run([str(HPCML), 'suite'], env=env, cwd=var.parent,
+                          capture_output=True, text=True, timeout=1800,
+                          stdin=subprocess.DEVNULL)
+    return proc, var
+
+
+def test_suite_runs_every_workload_locally(local_suite):
+    proc, var = local_suite
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f'Ran {3 * len(WORKLOAD_FIGURES)}/{3 * len(WORKLOAD_FIGURES)} ' \
+        'test case(s)' in proc.stdout
+    assert (var / 'results.db').stat().st_size > 0
+
+
+@pytest.mark.parametrize('check', list(WORKLOAD_FIGURES))
+def test_workload_logs_real_numbers_in_one_and_two_processes(local_suite,
+                                                             check):
+    _, var = local_suite
+    workload, throughput, unit, others = WORKLOAD_FIGURES[check]
+    rows = read_perflog(var / 'perflogs' / 'local' / 'cpu' / f'{check}.log')
     cases = {(r['scale'], r['launch_mode']) for r in rows}
     assert cases == {('1_proc', 'per_task'), ('1_proc', 'torchrun'),
                      ('2_procs', 'torchrun')}
     for row in rows:
         assert row['result'] == 'pass'
         assert row['resolved_size'] == 'tiny'
-        assert row['workload'] == 'clip'
-        for var_name in ('total_time_secs_value', 'throughput_avg_value',
-                         'throughput_per_gpu_avg_value',
-                         'time_per_iteration_secs_avg_value',
-                         'mfu_value'):
-            value = float(row[var_name])
-            assert math.isfinite(value) and value > 0, (var_name, row)
-        assert float(row['done_percent_last_value']) == 100
-        assert row['throughput_avg_unit'] == 'samples/s'
-
+        assert row['workload'] == workload
+        assert row[f'{throughput}_unit'] == unit
+        for name in (throughput, *others):
+            value = float(row[f'{name}_value'])
+            assert math.isfinite(value) and value > 0, (name, row)
     two = next(r for r in rows if r['scale'] == '2_procs')
     assert two['procs_per_node'] == '2'
+
+
+def test_clip_figures_are_consistent(local_suite):
+    _, var = local_suite
+    rows = read_perflog(var / 'perflogs' / 'local' / 'cpu' / 'MMoCLIP.log')
+    for row in rows:
+        assert float(row['done_percent_last_value']) == 100
+    two = next(r for r in rows if r['scale'] == '2_procs')
     assert float(two['throughput_per_gpu_avg_value']) == pytest.approx(
         float(two['throughput_avg_value']) / 2, rel=0.01)
-
-    assert (var / 'results.db').stat().st_size > 0
-    # The training log of the 2-rank case shows both ranks training.
-    err = next((var / 'output').rglob('rfm_job.err'), None)
-    assert err is not None
 
 
 def reason(proc):
