@@ -18,6 +18,12 @@ from hpctestlib_ml import REPO_ROOT
 from hpctestlib_ml.parsers import EXTRACTORS
 
 
+def _found_figures(metrics):
+    '''True if the parser found any figure (a non-zero number) in the log.'''
+    return any(isinstance(v, (int, float)) and not isinstance(v, bool) and v
+               for v in metrics.values())
+
+
 def _extract(args):
     extractor = EXTRACTORS[args.workload]
     status = 0
@@ -32,9 +38,9 @@ def _extract(args):
             continue
 
         metrics = extractor(text)
-        if not metrics.get('steps'):
+        if not _found_figures(metrics):
             print(f'hpcml extract: {path}: no {args.workload} training '
-                  f'steps found (is this the log that holds the training '
+                  f'figures found (is this the log that holds the training '
                   f'lines, e.g. the job\'s stderr?)', file=sys.stderr)
             status = 1
         if len(args.logfiles) > 1:

@@ -42,7 +42,7 @@ def test_extract_bad_input(tmp_path):
     empty.write_text('nothing here\n')
     proc = hpcml('extract', 'clip', empty)
     assert proc.returncode == 1
-    assert 'no clip training steps found' in proc.stderr
+    assert 'no clip training figures found' in proc.stderr
 
     proc = hpcml('extract', 'resnet', empty)
     assert proc.returncode == 2
@@ -58,3 +58,19 @@ def test_suite_command_defaults_and_overrides():
                             '/tmp/r.json')
     assert cmd.count('-C') == 1 and '-r' not in cmd
     assert cmd[-4:] == ['-C', 'x.py', '--dry-run', '-n', 'MMoCLIP'][-4:]
+
+
+@pytest.mark.parametrize('workload, log, key, value', [
+    ('megatron', 'megatron/jubench_readme_verification.log',
+     'printed_tflops_per_gpu', 135.855),
+    ('gpt2_finetune', 'hf_trainer/transformers4_train_metrics_over_an_hour.txt',
+     'train_runtime', 6132.36),
+    ('bert', 'mllog/amd_rocm_blog_bert_mi300x_excerpt.log',
+     'run_time_secs', 462.76),
+])
+def test_extract_every_workload_from_published_logs(workload, log, key,
+                                                    value):
+    proc = subprocess.run([str(BIN / 'hpcml'), 'extract', workload,
+                           str(DATA / log)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)[key] == pytest.approx(value)

