@@ -11,8 +11,8 @@ AdamW. The program logs ``:::MLLOG`` events, read by the shared
 from reframe.core.builtins import performance_function, variable
 
 from hpctestlib_ml import flops
-from hpctestlib_ml.base import BadInputError, MLTrainingTest
-from hpctestlib_ml.parsers import mllog as parser
+from hpctestlib_ml.base import BadInputError
+from hpctestlib_ml.mlperf import MLLogTraining
 
 #: (layers, hidden, heads, intermediate, vocab, sequence, max predictions)
 MODELS = {
@@ -21,12 +21,11 @@ MODELS = {
 }
 
 
-class BertPretraining(MLTrainingTest):
+class BertPretraining(MLLogTraining):
     '''BertForPreTraining with MLPerf-style logging.'''
 
     workload = 'bert'
     program = 'bert_pretrain'
-    throughput_metric = 'samples_per_second'
     sizes = {
         'tiny': {'model': 'tiny', 'batch_size': 8, 'steps': 10,
                  'time_limit': '15m'},
@@ -92,44 +91,7 @@ class BertPretraining(MLTrainingTest):
                                             self.layers, self.vocab,
                                             self.intermediate)
 
-    def extract_metrics(self, text):
-        metrics = parser.extract_metrics(text)
-        world = metrics['world_size']
-        metrics['sequences_per_second_per_gpu'] = (
-            metrics['samples_per_second'] / world
-            if metrics['samples_per_second'] and world else None)
-        return metrics
-
-    def log_problems(self, text):
-        m = self.metrics()
-        if not m['events']:
-            return ['no :::MLLOG event in the log']
-        problems = []
-        if m['status'] != 'success':
-            problems.append(f'run_stop status {m["status"]!r}, not success')
-        if m['steps'] != self.steps:
-            problems.append(f'{m["steps"]} of {self.steps} steps logged')
-        if m['world_size'] != self.layout.world_size:
-            problems.append(f'BERT ran with world size {m["world_size"]}, '
-                            f'the job has {self.layout.world_size} ranks')
-        if not m['losses_finite']:
-            problems.append('training loss is not finite')
-        return problems
-
-    @performance_function('samples/s')
-    def samples_per_second(self):
-        '''Sequences/s over all ranks, steady state (first step skipped).'''
-        return self.metric('samples_per_second')
-
     @performance_function('samples/s')
     def sequences_per_second_per_gpu(self):
-        return self.metric('sequences_per_second_per_gpu')
-
-    @performance_function('s')
-    def time_per_step_secs(self):
-        return self.metric('time_per_step_secs')
-
-    @performance_function('s')
-    def run_time_secs(self):
-        '''run_stop - run_start, as MLPerf times a run.'''
-        return self.metric('run_time_secs')
+        '''Sequences/s per GPU (rank), steady state.'''
+        return self.metric('samples_per_second_per_gpu')

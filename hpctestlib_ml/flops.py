@@ -104,3 +104,17 @@ def bert_pretraining_flops(seq_len, hidden, layers, vocab, intermediate):
                                         intermediate / hidden)
     mlm_head = 2 * seq_len * (hidden * hidden + hidden * vocab)
     return training_flops(encoder + mlm_head)
+
+
+def cosmoflow_forward_flops(cube, conv_size=32, channels=4, kernel=3,
+                            n_conv=5):
+    '''Forward FLOPs of one CosmoFlow sample: its 3D convolutions
+    (``same`` padding, each followed by a 2x pooling), > 99% of the work;
+    the dense layers add < 0.1%. Reference size (4 x 128^3, conv_size 32,
+    kernel 3): 68.9 GFLOP forward, 207 GFLOP per trained sample.'''
+    total, width, side = 0, channels, cube
+    for i in range(n_conv):
+        out = conv_size * 2 ** i
+        total += 2 * side ** 3 * width * out * kernel ** 3
+        width, side = out, side // 2
+    return total

@@ -24,6 +24,8 @@ WORKLOAD_FIGURES = {
                       'perplexity', 'mfu')),
     'BERTLarge': ('bert', 'samples_per_second', 'samples/s',
                   ('sequences_per_second_per_gpu', 'run_time_secs', 'mfu')),
+    'CosmoFlow': ('cosmoflow', 'samples_per_second', 'samples/s',
+                  ('samples_per_second_per_gpu', 'eval_mae', 'mfu')),
 }
 
 

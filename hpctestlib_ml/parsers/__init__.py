@@ -11,4 +11,5 @@ EXTRACTORS = {
     'megatron': megatron.extract_metrics,
     'gpt2_finetune': hf_trainer.extract_metrics,
     'bert': mllog.extract_metrics,
+    'cosmoflow': mllog.extract_metrics,
 }

@@ -44,6 +44,11 @@ def first_value(events, key, default=None):
     return found[0] if found else default
 
 
+def last_value(events, key, default=None):
+    found = values(events, key)
+    return found[-1] if found else default
+
+
 def _event(events, key):
     return next((e for e in events if e['key'] == key), None)
 

@@ -10,13 +10,9 @@ step (global samples/s, step time, loss), ``run_stop`` with its status.
 """
 import argparse
 import contextlib
-import math
-import os
 import sys
-import time
 
 import torch
-import torch.distributed as dist
 
 #: BertConfig fields of the sizes; bert-large is MLPerf's (24 x 1024, 16
 #: heads), tiny the suite's CPU stand-in.
@@ -48,48 +44,26 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def init_distributed():
-    world = int(os.environ.get('WORLD_SIZE', 1))
-    if world > 1:
-        dist.init_process_group('nccl' if torch.cuda.is_available()
-                                else 'gloo')
-        return dist.get_rank(), world
-    return 0, 1
-
-
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from mlperf_logging import mllog
-    from mlperf_logging.mllog import constants as mlc
     from transformers import BertConfig, BertForPreTraining
 
     from bert_pretrain import data, lamb
+    from mlperf_train import MLLog, finish, init_distributed, run_steps, \
+        wrap_ddp
 
-    rank, world = init_distributed()
-    # Events name the line that called log(), not log() itself.
-    mllog.config(default_stack_offset=2)
-    mllogger = mllog.get_mllogger()
-
-    def log(kind, key, value=None, **metadata):
-        if rank == 0:
-            getattr(mllogger, kind)(key=key, value=value, metadata=metadata)
-
-    log('event', mlc.SUBMISSION_BENCHMARK, 'bert')
-    log('start', mlc.INIT_START)
-    device = torch.device(f'cuda:{int(os.environ.get("LOCAL_RANK", 0))}'
-                          if torch.cuda.is_available() else 'cpu')
-    if device.type == 'cuda':
-        torch.cuda.set_device(device)
+    rank, world, device = init_distributed()
+    log = MLLog(rank)
+    mlc = log.constants
+    log.event(mlc.SUBMISSION_BENCHMARK, 'bert')
+    log.start(mlc.INIT_START)
     torch.manual_seed(args.seed)
 
     config = BertConfig(max_position_embeddings=max(512, args.seq_length),
                         **MODELS[args.model])
     model = BertForPreTraining(config).to(device)
     params = sum(p.numel() for p in model.parameters())
-    if world > 1:
-        model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == 'cuda'
-            else None)
+    model = wrap_ddp(model, device, world)
     optimizer = (lamb.Lamb(model.parameters(), lr=args.lr)
                  if args.optimizer == 'lamb' else
                  torch.optim.AdamW(model.parameters(), lr=args.lr))
@@ -108,26 +82,22 @@ def main(argv=None):
                                     args.seed + rank)
 
     global_batch = args.batch_size * world
-    log('event', mlc.GLOBAL_BATCH_SIZE, global_batch)
-    log('event', mlc.OPT_NAME, args.optimizer)
-    log('event', mlc.OPT_BASE_LR, args.lr)
-    log('event', 'max_sequence_length', args.seq_length)
-    log('event', 'max_predictions_per_seq', args.max_predictions)
-    log('event', 'model_parameters', params)
-    log('event', 'world_size', world)
-    log('end', mlc.INIT_STOP)
+    log.event(mlc.GLOBAL_BATCH_SIZE, global_batch)
+    log.event(mlc.OPT_NAME, args.optimizer)
+    log.event(mlc.OPT_BASE_LR, args.lr)
+    log.event('max_sequence_length', args.seq_length)
+    log.event('max_predictions_per_seq', args.max_predictions)
+    log.event('model_parameters', params)
+    log.event('world_size', world)
+    log.end(mlc.INIT_STOP)
 
     autocast = (torch.autocast(device.type, dtype=torch.bfloat16
                                if args.precision == 'bf16' else torch.float16)
                 if args.precision != 'fp32' else contextlib.nullcontext())
     scaler = torch.amp.GradScaler(enabled=args.precision == 'fp16')
     model.train()
-    if world > 1:
-        dist.barrier()
-    log('start', mlc.RUN_START)
-    status = 'success'
-    for step in range(1, args.steps + 1):
-        start = time.perf_counter()
+
+    def step(_):
         batch = {k: v.to(device) for k, v in next(batches).items()}
         with autocast:
             loss = model(**batch).loss
@@ -135,21 +105,10 @@ def main(argv=None):
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
-        loss_value = loss.item()
-        if device.type == 'cuda':
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
-        log('event', 'tracked_stats',
-            {'throughput': global_batch / seconds, 'step_time': seconds,
-             'loss': loss_value}, step=step)
-        if not math.isfinite(loss_value):
-            status = 'aborted'
-            break
-    if world > 1:
-        dist.barrier()
-    log('end', mlc.RUN_STOP, status=status)
-    if world > 1:
-        dist.destroy_process_group()
+        return loss.item()
+
+    status = run_steps(log, step, args.steps, global_batch, device, world)
+    finish(world)
     return 0 if status == 'success' else 1
 
 

@@ -1,0 +1,18 @@
+"""CosmoFlow (MLPerf HPC), PyTorch port of the reference model."""
+import reframe as rfm
+
+from hpctestlib_ml.cosmoflow import CosmoFlowTraining
+
+
+@rfm.simple_test
+class CosmoFlow(CosmoFlowTraining):
+    descr = 'CosmoFlow 3D CNN training (MLPerf HPC reference model)'
+    maintainers = ['hpcml']
+    tags = {'cosmoflow', 'mlperf-hpc', 'science'}
+
+
+@rfm.simple_test
+class CosmoFlowContainer(CosmoFlow):
+    '''CosmoFlow in the suite's PyTorch image (containers/pytorch.def).'''
+    descr = 'CosmoFlow training in the PyTorch Apptainer image'
+    runs_in_container = True

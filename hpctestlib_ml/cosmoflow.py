@@ -1,0 +1,75 @@
+"""CosmoFlow (MLPerf HPC): a 3D CNN on 4 x 128^3 dark-matter cubes.
+
+``src/cosmoflow`` is a PyTorch port of the MLPerf HPC v1.0 reference
+(mlcommons/hpc ``cosmoflow``: 5 x [Conv3D k=3 + LeakyReLU + MaxPool],
+FC 128 -> 64 -> 4, dropout 0.5; 8.9M parameters), ``reference`` size on GPU
+partitions (per-GPU batch 4 as the reference config), ``tiny`` (4 x 32^3,
+conv_size 8) on CPUs. Synthetic cubes by default; the reference data as
+NumPy samples with ``-S data=DIR`` or the partition's
+``extras['cosmoflow_data']``.
+"""
+from reframe.core.builtins import performance_function, variable
+
+from hpctestlib_ml import flops
+from hpctestlib_ml.mlperf import MLLogTraining
+from hpctestlib_ml.parsers import mllog
+
+#: (cube side, conv_size) of the program's sizes.
+SIZES = {'tiny': (32, 8), 'reference': (128, 32)}
+
+
+class CosmoFlowTraining(MLLogTraining):
+    '''CosmoFlow regression training with MLPerf-style logs.'''
+
+    workload = 'cosmoflow'
+    program = 'cosmoflow'
+    sizes = {
+        'tiny': {'model': 'tiny', 'batch_size': 4, 'steps': 20,
+                 'time_limit': '15m'},
+        'benchmark': {'model': 'reference', 'batch_size': 4, 'steps': 100,
+                      'precision': 'bf16', 'time_limit': '1h'},
+    }
+
+    #: ``tiny`` or ``reference``; default: the size's.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    model = variable(str, type(None), value=None)
+
+    #: ``synthetic`` or a directory of NumPy samples; default: the
+    #: partition's ``extras['cosmoflow_data']``, else synthetic.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    data = variable(str, type(None), value=None)
+
+    def finalize_settings(self):
+        if self.data is None:
+            self.data = self.current_partition.extras.get('cosmoflow_data',
+                                                          'synthetic')
+
+    def program_args(self):
+        return [str(a) for a in (
+            '--size', self.model, '--batch-size', self.batch_size,
+            '--steps', self.steps, '--precision', self.precision,
+            '--data', self.data)]
+
+    def model_flops_per_sample(self):
+        cube, conv_size = SIZES[self.model]
+        return flops.training_flops(flops.cosmoflow_forward_flops(
+            cube, conv_size))
+
+    def extract_metrics(self, text):
+        metrics = super().extract_metrics(text)
+        metrics['eval_mae'] = mllog.last_value(mllog.parse_events(text),
+                                               'eval_error')
+        return metrics
+
+    @performance_function('samples/s')
+    def samples_per_second_per_gpu(self):
+        return self.metric('samples_per_second_per_gpu')
+
+    @performance_function('')
+    def eval_mae(self):
+        '''Mean absolute error of the four parameters on held-out batches
+        (the reference's target: 0.124 after full training).'''
+        return self.metric('eval_mae')
+

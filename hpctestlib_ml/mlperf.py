@@ -1,0 +1,54 @@
+"""Base of the workloads whose programs log MLPerf events (``:::MLLOG``):
+BERT, CosmoFlow (and DeepCAM, OpenFold). The events are read by
+:mod:`hpctestlib_ml.parsers.mllog`; this class adds the checks and figures
+they share."""
+from reframe.core.builtins import performance_function
+
+from hpctestlib_ml.base import MLTrainingTest
+from hpctestlib_ml.parsers import mllog as parser
+
+
+class MLLogTraining(MLTrainingTest):
+    '''A training test whose program logs MLPerf events, one
+    ``tracked_stats`` per step, and the world size it ran with.'''
+
+    throughput_metric = 'samples_per_second'
+
+    def extract_metrics(self, text):
+        metrics = parser.extract_metrics(text)
+        world = metrics['world_size']
+        metrics['samples_per_second_per_gpu'] = (
+            metrics['samples_per_second'] / world
+            if metrics['samples_per_second'] and world else None)
+        return metrics
+
+    def log_problems(self, text):
+        m = self.metrics()
+        if not m['events']:
+            return ['no :::MLLOG event in the log']
+        problems = []
+        if m['status'] != 'success':
+            problems.append(f'run_stop status {m["status"]!r}, not success')
+        if m['steps'] != self.steps:
+            problems.append(f'{m["steps"]} of {self.steps} steps logged')
+        if m['world_size'] != self.layout.world_size:
+            problems.append(f'{self.workload} ran with world size '
+                            f'{m["world_size"]}, the job has '
+                            f'{self.layout.world_size} ranks')
+        if not m['losses_finite']:
+            problems.append('training loss is not finite')
+        return problems
+
+    @performance_function('samples/s')
+    def samples_per_second(self):
+        '''Samples/s over all ranks, steady state (first step skipped).'''
+        return self.metric('samples_per_second')
+
+    @performance_function('s')
+    def time_per_step_secs(self):
+        return self.metric('time_per_step_secs')
+
+    @performance_function('s')
+    def run_time_secs(self):
+        '''run_stop - run_start, as MLPerf times a run.'''
+        return self.metric('run_time_secs')

@@ -1,0 +1,129 @@
+"""python -m cosmoflow [options]: CosmoFlow training, MLPerf-style logs.
+
+Sizes: ``reference`` (4 x 128^3 cubes, conv_size 32, the MLPerf HPC v1.0
+model) and ``tiny`` (4 x 32^3, conv_size 8). Data: synthetic cubes by
+default (log(1 + Poisson counts), targets uniform in [-1, 1]); or
+``--data DIR`` of ``*.npy`` sample files, each a (cube, cube, cube, 4)
+array, with ``*.target.npy`` beside (the reference's NumPy format). SGD with
+momentum 0.9, learning rate 0.001 x global batch / 64 (the reference's
+linear scaling), MSE loss; rank 0 logs :::MLLOG events and, at the end,
+``eval_error`` (mean absolute error on held-out batches).
+"""
+import argparse
+import pathlib
+import sys
+
+import numpy as np
+import torch
+
+SIZES = {'tiny': (32, 8), 'reference': (128, 32)}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument('--size', choices=list(SIZES), default='tiny')
+    p.add_argument('--batch-size', type=int, default=4, help='per rank')
+    p.add_argument('--steps', type=int, default=10)
+    p.add_argument('--eval-batches', type=int, default=2)
+    p.add_argument('--data', default='synthetic')
+    p.add_argument('--precision', choices=('fp32', 'bf16', 'fp16'),
+                   default='fp32')
+    p.add_argument('--seed', type=int, default=0)
+    return p.parse_args(argv)
+
+
+def synthetic(batch, cube, generator):
+    while True:
+        counts = torch.poisson(torch.full((batch, 4, cube, cube, cube), 2.0),
+                               generator=generator)
+        yield torch.log1p(counts), torch.rand(batch, 4,
+                                              generator=generator) * 2 - 1
+
+
+def from_files(directory, batch, cube, rank, world, generator):
+    files = sorted(p for p in pathlib.Path(directory).glob('*.npy')
+                   if not p.name.endswith('.target.npy'))[rank::world]
+    if not files:
+        sys.exit(f'cosmoflow: error: no *.npy samples in {directory} for '
+                 f'rank {rank}')
+    while True:
+        pick = torch.randint(len(files), (batch,), generator=generator)
+        cubes, targets = [], []
+        for i in pick.tolist():
+            x = np.load(files[i])
+            if x.shape != (cube, cube, cube, 4):
+                sys.exit(f'cosmoflow: error: {files[i]} has shape {x.shape},'
+                         f' expected {(cube, cube, cube, 4)}')
+            cubes.append(np.log1p(x).transpose(3, 0, 1, 2))
+            targets.append(np.load(files[i].with_suffix('.target.npy')))
+        yield (torch.tensor(np.stack(cubes), dtype=torch.float32),
+               torch.tensor(np.stack(targets), dtype=torch.float32))
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from cosmoflow.model import build_model
+    from mlperf_train import MLLog, finish, init_distributed, run_steps, \
+        wrap_ddp
+
+    rank, world, device = init_distributed()
+    log = MLLog(rank)
+    mlc = log.constants
+    log.event(mlc.SUBMISSION_BENCHMARK, 'cosmoflow')
+    log.start(mlc.INIT_START)
+    torch.manual_seed(args.seed)
+    cube, conv_size = SIZES[args.size]
+    model = build_model(cube, conv_size=conv_size).to(device)
+    params = sum(p.numel() for p in model.parameters())
+    model = wrap_ddp(model, device, world)
+    global_batch = args.batch_size * world
+    lr = 0.001 * global_batch / 64
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    generator = torch.Generator().manual_seed(args.seed + rank)
+    batches = (synthetic(args.batch_size, cube, generator)
+               if args.data == 'synthetic' else
+               from_files(args.data, args.batch_size, cube, rank, world,
+                          generator))
+    for key, value in ((mlc.GLOBAL_BATCH_SIZE, global_batch),
+                       (mlc.OPT_NAME, 'sgd'), (mlc.OPT_BASE_LR, lr),
+                       ('model_parameters', params), ('world_size', world),
+                       ('sample_shape', [4, cube, cube, cube])):
+        log.event(key, value)
+    log.end(mlc.INIT_STOP)
+
+    dtype = {'bf16': torch.bfloat16, 'fp16': torch.float16}.get(
+        args.precision)
+    loss_fn = torch.nn.MSELoss()
+    model.train()
+
+    def step(_):
+        x, y = (t.to(device) for t in next(batches))
+        with torch.autocast(device.type, dtype=dtype,
+                            enabled=dtype is not None):
+            loss = loss_fn(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    status = run_steps(log, step, args.steps, global_batch, device, world)
+
+    model.eval()
+    errors = []
+    with torch.no_grad():
+        for _ in range(args.eval_batches):
+            x, y = (t.to(device) for t in next(batches))
+            errors.append((model(x) - y).abs().mean())
+    error = torch.stack(errors).mean()
+    if world > 1:
+        torch.distributed.all_reduce(error)
+        error /= world
+    log.event('eval_error', error.item())
+    finish(world)
+    return 0 if status == 'success' else 1
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['--']:
+        del sys.argv[1]
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""What the suite's MLPerf-style training programs share (bert_pretrain,
+cosmoflow, ...): torch.distributed start-up from the launcher's env://
+variables, MLPerf logging on rank 0, and the timed step loop that logs one
+``tracked_stats`` event per step, as MLPerf reference implementations do.
+"""
+import math
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def init_distributed():
+    '''(rank, world size, device): a process group when WORLD_SIZE > 1
+    (nccl on GPUs, gloo on CPUs), this rank's GPU or the CPU.'''
+    world = int(os.environ.get('WORLD_SIZE', 1))
+    if torch.cuda.is_available():
+        device = torch.device(f'cuda:{int(os.environ.get("LOCAL_RANK", 0))}')
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device('cpu')
+    if world > 1:
+        dist.init_process_group('nccl' if device.type == 'cuda' else 'gloo')
+        return dist.get_rank(), world, device
+    return 0, 1, device
+
+
+def wrap_ddp(model, device, world):
+    if world == 1:
+        return model
+    return torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == 'cuda' else None)
+
+
+class MLLog:
+    '''MLPerf events from rank 0 (mlperf-logging's ``:::MLLOG`` lines).'''
+
+    def __init__(self, rank):
+        from mlperf_logging import mllog
+        # Events name the caller of event()/start()/end(), not this class.
+        mllog.config(default_stack_offset=3)
+        self.rank = rank
+        self.logger = mllog.get_mllogger()
+        self.constants = mllog.constants
+
+    def _log(self, kind, key, value, metadata):
+        if self.rank == 0:
+            getattr(self.logger, kind)(key=key, value=value,
+                                       metadata=metadata)
+
+    def event(self, key, value=None, **metadata):
+        self._log('event', key, value, metadata)
+
+    def start(self, key, value=None, **metadata):
+        self._log('start', key, value, metadata)
+
+    def end(self, key, value=None, **metadata):
+        self._log('end', key, value, metadata)
+
+
+def run_steps(log, step, steps, global_batch, device, world):
+    '''Run ``step(n) -> loss`` *steps* times between run_start and run_stop,
+    logging each step's global samples/s, time and loss; the run_stop
+    status: ``success``, or ``aborted`` at the first non-finite loss.'''
+    if world > 1:
+        dist.barrier()
+    log.start(log.constants.RUN_START)
+    status = 'success'
+    for n in range(1, steps + 1):
+        start = time.perf_counter()
+        loss = step(n)
+        if device.type == 'cuda':
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        log.event('tracked_stats', {'throughput': global_batch / seconds,
+                                    'step_time': seconds, 'loss': loss},
+                  step=n)
+        if not math.isfinite(loss):
+            status = 'aborted'
+            break
+    if world > 1:
+        dist.barrier()
+    log.end(log.constants.RUN_STOP, status=status)
+    return status
+
+
+def finish(world):
+    if world > 1:
+        dist.destroy_process_group()
