@@ -152,7 +152,7 @@ def test_local_gpu_partition_runs_the_benchmark_size(run_reframe, tmp_path):
 
 @pytest.fixture(scope='module')
 def transformer_scripts(tmp_path_factory, cache_dir):
-    '''Job scripts of the transformer workloads on JUWELS Booster: by
+    '''Job scripts of the workloads after CLIP on JUWELS Booster: by
     display name (without spaces, as -n matches).'''
     import os
     import subprocess
@@ -161,7 +161,8 @@ def transformer_scripts(tmp_path_factory, cache_dir):
            'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'jscbenchmark'}
     proc = subprocess.run(
         [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
-         '-c', REPO / 'checks', '-n', '^(MegatronGPT|GPT2FineTune|BERTLarge)%',
+         '-c', REPO / 'checks', '-n',
+         '^(MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow)%',
          '--dry-run', '--report-file', var / 'report.json'], env=env,
         capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
@@ -221,4 +222,12 @@ def test_bert_large_on_juwels(transformer_scripts):
     assert run_line(text).endswith(
         '-m bert_pretrain --model bert-large --seq-length 512 '
         '--max-predictions 76 --batch-size 24 --steps 100 --optimizer lamb '
+        '--precision bf16 --data synthetic')
+
+
+def test_cosmoflow_reference_size_on_juwels(transformer_scripts):
+    text = transformer_scripts['CosmoFlow%scale=2_nodes%launch_mode=torchrun']
+    assert '--nnodes=2 --nproc-per-node=4' in run_line(text)
+    assert run_line(text).endswith(
+        '-m cosmoflow -- --size reference --batch-size 4 --steps 100 '
         '--precision bf16 --data synthetic')
