@@ -118,3 +118,15 @@ def cosmoflow_forward_flops(cube, conv_size=32, channels=4, kernel=3,
         total += 2 * side ** 3 * width * out * kernel ** 3
         width, side = out, side // 2
     return total
+
+
+#: Forward FLOPs per sample of the DeepCAM network (segmentation-models-
+#: pytorch 0.6.0 DeepLabV3Plus, in_channels 16, classes 3), by size:
+#: measured once with torch.utils.flop_counter.FlopCounterMode over a
+#: forward pass of one sample (torch 2.14.1). Forward only, times 3 for
+#: training: FlopCounterMode over-counts the backward of depthwise
+#: convolutions, which Xception and MobileNet are full of.
+DEEPCAM_FORWARD_FLOPS = {
+    'tiny': 1.159217152e9,       # 16 x 128 x 192, mobilenet_v2 encoder
+    'reference': 0.419e12,       # 16 x 768 x 1152, tu-xception71 encoder
+}

@@ -162,7 +162,7 @@ def transformer_scripts(tmp_path_factory, cache_dir):
     proc = subprocess.run(
         [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
          '-c', REPO / 'checks', '-n',
-         '^(MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow)%',
+         '^(MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow|DeepLabV3Plus)%',
          '--dry-run', '--report-file', var / 'report.json'], env=env,
         capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
@@ -230,4 +230,12 @@ def test_cosmoflow_reference_size_on_juwels(transformer_scripts):
     assert '--nnodes=2 --nproc-per-node=4' in run_line(text)
     assert run_line(text).endswith(
         '-m cosmoflow -- --size reference --batch-size 4 --steps 100 '
+        '--precision bf16 --data synthetic')
+
+
+def test_deepcam_reference_size_on_juwels(transformer_scripts):
+    text = transformer_scripts['DeepLabV3Plus%scale=1_node%launch_mode=per_task']
+    assert '#SBATCH --ntasks=4' in text
+    assert run_line(text).endswith(
+        '-m deepcam --size reference --batch-size 2 --steps 50 '
         '--precision bf16 --data synthetic')

@@ -26,6 +26,8 @@ WORKLOAD_FIGURES = {
                   ('sequences_per_second_per_gpu', 'run_time_secs', 'mfu')),
     'CosmoFlow': ('cosmoflow', 'samples_per_second', 'samples/s',
                   ('samples_per_second_per_gpu', 'eval_mae', 'mfu')),
+    'DeepLabV3Plus': ('deeplabv3plus', 'samples_per_second', 'samples/s',
+                      ('samples_per_second_per_gpu', 'eval_iou', 'mfu')),
 }
 
 

@@ -12,4 +12,5 @@ EXTRACTORS = {
     'gpt2_finetune': hf_trainer.extract_metrics,
     'bert': mllog.extract_metrics,
     'cosmoflow': mllog.extract_metrics,
+    'deeplabv3plus': mllog.extract_metrics,
 }

@@ -1,0 +1,18 @@
+"""DeepCAM (MLPerf HPC): DeepLabV3+ climate segmentation."""
+import reframe as rfm
+
+from hpctestlib_ml.deepcam import DeepCamTraining
+
+
+@rfm.simple_test
+class DeepLabV3Plus(DeepCamTraining):
+    descr = 'DeepLabV3+ climate segmentation (MLPerf HPC DeepCAM)'
+    maintainers = ['hpcml']
+    tags = {'deepcam', 'deeplabv3plus', 'mlperf-hpc', 'science'}
+
+
+@rfm.simple_test
+class DeepLabV3PlusContainer(DeepLabV3Plus):
+    '''DeepLabV3Plus in the suite's PyTorch image (containers/pytorch.def).'''
+    descr = 'DeepLabV3+ climate segmentation in the PyTorch Apptainer image'
+    runs_in_container = True

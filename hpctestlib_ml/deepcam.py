@@ -1,0 +1,67 @@
+"""DeepCAM (MLPerf HPC): DeepLabV3+ segmentation of climate fields.
+
+``src/deepcam`` trains segmentation-models-pytorch's ``DeepLabV3Plus``
+(``encoder_weights=None, in_channels=16, classes=3``) with DeepCAM's
+class-weighted cross-entropy: 16 x 768 x 1152 fields and an Xception-71
+encoder at ``reference`` size, 16 x 128 x 192 crops and MobileNetV2 at
+``tiny``. Synthetic fields by default; ``.npz`` samples with ``-S data=DIR``
+or the partition's ``extras['deepcam_data']``. Quality: mean IoU.
+"""
+from reframe.core.builtins import performance_function, variable
+
+from hpctestlib_ml import flops
+from hpctestlib_ml.mlperf import MLLogTraining
+from hpctestlib_ml.parsers import mllog
+
+
+class DeepCamTraining(MLLogTraining):
+    '''DeepLabV3+ climate segmentation with MLPerf-style logs.'''
+
+    workload = 'deeplabv3plus'
+    program = 'deepcam'
+    sizes = {
+        'tiny': {'model': 'tiny', 'batch_size': 2, 'steps': 10,
+                 'time_limit': '15m'},
+        'benchmark': {'model': 'reference', 'batch_size': 2, 'steps': 50,
+                      'precision': 'bf16', 'time_limit': '1h'},
+    }
+
+    #: ``tiny`` or ``reference``; default: the size's.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    model = variable(str, type(None), value=None)
+
+    #: ``synthetic`` or a directory of ``.npz`` samples; default: the
+    #: partition's ``extras['deepcam_data']``, else synthetic.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    data = variable(str, type(None), value=None)
+
+    def finalize_settings(self):
+        if self.data is None:
+            self.data = self.current_partition.extras.get('deepcam_data',
+                                                          'synthetic')
+
+    def program_args(self):
+        return [str(a) for a in (
+            '--size', self.model, '--batch-size', self.batch_size,
+            '--steps', self.steps, '--precision', self.precision,
+            '--data', self.data)]
+
+    def model_flops_per_sample(self):
+        return flops.training_flops(flops.DEEPCAM_FORWARD_FLOPS[self.model])
+
+    def extract_metrics(self, text):
+        metrics = super().extract_metrics(text)
+        metrics['eval_iou'] = mllog.last_value(mllog.parse_events(text),
+                                               'eval_accuracy')
+        return metrics
+
+    @performance_function('samples/s')
+    def samples_per_second_per_gpu(self):
+        return self.metric('samples_per_second_per_gpu')
+
+    @performance_function('')
+    def eval_iou(self):
+        '''Mean IoU of the three classes on held-out batches.'''
+        return self.metric('eval_iou')

@@ -1,0 +1,162 @@
+"""python -m deepcam [options]: DeepLabV3+ segmentation, MLPerf-style logs.
+
+Network: ``segmentation_models_pytorch.DeepLabV3Plus(encoder_weights=None,
+in_channels=16, classes=3)``; ``reference`` size: 16 x 768 x 1152 fields and
+an Xception-71 encoder (the backbone family of MLPerf HPC's DeepCAM),
+``tiny``: 16 x 128 x 192 crops and a MobileNetV2 encoder. Loss: cross-entropy
+weighted towards the rare classes, as DeepCAM's (weights from the class
+frequencies of the labels, w_c ~ 1 / sqrt(freq_c)); quality: mean IoU over
+the three classes on held-out batches, logged as ``eval_accuracy``.
+
+Data: synthetic fields by default (noise with two label-dependent channels,
+so the model has something to learn); or ``--data DIR`` of ``*.npz`` files
+holding ``data`` (16, H, W) and ``labels`` (H, W).
+"""
+import argparse
+import pathlib
+import sys
+
+import numpy as np
+import torch
+
+#: (channels, height, width, encoder)
+SIZES = {'tiny': (16, 128, 192, 'mobilenet_v2'),
+         'reference': (16, 768, 1152, 'tu-xception71')}
+CLASSES = 3
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument('--size', choices=list(SIZES), default='tiny')
+    p.add_argument('--batch-size', type=int, default=2, help='per rank')
+    p.add_argument('--steps', type=int, default=10)
+    p.add_argument('--eval-batches', type=int, default=2)
+    p.add_argument('--data', default='synthetic')
+    p.add_argument('--precision', choices=('fp32', 'bf16', 'fp16'),
+                   default='fp32')
+    p.add_argument('--lr', type=float, default=1e-3)
+    p.add_argument('--seed', type=int, default=0)
+    return p.parse_args(argv)
+
+
+def synthetic(batch, channels, height, width, generator):
+    '''Background with a cyclone-like disc (class 1) and a river-like band
+    (class 2) per sample; channels 0 and 1 carry them, the rest is noise.'''
+    ys = torch.arange(height).view(-1, 1)
+    xs = torch.arange(width).view(1, -1)
+    while True:
+        x = torch.randn(batch, channels, height, width, generator=generator)
+        y = torch.zeros(batch, height, width, dtype=torch.long)
+        for b in range(batch):
+            cy, cx = (torch.rand(2, generator=generator) *
+                      torch.tensor([height, width])).long().tolist()
+            r = max(2, height // 12)
+            y[b][(ys - cy) ** 2 + (xs - cx) ** 2 < r * r] = 1
+            row = int(torch.randint(height, (1,), generator=generator))
+            y[b][(ys - row - (xs * height) // (3 * width)).abs() < r // 2] = 2
+        x[:, 0] += 2.0 * (y == 1)
+        x[:, 1] += 2.0 * (y == 2)
+        yield x, y
+
+
+def from_files(directory, batch, rank, world, generator):
+    files = sorted(pathlib.Path(directory).glob('*.npz'))[rank::world]
+    if not files:
+        sys.exit(f'deepcam: error: no *.npz samples in {directory} for '
+                 f'rank {rank}')
+    while True:
+        pick = torch.randint(len(files), (batch,), generator=generator)
+        loaded = [np.load(files[i]) for i in pick.tolist()]
+        yield (torch.tensor(np.stack([f['data'] for f in loaded]),
+                            dtype=torch.float32),
+               torch.tensor(np.stack([f['labels'] for f in loaded]),
+                            dtype=torch.long))
+
+
+def class_weights(labels):
+    '''Inverse square root of the class frequencies, normalised to mean 1.'''
+    counts = torch.bincount(labels.flatten(), minlength=CLASSES).float()
+    weights = 1 / torch.sqrt(counts.clamp(min=1) / counts.sum())
+    return weights / weights.mean()
+
+
+def mean_iou(logits, labels):
+    prediction = logits.argmax(1)
+    ious = []
+    for c in range(CLASSES):
+        inter = ((prediction == c) & (labels == c)).sum()
+        union = ((prediction == c) | (labels == c)).sum()
+        if union > 0:
+            ious.append(inter.float() / union.float())
+    return torch.stack(ious).mean()
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    import segmentation_models_pytorch as smp
+
+    from mlperf_train import MLLog, finish, init_distributed, run_steps, \
+        wrap_ddp
+
+    rank, world, device = init_distributed()
+    log = MLLog(rank)
+    mlc = log.constants
+    log.event(mlc.SUBMISSION_BENCHMARK, 'deepcam')
+    log.start(mlc.INIT_START)
+    torch.manual_seed(args.seed)
+    channels, height, width, encoder = SIZES[args.size]
+    model = smp.DeepLabV3Plus(encoder_name=encoder, encoder_weights=None,
+                              in_channels=channels, classes=CLASSES)
+    model = model.to(device)
+    params = sum(p.numel() for p in model.parameters())
+    model = wrap_ddp(model, device, world)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    generator = torch.Generator().manual_seed(args.seed + rank)
+    batches = (synthetic(args.batch_size, channels, height, width, generator)
+               if args.data == 'synthetic' else
+               from_files(args.data, args.batch_size, rank, world, generator))
+    global_batch = args.batch_size * world
+    for key, value in ((mlc.GLOBAL_BATCH_SIZE, global_batch),
+                       (mlc.OPT_NAME, 'adamw'), (mlc.OPT_BASE_LR, args.lr),
+                       ('model_parameters', params), ('world_size', world),
+                       ('encoder', encoder),
+                       ('sample_shape', [channels, height, width])):
+        log.event(key, value)
+    log.end(mlc.INIT_STOP)
+
+    dtype = {'bf16': torch.bfloat16, 'fp16': torch.float16}.get(
+        args.precision)
+    model.train()
+
+    def step(_):
+        x, y = (t.to(device) for t in next(batches))
+        with torch.autocast(device.type, dtype=dtype,
+                            enabled=dtype is not None):
+            loss = torch.nn.functional.cross_entropy(
+                model(x), y, weight=class_weights(y).to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    status = run_steps(log, step, args.steps, global_batch, device, world)
+
+    model.eval()
+    with torch.no_grad():
+        ious = []
+        for _ in range(args.eval_batches):
+            x, y = (t.to(device) for t in next(batches))
+            ious.append(mean_iou(model(x), y))
+        iou = torch.stack(ious).mean()
+    if world > 1:
+        torch.distributed.all_reduce(iou)
+        iou /= world
+    log.event('eval_accuracy', iou.item())
+    finish(world)
+    return 0 if status == 'success' else 1
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['--']:
+        del sys.argv[1]
+    sys.exit(main())
