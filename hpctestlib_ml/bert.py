@@ -8,7 +8,7 @@ default, or a text file and WordPiece tokenizer (``-S data=`` and
 AdamW. The program logs ``:::MLLOG`` events, read by the shared
 :mod:`hpctestlib_ml.parsers.mllog`.
 """
-from reframe.core.builtins import performance_function, variable
+from reframe.core.builtins import variable
 
 from hpctestlib_ml import flops
 from hpctestlib_ml.base import BadInputError
@@ -22,7 +22,11 @@ MODELS = {
 
 
 class BertPretraining(MLLogTraining):
-    '''BertForPreTraining with MLPerf-style logging.'''
+    '''BertForPreTraining with MLPerf-style logging; a sample is a sequence,
+    so ``samples_per_second_per_gpu`` is sequences/s per GPU. ``data`` is
+    ``synthetic`` or a text file (one sentence per line) read with
+    :attr:`tokenizer`; default: the partition's ``extras['bert_data']``
+    (``{'data': FILE, 'tokenizer': DIR}``).'''
 
     workload = 'bert'
     program = 'bert_pretrain'
@@ -33,22 +37,10 @@ class BertPretraining(MLLogTraining):
                       'precision': 'bf16', 'time_limit': '1h'},
     }
 
-    #: ``tiny`` or ``bert-large``; default: the size's.
-    #:
-    #: :type: :class:`str` or :obj:`None`
-    model = variable(str, type(None), value=None)
-
     #: ``lamb`` (MLPerf's reference) or ``adamw``.
     #:
     #: :type: :class:`str`
     optimizer = variable(str, value='lamb')
-
-    #: ``synthetic``, or a text file (one sentence per line) read with
-    #: :attr:`tokenizer`; default: the partition's ``extras['bert_data']``
-    #: (``{'data': FILE, 'tokenizer': DIR}``), else synthetic.
-    #:
-    #: :type: :class:`str` or :obj:`None`
-    data = variable(str, type(None), value=None)
 
     #: WordPiece tokenizer directory for a text :attr:`data` file.
     #:
@@ -90,8 +82,3 @@ class BertPretraining(MLLogTraining):
         return flops.bert_pretraining_flops(self.seq_length, self.hidden,
                                             self.layers, self.vocab,
                                             self.intermediate)
-
-    @performance_function('samples/s')
-    def sequences_per_second_per_gpu(self):
-        '''Sequences/s per GPU (rank), steady state.'''
-        return self.metric('samples_per_second_per_gpu')

@@ -8,7 +8,7 @@ conv_size 8) on CPUs. Synthetic cubes by default; the reference data as
 NumPy samples with ``-S data=DIR`` or the partition's
 ``extras['cosmoflow_data']``.
 """
-from reframe.core.builtins import performance_function, variable
+from reframe.core.builtins import performance_function
 
 from hpctestlib_ml import flops
 from hpctestlib_ml.mlperf import MLLogTraining
@@ -30,27 +30,7 @@ class CosmoFlowTraining(MLLogTraining):
                       'precision': 'bf16', 'time_limit': '1h'},
     }
 
-    #: ``tiny`` or ``reference``; default: the size's.
-    #:
-    #: :type: :class:`str` or :obj:`None`
-    model = variable(str, type(None), value=None)
-
-    #: ``synthetic`` or a directory of NumPy samples; default: the
-    #: partition's ``extras['cosmoflow_data']``, else synthetic.
-    #:
-    #: :type: :class:`str` or :obj:`None`
-    data = variable(str, type(None), value=None)
-
-    def finalize_settings(self):
-        if self.data is None:
-            self.data = self.current_partition.extras.get('cosmoflow_data',
-                                                          'synthetic')
-
-    def program_args(self):
-        return [str(a) for a in (
-            '--size', self.model, '--batch-size', self.batch_size,
-            '--steps', self.steps, '--precision', self.precision,
-            '--data', self.data)]
+    data_extra = 'cosmoflow_data'
 
     def model_flops_per_sample(self):
         cube, conv_size = SIZES[self.model]
@@ -62,10 +42,6 @@ class CosmoFlowTraining(MLLogTraining):
         metrics['eval_mae'] = mllog.last_value(mllog.parse_events(text),
                                                'eval_error')
         return metrics
-
-    @performance_function('samples/s')
-    def samples_per_second_per_gpu(self):
-        return self.metric('samples_per_second_per_gpu')
 
     @performance_function('')
     def eval_mae(self):

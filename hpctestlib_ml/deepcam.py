@@ -7,7 +7,7 @@ encoder at ``reference`` size, 16 x 128 x 192 crops and MobileNetV2 at
 ``tiny``. Synthetic fields by default; ``.npz`` samples with ``-S data=DIR``
 or the partition's ``extras['deepcam_data']``. Quality: mean IoU.
 """
-from reframe.core.builtins import performance_function, variable
+from reframe.core.builtins import performance_function
 
 from hpctestlib_ml import flops
 from hpctestlib_ml.mlperf import MLLogTraining
@@ -26,27 +26,7 @@ class DeepCamTraining(MLLogTraining):
                       'precision': 'bf16', 'time_limit': '1h'},
     }
 
-    #: ``tiny`` or ``reference``; default: the size's.
-    #:
-    #: :type: :class:`str` or :obj:`None`
-    model = variable(str, type(None), value=None)
-
-    #: ``synthetic`` or a directory of ``.npz`` samples; default: the
-    #: partition's ``extras['deepcam_data']``, else synthetic.
-    #:
-    #: :type: :class:`str` or :obj:`None`
-    data = variable(str, type(None), value=None)
-
-    def finalize_settings(self):
-        if self.data is None:
-            self.data = self.current_partition.extras.get('deepcam_data',
-                                                          'synthetic')
-
-    def program_args(self):
-        return [str(a) for a in (
-            '--size', self.model, '--batch-size', self.batch_size,
-            '--steps', self.steps, '--precision', self.precision,
-            '--data', self.data)]
+    data_extra = 'deepcam_data'
 
     def model_flops_per_sample(self):
         return flops.training_flops(flops.DEEPCAM_FORWARD_FLOPS[self.model])
@@ -56,10 +36,6 @@ class DeepCamTraining(MLLogTraining):
         metrics['eval_iou'] = mllog.last_value(mllog.parse_events(text),
                                                'eval_accuracy')
         return metrics
-
-    @performance_function('samples/s')
-    def samples_per_second_per_gpu(self):
-        return self.metric('samples_per_second_per_gpu')
 
     @performance_function('')
     def eval_iou(self):

@@ -2,7 +2,7 @@
 BERT, CosmoFlow (and DeepCAM, OpenFold). The events are read by
 :mod:`hpctestlib_ml.parsers.mllog`; this class adds the checks and figures
 they share."""
-from reframe.core.builtins import performance_function
+from reframe.core.builtins import performance_function, variable
 
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.parsers import mllog as parser
@@ -13,6 +13,32 @@ class MLLogTraining(MLTrainingTest):
     ``tracked_stats`` per step, and the world size it ran with.'''
 
     throughput_metric = 'samples_per_second'
+
+    #: Partition extras key naming a dataset for :attr:`data`.
+    data_extra = None
+
+    #: The program's model size (``--size``); default: the size's.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    model = variable(str, type(None), value=None)
+
+    #: ``synthetic`` or the path of a dataset the program reads; default:
+    #: the partition's ``extras[data_extra]``, else synthetic.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    data = variable(str, type(None), value=None)
+
+    def finalize_settings(self):
+        if self.data is None:
+            self.data = self.current_partition.extras.get(self.data_extra,
+                                                          'synthetic')
+
+    def program_args(self):
+        '''The MLPerf-style programs' common options.'''
+        return [str(a) for a in (
+            '--size', self.model, '--batch-size', self.batch_size,
+            '--steps', self.steps, '--precision', self.precision,
+            '--data', self.data)]
 
     def extract_metrics(self, text):
         metrics = parser.extract_metrics(text)
@@ -43,6 +69,11 @@ class MLLogTraining(MLTrainingTest):
     def samples_per_second(self):
         '''Samples/s over all ranks, steady state (first step skipped).'''
         return self.metric('samples_per_second')
+
+    @performance_function('samples/s')
+    def samples_per_second_per_gpu(self):
+        '''Samples/s per GPU (rank), steady state.'''
+        return self.metric('samples_per_second_per_gpu')
 
     @performance_function('s')
     def time_per_step_secs(self):

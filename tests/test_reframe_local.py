@@ -23,7 +23,7 @@ WORKLOAD_FIGURES = {
                      ('samples_per_second_per_gpu', 'train_runtime',
                       'perplexity', 'mfu')),
     'BERTLarge': ('bert', 'samples_per_second', 'samples/s',
-                  ('sequences_per_second_per_gpu', 'run_time_secs', 'mfu')),
+                  ('samples_per_second_per_gpu', 'run_time_secs', 'mfu')),
     'CosmoFlow': ('cosmoflow', 'samples_per_second', 'samples/s',
                   ('samples_per_second_per_gpu', 'eval_mae', 'mfu')),
     'DeepLabV3Plus': ('deeplabv3plus', 'samples_per_second', 'samples/s',

@@ -9,10 +9,11 @@ Rank 0 logs MLPerf Training events with the mlperf-logging package:
 step (global samples/s, step time, loss), ``run_stop`` with its status.
 """
 import argparse
-import contextlib
 import sys
 
 import torch
+
+from mlperf_train import run_main
 
 #: BertConfig fields of the sizes; bert-large is MLPerf's (24 x 1024, 16
 #: heads), tiny the suite's CPU stand-in.
@@ -49,8 +50,8 @@ def main(argv=None):
     from transformers import BertConfig, BertForPreTraining
 
     from bert_pretrain import data, lamb
-    from mlperf_train import MLLog, finish, init_distributed, run_steps, \
-        wrap_ddp
+    from mlperf_train import (MLLog, autocast, finish, init_distributed,
+                              log_setup, run_steps, wrap_ddp)
 
     rank, world, device = init_distributed()
     log = MLLog(rank)
@@ -82,24 +83,19 @@ def main(argv=None):
                                     args.seed + rank)
 
     global_batch = args.batch_size * world
-    log.event(mlc.GLOBAL_BATCH_SIZE, global_batch)
-    log.event(mlc.OPT_NAME, args.optimizer)
-    log.event(mlc.OPT_BASE_LR, args.lr)
-    log.event('max_sequence_length', args.seq_length)
-    log.event('max_predictions_per_seq', args.max_predictions)
-    log.event('model_parameters', params)
-    log.event('world_size', world)
+    log_setup(log, ((mlc.GLOBAL_BATCH_SIZE, global_batch),
+                    (mlc.OPT_NAME, args.optimizer), (mlc.OPT_BASE_LR, args.lr),
+                    ('max_sequence_length', args.seq_length),
+                    ('max_predictions_per_seq', args.max_predictions),
+                    ('model_parameters', params), ('world_size', world)))
     log.end(mlc.INIT_STOP)
 
-    autocast = (torch.autocast(device.type, dtype=torch.bfloat16
-                               if args.precision == 'bf16' else torch.float16)
-                if args.precision != 'fp32' else contextlib.nullcontext())
     scaler = torch.amp.GradScaler(enabled=args.precision == 'fp16')
     model.train()
 
     def step(_):
         batch = {k: v.to(device) for k, v in next(batches).items()}
-        with autocast:
+        with autocast(device, args.precision):
             loss = model(**batch).loss
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
@@ -113,6 +109,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    if sys.argv[1:2] == ['--']:
-        del sys.argv[1]
-    sys.exit(main())
+    run_main(main)

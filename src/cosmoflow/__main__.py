@@ -16,6 +16,8 @@ import sys
 import numpy as np
 import torch
 
+from mlperf_train import run_main
+
 SIZES = {'tiny': (32, 8), 'reference': (128, 32)}
 
 
@@ -63,8 +65,8 @@ def from_files(directory, batch, cube, rank, world, generator):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from cosmoflow.model import build_model
-    from mlperf_train import MLLog, finish, init_distributed, run_steps, \
-        wrap_ddp
+    from mlperf_train import (MLLog, evaluate, finish, init_distributed,
+                              log_setup, run_steps, supervised_step, wrap_ddp)
 
     rank, world, device = init_distributed()
     log = MLLog(rank)
@@ -84,46 +86,22 @@ def main(argv=None):
                if args.data == 'synthetic' else
                from_files(args.data, args.batch_size, cube, rank, world,
                           generator))
-    for key, value in ((mlc.GLOBAL_BATCH_SIZE, global_batch),
-                       (mlc.OPT_NAME, 'sgd'), (mlc.OPT_BASE_LR, lr),
-                       ('model_parameters', params), ('world_size', world),
-                       ('sample_shape', [4, cube, cube, cube])):
-        log.event(key, value)
+    log_setup(log, ((mlc.GLOBAL_BATCH_SIZE, global_batch),
+                    (mlc.OPT_NAME, 'sgd'), (mlc.OPT_BASE_LR, lr),
+                    ('model_parameters', params), ('world_size', world),
+                    ('sample_shape', [4, cube, cube, cube])))
     log.end(mlc.INIT_STOP)
 
-    dtype = {'bf16': torch.bfloat16, 'fp16': torch.float16}.get(
-        args.precision)
-    loss_fn = torch.nn.MSELoss()
     model.train()
-
-    def step(_):
-        x, y = (t.to(device) for t in next(batches))
-        with torch.autocast(device.type, dtype=dtype,
-                            enabled=dtype is not None):
-            loss = loss_fn(model(x), y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        return loss.item()
-
+    step = supervised_step(model, batches, torch.nn.MSELoss(), optimizer,
+                           device, args.precision)
     status = run_steps(log, step, args.steps, global_batch, device, world)
-
-    model.eval()
-    errors = []
-    with torch.no_grad():
-        for _ in range(args.eval_batches):
-            x, y = (t.to(device) for t in next(batches))
-            errors.append((model(x) - y).abs().mean())
-    error = torch.stack(errors).mean()
-    if world > 1:
-        torch.distributed.all_reduce(error)
-        error /= world
-    log.event('eval_error', error.item())
+    log.event('eval_error', evaluate(
+        model, batches, args.eval_batches,
+        lambda out, y: (out - y).abs().mean(), device, world))
     finish(world)
     return 0 if status == 'success' else 1
 
 
 if __name__ == '__main__':
-    if sys.argv[1:2] == ['--']:
-        del sys.argv[1]
-    sys.exit(main())
+    run_main(main)

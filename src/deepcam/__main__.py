@@ -19,6 +19,8 @@ import sys
 import numpy as np
 import torch
 
+from mlperf_train import run_main
+
 #: (channels, height, width, encoder)
 SIZES = {'tiny': (16, 128, 192, 'mobilenet_v2'),
          'reference': (16, 768, 1152, 'tu-xception71')}
@@ -95,8 +97,8 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     import segmentation_models_pytorch as smp
 
-    from mlperf_train import MLLog, finish, init_distributed, run_steps, \
-        wrap_ddp
+    from mlperf_train import (MLLog, evaluate, finish, init_distributed,
+                              log_setup, run_steps, supervised_step, wrap_ddp)
 
     rank, world, device = init_distributed()
     log = MLLog(rank)
@@ -116,47 +118,26 @@ def main(argv=None):
                if args.data == 'synthetic' else
                from_files(args.data, args.batch_size, rank, world, generator))
     global_batch = args.batch_size * world
-    for key, value in ((mlc.GLOBAL_BATCH_SIZE, global_batch),
-                       (mlc.OPT_NAME, 'adamw'), (mlc.OPT_BASE_LR, args.lr),
-                       ('model_parameters', params), ('world_size', world),
-                       ('encoder', encoder),
-                       ('sample_shape', [channels, height, width])):
-        log.event(key, value)
+    log_setup(log, ((mlc.GLOBAL_BATCH_SIZE, global_batch),
+                    (mlc.OPT_NAME, 'adamw'), (mlc.OPT_BASE_LR, args.lr),
+                    ('model_parameters', params), ('world_size', world),
+                    ('encoder', encoder),
+                    ('sample_shape', [channels, height, width])))
     log.end(mlc.INIT_STOP)
 
-    dtype = {'bf16': torch.bfloat16, 'fp16': torch.float16}.get(
-        args.precision)
+    def weighted_cross_entropy(logits, labels):
+        return torch.nn.functional.cross_entropy(
+            logits, labels, weight=class_weights(labels).to(logits.device))
+
     model.train()
-
-    def step(_):
-        x, y = (t.to(device) for t in next(batches))
-        with torch.autocast(device.type, dtype=dtype,
-                            enabled=dtype is not None):
-            loss = torch.nn.functional.cross_entropy(
-                model(x), y, weight=class_weights(y).to(device))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        return loss.item()
-
+    step = supervised_step(model, batches, weighted_cross_entropy, optimizer,
+                           device, args.precision)
     status = run_steps(log, step, args.steps, global_batch, device, world)
-
-    model.eval()
-    with torch.no_grad():
-        ious = []
-        for _ in range(args.eval_batches):
-            x, y = (t.to(device) for t in next(batches))
-            ious.append(mean_iou(model(x), y))
-        iou = torch.stack(ious).mean()
-    if world > 1:
-        torch.distributed.all_reduce(iou)
-        iou /= world
-    log.event('eval_accuracy', iou.item())
+    log.event('eval_accuracy', evaluate(model, batches, args.eval_batches,
+                                        mean_iou, device, world))
     finish(world)
     return 0 if status == 'success' else 1
 
 
 if __name__ == '__main__':
-    if sys.argv[1:2] == ['--']:
-        del sys.argv[1]
-    sys.exit(main())
+    run_main(main)

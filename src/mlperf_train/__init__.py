@@ -88,3 +88,53 @@ def run_steps(log, step, steps, global_batch, device, world):
 def finish(world):
     if world > 1:
         dist.destroy_process_group()
+
+
+def autocast(device, precision):
+    '''torch.autocast for ``bf16``/``fp16`` mixed precision; off for fp32.'''
+    dtype = {'bf16': torch.bfloat16, 'fp16': torch.float16}.get(precision)
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+
+def log_setup(log, values):
+    '''One event per (key, value): the run's configuration.'''
+    for key, value in values:
+        log.event(key, value)
+
+
+def supervised_step(model, batches, loss_fn, optimizer, device, precision):
+    '''``step(n) -> loss`` for (input, target) batches.'''
+    def step(_):
+        x, y = (t.to(device) for t in next(batches))
+        with autocast(device, precision):
+            loss = loss_fn(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+    return step
+
+
+def evaluate(model, batches, count, metric, device, world):
+    '''Mean of ``metric(output, target)`` over *count* batches and all
+    ranks, the model in eval mode.'''
+    model.eval()
+    with torch.no_grad():
+        values = []
+        for _ in range(count):
+            x, y = (t.to(device) for t in next(batches))
+            values.append(metric(model(x), y))
+        value = torch.stack(values).mean()
+    if world > 1:
+        dist.all_reduce(value)
+        value /= world
+    return value.item()
+
+
+def run_main(main):
+    '''The programs' ``__main__``: drop a leading ``--`` (torchrun's
+    separator), exit with main()'s status.'''
+    import sys
+    if sys.argv[1:2] == ['--']:
+        del sys.argv[1]
+    sys.exit(main())
