@@ -50,15 +50,11 @@ def main(argv=None):
     from transformers import BertConfig, BertForPreTraining
 
     from bert_pretrain import data, lamb
-    from mlperf_train import (MLLog, autocast, finish, init_distributed,
-                              log_setup, run_steps, wrap_ddp)
+    from mlperf_train import (autocast, finish, log_setup, run_steps, start,
+                              wrap_ddp)
 
-    rank, world, device = init_distributed()
-    log = MLLog(rank)
+    rank, world, device, log = start('bert', args.seed)
     mlc = log.constants
-    log.event(mlc.SUBMISSION_BENCHMARK, 'bert')
-    log.start(mlc.INIT_START)
-    torch.manual_seed(args.seed)
 
     config = BertConfig(max_position_embeddings=max(512, args.seq_length),
                         **MODELS[args.model])

@@ -65,15 +65,11 @@ def from_files(directory, batch, cube, rank, world, generator):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from cosmoflow.model import build_model
-    from mlperf_train import (MLLog, evaluate, finish, init_distributed,
-                              log_setup, run_steps, supervised_step, wrap_ddp)
+    from mlperf_train import (evaluate, finish, log_setup, run_steps,
+                              start, supervised_step, wrap_ddp)
 
-    rank, world, device = init_distributed()
-    log = MLLog(rank)
+    rank, world, device, log = start('cosmoflow', args.seed)
     mlc = log.constants
-    log.event(mlc.SUBMISSION_BENCHMARK, 'cosmoflow')
-    log.start(mlc.INIT_START)
-    torch.manual_seed(args.seed)
     cube, conv_size = SIZES[args.size]
     model = build_model(cube, conv_size=conv_size).to(device)
     params = sum(p.numel() for p in model.parameters())

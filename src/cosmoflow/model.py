@@ -3,7 +3,6 @@
 LeakyReLU + MaxPool3D(2)], Flatten, Dense(fc1) + LeakyReLU + Dropout,
 Dense(fc2) + LeakyReLU + Dropout, Dense(4, tanh) x 1.2. LeakyReLU keeps
 Keras' default slope, 0.3."""
-import torch
 from torch import nn
 
 KERAS_LEAKY_SLOPE = 0.3

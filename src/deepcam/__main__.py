@@ -97,15 +97,11 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     import segmentation_models_pytorch as smp
 
-    from mlperf_train import (MLLog, evaluate, finish, init_distributed,
-                              log_setup, run_steps, supervised_step, wrap_ddp)
+    from mlperf_train import (evaluate, finish, log_setup, run_steps,
+                              start, supervised_step, wrap_ddp)
 
-    rank, world, device = init_distributed()
-    log = MLLog(rank)
+    rank, world, device, log = start('deepcam', args.seed)
     mlc = log.constants
-    log.event(mlc.SUBMISSION_BENCHMARK, 'deepcam')
-    log.start(mlc.INIT_START)
-    torch.manual_seed(args.seed)
     channels, height, width, encoder = SIZES[args.size]
     model = smp.DeepLabV3Plus(encoder_name=encoder, encoder_weights=None,
                               in_channels=channels, classes=CLASSES)

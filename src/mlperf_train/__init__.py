@@ -138,3 +138,14 @@ def run_main(main):
     if sys.argv[1:2] == ['--']:
         del sys.argv[1]
     sys.exit(main())
+
+
+def start(benchmark, seed):
+    '''Start a run: (rank, world size, device, MLLog) after the process
+    group, the ``submission_benchmark`` event, ``init_start`` and seeding.'''
+    rank, world, device = init_distributed()
+    log = MLLog(rank)
+    log.event(log.constants.SUBMISSION_BENCHMARK, benchmark)
+    log.start(log.constants.INIT_START)
+    torch.manual_seed(seed)
+    return rank, world, device, log
