@@ -12,7 +12,6 @@ from reframe.core.builtins import performance_function
 
 from hpctestlib_ml import flops
 from hpctestlib_ml.mlperf import MLLogTraining
-from hpctestlib_ml.parsers import mllog
 
 #: (cube side, conv_size) of the program's sizes.
 SIZES = {'tiny': (32, 8), 'reference': (128, 32)}
@@ -37,15 +36,9 @@ class CosmoFlowTraining(MLLogTraining):
         return flops.training_flops(flops.cosmoflow_forward_flops(
             cube, conv_size))
 
-    def extract_metrics(self, text):
-        metrics = super().extract_metrics(text)
-        metrics['eval_mae'] = mllog.last_value(mllog.parse_events(text),
-                                               'eval_error')
-        return metrics
-
     @performance_function('')
     def eval_mae(self):
         '''Mean absolute error of the four parameters on held-out batches
         (the reference's target: 0.124 after full training).'''
-        return self.metric('eval_mae')
+        return self.metric('eval_error')
 

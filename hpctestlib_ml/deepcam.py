@@ -11,7 +11,6 @@ from reframe.core.builtins import performance_function
 
 from hpctestlib_ml import flops
 from hpctestlib_ml.mlperf import MLLogTraining
-from hpctestlib_ml.parsers import mllog
 
 
 class DeepCamTraining(MLLogTraining):
@@ -31,13 +30,7 @@ class DeepCamTraining(MLLogTraining):
     def model_flops_per_sample(self):
         return flops.training_flops(flops.DEEPCAM_FORWARD_FLOPS[self.model])
 
-    def extract_metrics(self, text):
-        metrics = super().extract_metrics(text)
-        metrics['eval_iou'] = mllog.last_value(mllog.parse_events(text),
-                                               'eval_accuracy')
-        return metrics
-
     @performance_function('')
     def eval_iou(self):
         '''Mean IoU of the three classes on held-out batches.'''
-        return self.metric('eval_iou')
+        return self.metric('eval_accuracy')

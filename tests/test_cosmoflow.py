@@ -41,3 +41,4 @@ def test_suites_cosmoflow_run_with_two_ranks():
     assert m['steps'] == 20 and m['status'] == 'success'
     eval_error = mllog.last_value(mllog.parse_events(text), 'eval_error')
     assert 0 < eval_error < 2
+    assert m['eval_error'] == eval_error

@@ -44,3 +44,4 @@ def test_suites_deepcam_run_with_two_ranks():
     events = mllog.parse_events(text)
     assert mllog.first_value(events, 'encoder') == 'mobilenet_v2'
     assert 0 <= mllog.last_value(events, 'eval_accuracy') <= 1
+    assert m['eval_accuracy'] == mllog.last_value(events, 'eval_accuracy')

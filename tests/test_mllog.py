@@ -16,6 +16,7 @@ def test_run_time_is_run_stop_minus_run_start():
     assert m['run_time_secs'] == pytest.approx(462.76)
     assert m['run_time_secs'] / 60 == pytest.approx(7.713, abs=0.001)
     assert m['status'] == 'success'
+    assert m['eval_accuracy'] == pytest.approx(0.7209873199462891)
     # One tracked_stats event, no step times: its throughput as logged.
     assert m['samples_per_second'] == pytest.approx(5013.945143642021)
     assert mllog.values(mllog.parse_events(read_data(

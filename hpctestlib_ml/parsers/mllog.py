@@ -63,7 +63,8 @@ def extract_metrics(text):
     '''``samples_per_second`` (mean of tracked throughput, first skipped),
     ``time_per_step_secs``, ``run_time_secs`` (run_stop - run_start),
     ``status`` (run_stop's), ``steps``, ``loss_last``, ``losses_finite``,
-    ``global_batch_size``, ``world_size`` (where logged).'''
+    ``global_batch_size``, ``world_size``, and the last ``eval_accuracy``
+    and ``eval_error`` (MLPerf's quality keys), where logged.'''
     events = parse_events(text)
     stats = tracked_stats(events)
     start, stop = _event(events, 'run_start'), _event(events, 'run_stop')
@@ -73,6 +74,8 @@ def extract_metrics(text):
         'benchmark': first_value(events, 'submission_benchmark'),
         'global_batch_size': first_value(events, 'global_batch_size'),
         'world_size': first_value(events, 'world_size'),
+        'eval_accuracy': last_value(events, 'eval_accuracy'),
+        'eval_error': last_value(events, 'eval_error'),
         'steps': len(stats),
         'status': (stop.get('metadata', {}).get('status')
                    if stop else None),

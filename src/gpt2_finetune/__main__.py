@@ -110,23 +110,22 @@ def lm_datasets(tokenizer, data, block_size, main_first):
         return tokenized.map(group, batched=True)
 
 
-class StepTimes:
-    '''Trainer callback: one line per optimizer step with its wall time.'''
+def step_times(global_batch, is_main):
+    '''A Trainer callback printing one line per optimizer step with its
+    wall time (transformers is imported here, once main() runs).'''
+    from transformers import TrainerCallback
 
-    def __new__(cls, global_batch, is_main):
-        from transformers import TrainerCallback
+    class StepTimes(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            self.start = time.perf_counter()
 
-        class _StepTimes(TrainerCallback):
-            def on_step_begin(self, args, state, control, **kw):
-                self.start = time.perf_counter()
+        def on_step_end(self, args, state, control, **kw):
+            if is_main:
+                print(f'[hpcml] step {state.global_step}/{state.max_steps}'
+                      f' time {time.perf_counter() - self.start:.4f} s '
+                      f'samples {global_batch}', flush=True)
 
-            def on_step_end(self, args, state, control, **kw):
-                if is_main:
-                    print(f'[hpcml] step {state.global_step}/{state.max_steps}'
-                          f' time {time.perf_counter() - self.start:.4f} s '
-                          f'samples {global_batch}', flush=True)
-
-        return _StepTimes()
+    return StepTimes()
 
 
 def main(argv=None):
@@ -175,8 +174,8 @@ def main(argv=None):
         model=model, args=training_args,
         train_dataset=datasets['train'] if args.do_train else None,
         eval_dataset=datasets['validation'] if args.do_eval else None,
-        callbacks=[StepTimes(args.per_device_train_batch_size * world,
-                             is_main)],
+        callbacks=[step_times(args.per_device_train_batch_size * world,
+                              is_main)],
     )
     if args.do_train:
         result = trainer.train()
