@@ -130,3 +130,17 @@ DEEPCAM_FORWARD_FLOPS = {
     'tiny': 1.159217152e9,       # 16 x 128 x 192, mobilenet_v2 encoder
     'reference': 0.419e12,       # 16 x 768 x 1152, tu-xception71 encoder
 }
+
+
+#: Forward FLOPs per crop of the suite's AlphaFold2 trunk (``src/alphafold2``:
+#: input embedding, Evoformer, distogram head), by size: measured once with
+#: torch.utils.flop_counter.FlopCounterMode over a forward pass of one crop
+#: (torch 2.14.1; the reference size on the ``meta`` device, which counts
+#: without computing). Matmuls and attention only; the same counter over
+#: forward + backward gives 2.99x, so training is taken as 3x. Reference
+#: (c_m 256, c_z 128, 48 blocks, 256 residues, 128 MSA clusters): 10.4 TFLOP
+#: forward, 31.1 TFLOP per trained crop, before block recomputation.
+ALPHAFOLD2_FORWARD_FLOPS = {
+    'tiny': 5.571805184e9,          # c_m 128, c_z 64, 2 blocks, 64 x 32
+    'reference': 10.375338131456e12,
+}

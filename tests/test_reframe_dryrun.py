@@ -151,18 +151,18 @@ def test_local_gpu_partition_runs_the_benchmark_size(run_reframe, tmp_path):
 
 
 @pytest.fixture(scope='module')
-def transformer_scripts(tmp_path_factory, cache_dir):
-    '''Job scripts of the workloads after CLIP on JUWELS Booster: by
+def workload_scripts(tmp_path_factory, cache_dir):
+    '''Job scripts of the workloads other than CLIP on JUWELS Booster: by
     display name (without spaces, as -n matches).'''
     import os
     import subprocess
-    var = tmp_path_factory.mktemp('juwels-transformers') / 'var'
+    var = tmp_path_factory.mktemp('juwels-workloads') / 'var'
     env = {**os.environ, 'HPCML_VAR_DIR': str(var),
            'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'jscbenchmark'}
     proc = subprocess.run(
         [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
          '-c', REPO / 'checks', '-n',
-         '^(MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow|DeepLabV3Plus)%',
+         '^(MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow|DeepLabV3Plus|AlphaFold2)%',
          '--dry-run', '--report-file', var / 'report.json'], env=env,
         capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
@@ -181,12 +181,12 @@ def run_line(text):
     return text.strip().splitlines()[-1]
 
 
-def test_megatron_caraml_sizes_on_juwels(transformer_scripts):
+def test_megatron_caraml_sizes_on_juwels(workload_scripts):
     # 800M (TP1/PP1) runs from 1 node, 13B (TP2/PP2) from 1 node; 175B
     # (TP8/PP8, 64 GPUs) fits none of JUWELS' listed scales: -S num_nodes.
-    names = [n for n in transformer_scripts if n.startswith('MegatronGPT')]
+    names = [n for n in workload_scripts if n.startswith('MegatronGPT')]
     assert {n.split('model_size=')[1] for n in names} == {'800M', '13B'}
-    line = run_line(transformer_scripts[
+    line = run_line(workload_scripts[
         'MegatronGPT%scale=2_nodes%launch_mode=per_task%model_size=13B'])
     assert ('-m gpt_pretrain --num-layers 40 --hidden-size 5120 '
             '--num-attention-heads 32 --seq-length 2048 '
@@ -196,16 +196,16 @@ def test_megatron_caraml_sizes_on_juwels(transformer_scripts):
             in line)
     assert line.endswith('--mock-data --tokenizer-type NullTokenizer '
                          '--vocab-size 50257 --bf16')
-    line = run_line(transformer_scripts[
+    line = run_line(workload_scripts[
         'MegatronGPT%scale=8_nodes%launch_mode=torchrun%model_size=800M'])
     assert '--nnodes=8 --nproc-per-node=4' in line
     assert '--num-layers 16 --hidden-size 2048 --num-attention-heads 8' in line
     assert '--micro-batch-size 4 --global-batch-size 2048' in line
 
 
-def test_gpt2_precisions_and_offline_cache_on_juwels(transformer_scripts):
+def test_gpt2_precisions_and_offline_cache_on_juwels(workload_scripts):
     for precision in ('fp32', 'fp16', 'bf16'):
-        text = transformer_scripts[
+        text = workload_scripts[
             f'GPT2FineTune%scale=1_node%launch_mode=per_task%'
             f'train_precision={precision}']
         assert 'export HF_HUB_OFFLINE=1' in text
@@ -216,8 +216,8 @@ def test_gpt2_precisions_and_offline_cache_on_juwels(transformer_scripts):
                 'wikitext-2-raw-v1 --num-train-epochs 3.0') in run_line(text)
 
 
-def test_bert_large_on_juwels(transformer_scripts):
-    text = transformer_scripts['BERTLarge%scale=4_nodes%launch_mode=per_task']
+def test_bert_large_on_juwels(workload_scripts):
+    text = workload_scripts['BERTLarge%scale=4_nodes%launch_mode=per_task']
     assert '#SBATCH --ntasks=16' in text
     assert run_line(text).endswith(
         '-m bert_pretrain --model bert-large --seq-length 512 '
@@ -225,17 +225,25 @@ def test_bert_large_on_juwels(transformer_scripts):
         '--precision bf16 --data synthetic')
 
 
-def test_cosmoflow_reference_size_on_juwels(transformer_scripts):
-    text = transformer_scripts['CosmoFlow%scale=2_nodes%launch_mode=torchrun']
+def test_cosmoflow_reference_size_on_juwels(workload_scripts):
+    text = workload_scripts['CosmoFlow%scale=2_nodes%launch_mode=torchrun']
     assert '--nnodes=2 --nproc-per-node=4' in run_line(text)
     assert run_line(text).endswith(
         '-m cosmoflow -- --size reference --batch-size 4 --steps 100 '
         '--precision bf16 --data synthetic')
 
 
-def test_deepcam_reference_size_on_juwels(transformer_scripts):
-    text = transformer_scripts['DeepLabV3Plus%scale=1_node%launch_mode=per_task']
+def test_deepcam_reference_size_on_juwels(workload_scripts):
+    text = workload_scripts['DeepLabV3Plus%scale=1_node%launch_mode=per_task']
     assert '#SBATCH --ntasks=4' in text
     assert run_line(text).endswith(
         '-m deepcam --size reference --batch-size 2 --steps 50 '
+        '--precision bf16 --data synthetic')
+
+
+def test_alphafold2_reference_size_on_juwels(workload_scripts):
+    text = workload_scripts['AlphaFold2%scale=8_nodes%launch_mode=per_task']
+    assert '#SBATCH --ntasks=32' in text
+    assert run_line(text).endswith(
+        '-m alphafold2 --size reference --batch-size 1 --steps 50 '
         '--precision bf16 --data synthetic')

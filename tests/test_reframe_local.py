@@ -28,6 +28,9 @@ WORKLOAD_FIGURES = {
                   ('samples_per_second_per_gpu', 'eval_mae', 'mfu')),
     'DeepLabV3Plus': ('deeplabv3plus', 'samples_per_second', 'samples/s',
                       ('samples_per_second_per_gpu', 'eval_iou', 'mfu')),
+    'AlphaFold2': ('alphafold2', 'samples_per_second', 'samples/s',
+                   ('samples_per_second_per_gpu', 'eval_distogram_accuracy',
+                    'mfu')),
 }
 
 

@@ -13,4 +13,5 @@ EXTRACTORS = {
     'bert': mllog.extract_metrics,
     'cosmoflow': mllog.extract_metrics,
     'deeplabv3plus': mllog.extract_metrics,
+    'alphafold2': mllog.extract_metrics,
 }

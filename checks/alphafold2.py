@@ -1,0 +1,18 @@
+"""AlphaFold2 (MLPerf HPC OpenFold): the Evoformer trunk's training."""
+import reframe as rfm
+
+from hpctestlib_ml.alphafold2 import AlphaFold2Training
+
+
+@rfm.simple_test
+class AlphaFold2(AlphaFold2Training):
+    descr = 'AlphaFold2 Evoformer training (MLPerf HPC OpenFold trunk)'
+    maintainers = ['hpcml']
+    tags = {'alphafold2', 'mlperf-hpc', 'science'}
+
+
+@rfm.simple_test
+class AlphaFold2Container(AlphaFold2):
+    '''AlphaFold2 in the suite's PyTorch image (containers/pytorch.def).'''
+    descr = 'AlphaFold2 Evoformer training in the PyTorch Apptainer image'
+    runs_in_container = True

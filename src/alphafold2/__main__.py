@@ -1,0 +1,149 @@
+"""python -m alphafold2 [options]: AlphaFold2 Evoformer training (the
+MLPerf HPC OpenFold workload's trunk), MLPerf-style logs.
+
+Sizes: ``reference`` (AlphaFold2's trunk: c_m 256, c_z 128, 48 blocks, crops
+of 256 residues with 128 MSA clusters, each block recomputed in the backward
+as OpenFold does) and ``tiny`` (c_m 128, c_z 64, 2 blocks, 64 residues, 32
+sequences). Data: synthetic proteins: a random sequence, an MSA of mutated
+copies (30% substitutions) and a chain of C-alpha positions 3.8 A apart,
+whose pair distances are the distogram targets. Adam (lr 1e-3, as
+AlphaFold2), gradient clipping at 0.1 (supplementary 1.11.3), batch 1 per
+rank (AlphaFold2's). Quality: the distogram's top-1 bin accuracy on
+held-out proteins (``eval_accuracy``).
+"""
+import argparse
+import sys
+
+import torch
+
+from mlperf_train import run_main
+
+#: Per size: (Config kwargs, crop residues, MSA sequences, checkpointing).
+SIZES = {
+    'tiny': (dict(c_m=128, c_z=64, blocks=2, msa_heads=4, pair_heads=2,
+                  c_hidden=32, c_opm=16, c_tri_mul=64), 64, 32, False),
+    'reference': (dict(), 256, 128, True),
+}
+AMINO_ACIDS = 20
+MSA_CLASSES = 23        # 20 amino acids, unknown, gap, mask
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument('--size', choices=list(SIZES), default='tiny')
+    p.add_argument('--batch-size', type=int, default=1, help='per rank')
+    p.add_argument('--steps', type=int, default=10)
+    p.add_argument('--eval-batches', type=int, default=2)
+    p.add_argument('--data', default='synthetic',
+                   help='only synthetic proteins: OpenFold reads mmCIF '
+                        'files and alignments, which this program does not')
+    p.add_argument('--precision', choices=('fp32', 'bf16', 'fp16'),
+                   default='fp32')
+    p.add_argument('--seed', type=int, default=0)
+    return p.parse_args(argv)
+
+
+def synthetic_proteins(batch, crop, msa_depth, generator):
+    '''Yield (features, distogram bins) of synthetic proteins.'''
+    from alphafold2.model import distogram_bins
+    one_hot = torch.nn.functional.one_hot
+    while True:
+        aatype = torch.randint(AMINO_ACIDS, (batch, crop), generator=generator)
+        mutate = torch.rand(batch, msa_depth, crop, generator=generator) < 0.3
+        mutate[:, 0] = False                       # row 0 is the target
+        msa = torch.where(mutate, torch.randint(
+            AMINO_ACIDS + 2, (batch, msa_depth, crop), generator=generator),
+            aatype[:, None])
+        msa_one_hot = one_hot(msa, MSA_CLASSES).float()
+        profile = msa_one_hot.mean(1, keepdim=True).expand_as(msa_one_hot)
+        zeros = torch.zeros(batch, msa_depth, crop, 1)
+        msa_feat = torch.cat([msa_one_hot, zeros, zeros, profile, zeros], -1)
+        target_feat = torch.cat([one_hot(aatype, TARGET_AA).float(),
+                                 torch.zeros(batch, crop, 1)], -1)
+        start = torch.randint(1000, (batch, 1), generator=generator)
+        residue_index = start + torch.arange(crop)
+        # A persistent random walk of 3.8 A steps: a compact-ish chain.
+        steps = torch.randn(batch, crop, 3, generator=generator)
+        steps = steps + 0.7 * torch.roll(steps, 1, 1)
+        steps = 3.8 * steps / steps.norm(dim=-1, keepdim=True)
+        coords = steps.cumsum(1)
+        yield (target_feat, residue_index, msa_feat), distogram_bins(coords)
+
+
+#: target_feat one-hot width: 20 amino acids and unknown (plus the
+#: 'between segments' flag, zero here).
+TARGET_AA = AMINO_ACIDS + 1
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.data != 'synthetic':
+        sys.exit('alphafold2: error: --data takes only "synthetic"; real '
+                 'proteins need OpenFold\'s data pipeline (run OpenFold '
+                 'itself for the MLPerf HPC dataset)')
+    from alphafold2.model import Config, Evoformer
+    from mlperf_train import (autocast, finish, log_setup, run_steps,
+                              start, wrap_ddp)
+
+    rank, world, device, log = start('openfold', args.seed)
+    mlc = log.constants
+    config, crop, msa_depth, checkpointing = SIZES[args.size]
+    cfg = Config(**config)
+    model = Evoformer(cfg, checkpoint_blocks=checkpointing).to(device)
+    params = sum(p.numel() for p in model.parameters())
+    model = wrap_ddp(model, device, world)
+    global_batch = args.batch_size * world
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-6)
+    generator = torch.Generator().manual_seed(args.seed + rank)
+    proteins = synthetic_proteins(args.batch_size, crop, msa_depth,
+                                  generator)
+    log_setup(log, ((mlc.GLOBAL_BATCH_SIZE, global_batch),
+                    (mlc.OPT_NAME, 'adam'), (mlc.OPT_BASE_LR, 1e-3),
+                    ('model_parameters', params), ('world_size', world),
+                    ('evoformer_blocks', cfg.blocks),
+                    ('crop_size', crop), ('msa_depth', msa_depth),
+                    ('activation_checkpointing', checkpointing)))
+    log.end(mlc.INIT_STOP)
+
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step(_):
+        features, bins = next(proteins)
+        features = [t.to(device) for t in features]
+        with autocast(device, args.precision):
+            logits = model(*features)
+        loss = loss_fn(logits.float().flatten(0, -2), bins.to(device).flatten())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        optimizer.step()
+        return loss.item()
+
+    model.train()
+    status = run_steps(log, step, args.steps, global_batch, device, world)
+    log.event('eval_accuracy', evaluate(model, proteins, args.eval_batches,
+                                        device, world, args.precision))
+    finish(world)
+    return 0 if status == 'success' else 1
+
+
+def evaluate(model, proteins, count, device, world, precision):
+    '''Distogram top-1 accuracy over *count* proteins and all ranks.'''
+    from mlperf_train import autocast
+    model.eval()
+    hits = torch.zeros(2, device=device)
+    with torch.no_grad():
+        for _ in range(count):
+            features, bins = next(proteins)
+            with autocast(device, precision):
+                logits = model(*(t.to(device) for t in features))
+            bins = bins.to(device)
+            hits += torch.stack([(logits.argmax(-1) == bins).sum(),
+                                 torch.tensor(bins.numel(), device=device)])
+    if world > 1:
+        torch.distributed.all_reduce(hits)
+    return (hits[0] / hits[1]).item()
+
+
+if __name__ == '__main__':
+    run_main(main)

@@ -1,0 +1,276 @@
+"""A compact AlphaFold2 trunk: input embedding, the Evoformer stack and the
+distogram head, written from the AlphaFold2 supplementary information
+(Jumper et al. 2021, Nature 596:583, "Supplementary Methods"); the
+algorithm numbers below are that document's. OpenFold
+(aqlaboratory/openfold, the MLPerf HPC model) implements the same
+algorithms; this file follows the paper, not OpenFold's code.
+
+Left out, because the training step's cost is the Evoformer's: templates,
+the extra-MSA stack (Alg. 18), the structure module (Alg. 20), recycling and
+the auxiliary heads. What remains is 48 Evoformer blocks on 128 MSA
+clusters x 256 residues at the reference size, the FLOP-dominant part of
+AlphaFold2 training.
+"""
+import math
+
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+#: Channels of the input features (supplementary Table 1): target_feat is the
+#: one-hot amino acid (20 + unknown + the 'between segments' flag); msa_feat
+#: is cluster_msa one-hot (23), has_deletion, deletion_value,
+#: cluster_profile (23) and cluster_deletion_mean.
+TARGET_FEAT = 22
+MSA_FEAT = 49
+#: Relative positions are clipped to +-32 (Alg. 4).
+MAX_RELATIVE = 32
+#: Distogram: 64 bins, 2.3125 to 21.6875 Angstrom (section 1.9.8).
+DISTOGRAM_BINS = 64
+DISTOGRAM_RANGE = (2.3125, 21.6875)
+
+
+class Config:
+    '''Evoformer sizes; defaults are AlphaFold2's (supplementary 1.6).'''
+
+    def __init__(self, c_m=256, c_z=128, blocks=48, msa_heads=8,
+                 pair_heads=4, c_hidden=32, c_opm=32, c_tri_mul=128,
+                 transition=4):
+        self.c_m, self.c_z, self.blocks = c_m, c_z, blocks
+        self.msa_heads, self.pair_heads = msa_heads, pair_heads
+        self.c_hidden, self.c_opm, self.c_tri_mul = c_hidden, c_opm, c_tri_mul
+        self.transition = transition
+
+
+def dropout(x, p, shared_dim, training):
+    '''Dropout whose mask is shared along *shared_dim* (the paper's
+    "DropoutRowwise"/"DropoutColumnwise", supplementary 1.11.6).'''
+    if not training or p == 0:
+        return x
+    shape = list(x.shape)
+    shape[shared_dim] = 1
+    keep = torch.empty(shape, device=x.device, dtype=x.dtype).bernoulli_(1 - p)
+    return x * keep / (1 - p)
+
+
+class GatedAttention(nn.Module):
+    '''Multi-head self-attention along the second-last axis, an optional
+    additive bias on the logits and a sigmoid gate on the output: the core
+    that Alg. 7, 8, 13 and 14 share.'''
+
+    def __init__(self, c_in, c_hidden, heads):
+        super().__init__()
+        self.heads, self.c_hidden = heads, c_hidden
+        self.qkv = nn.Linear(c_in, 3 * heads * c_hidden, bias=False)
+        self.gate = nn.Linear(c_in, heads * c_hidden)
+        self.out = nn.Linear(heads * c_hidden, c_in)
+        # Gates start open and the output at zero (supplementary 1.11.4).
+        nn.init.zeros_(self.gate.weight)
+        nn.init.ones_(self.gate.bias)
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, x, bias=None):
+        # x: [..., L, c_in]; attention runs over L for every leading index.
+        *lead, length, _ = x.shape
+        q, k, v = self.qkv(x).view(*lead, length, 3, self.heads,
+                                   self.c_hidden).unbind(-3)
+        q, k, v = (t.transpose(-2, -3) for t in (q, k, v))  # [..., h, L, c]
+        logits = q @ k.transpose(-1, -2) / math.sqrt(self.c_hidden)
+        if bias is not None:
+            logits = logits + bias
+        o = (logits.softmax(-1) @ v).transpose(-2, -3).reshape(
+            *lead, length, self.heads * self.c_hidden)
+        return self.out(torch.sigmoid(self.gate(x)) * o)
+
+
+class MSARowAttentionWithPairBias(nn.Module):
+    '''Alg. 7: attention along residues within each MSA row, biased by the
+    pair representation.'''
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.norm_m = nn.LayerNorm(cfg.c_m)
+        self.norm_z = nn.LayerNorm(cfg.c_z)
+        self.bias = nn.Linear(cfg.c_z, cfg.msa_heads, bias=False)
+        self.attention = GatedAttention(cfg.c_m, cfg.c_hidden, cfg.msa_heads)
+
+    def forward(self, m, z):
+        # m: [B, S, R, c_m], z: [B, R, R, c_z] -> bias [B, 1, h, R, R]
+        bias = self.bias(self.norm_z(z)).permute(0, 3, 1, 2).unsqueeze(1)
+        return self.attention(self.norm_m(m), bias)
+
+
+class MSAColumnAttention(nn.Module):
+    '''Alg. 8: attention along sequences within each MSA column.'''
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.norm = nn.LayerNorm(cfg.c_m)
+        self.attention = GatedAttention(cfg.c_m, cfg.c_hidden, cfg.msa_heads)
+
+    def forward(self, m):
+        m = self.norm(m).transpose(-2, -3)          # [B, R, S, c_m]
+        return self.attention(m).transpose(-2, -3)
+
+
+class Transition(nn.Module):
+    '''Alg. 9 (MSA) and Alg. 15 (pair): a two-layer MLP, n times wider.'''
+
+    def __init__(self, c, n):
+        super().__init__()
+        self.net = nn.Sequential(nn.LayerNorm(c), nn.Linear(c, n * c),
+                                 nn.ReLU(), nn.Linear(n * c, c))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class OuterProductMean(nn.Module):
+    '''Alg. 10: the MSA's update to the pair representation.'''
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.norm = nn.LayerNorm(cfg.c_m)
+        self.a = nn.Linear(cfg.c_m, cfg.c_opm)
+        self.b = nn.Linear(cfg.c_m, cfg.c_opm)
+        self.out = nn.Linear(cfg.c_opm * cfg.c_opm, cfg.c_z)
+
+    def forward(self, m):
+        m = self.norm(m)
+        a, b = self.a(m), self.b(m)                  # [B, S, R, c]
+        outer = torch.einsum('bsic,bsjd->bijcd', a, b) / m.shape[1]
+        return self.out(outer.flatten(-2))
+
+
+class TriangleMultiplication(nn.Module):
+    '''Alg. 11 (``outgoing``: edge ij from ik and jk) and Alg. 12
+    (``incoming``: from ki and kj).'''
+
+    def __init__(self, cfg, outgoing):
+        super().__init__()
+        c, c_z = cfg.c_tri_mul, cfg.c_z
+        self.outgoing = outgoing
+        self.norm_in = nn.LayerNorm(c_z)
+        self.projections = nn.Linear(c_z, 4 * c)     # a, a-gate, b, b-gate
+        self.gate = nn.Linear(c_z, c_z)
+        self.norm_out = nn.LayerNorm(c)
+        self.out = nn.Linear(c, c_z)
+
+    def forward(self, z):
+        z = self.norm_in(z)
+        a, a_gate, b, b_gate = self.projections(z).chunk(4, -1)
+        a, b = a * torch.sigmoid(a_gate), b * torch.sigmoid(b_gate)
+        if self.outgoing:
+            update = torch.einsum('bikc,bjkc->bijc', a, b)
+        else:
+            update = torch.einsum('bkic,bkjc->bijc', a, b)
+        return torch.sigmoid(self.gate(z)) * self.out(self.norm_out(update))
+
+
+class TriangleAttention(nn.Module):
+    '''Alg. 13 (around the starting node: edge ij attends to ik, biased by
+    jk) and Alg. 14 (around the ending node, the same on the transpose).'''
+
+    def __init__(self, cfg, starting):
+        super().__init__()
+        self.starting = starting
+        self.norm = nn.LayerNorm(cfg.c_z)
+        self.bias = nn.Linear(cfg.c_z, cfg.pair_heads, bias=False)
+        self.attention = GatedAttention(cfg.c_z, cfg.c_hidden,
+                                        cfg.pair_heads)
+
+    def forward(self, z):
+        if not self.starting:
+            z = z.transpose(-2, -3)
+        z = self.norm(z)
+        bias = self.bias(z).permute(0, 3, 1, 2).unsqueeze(1)  # [B,1,h,R,R]
+        out = self.attention(z, bias)
+        return out if self.starting else out.transpose(-2, -3)
+
+
+class EvoformerBlock(nn.Module):
+    '''Alg. 6, one block, with the paper's dropout rates (1.11.6).'''
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.row_attention = MSARowAttentionWithPairBias(cfg)
+        self.column_attention = MSAColumnAttention(cfg)
+        self.msa_transition = Transition(cfg.c_m, cfg.transition)
+        self.outer_product_mean = OuterProductMean(cfg)
+        self.tri_mul_out = TriangleMultiplication(cfg, outgoing=True)
+        self.tri_mul_in = TriangleMultiplication(cfg, outgoing=False)
+        self.tri_att_start = TriangleAttention(cfg, starting=True)
+        self.tri_att_end = TriangleAttention(cfg, starting=False)
+        self.pair_transition = Transition(cfg.c_z, cfg.transition)
+
+    def forward(self, m, z):
+        t = self.training
+        # Row-wise dropout shares the mask along rows of the MSA (dim -3)
+        # and of the pair (dim -3); column-wise along dim -2.
+        m = m + dropout(self.row_attention(m, z), 0.15, -3, t)
+        m = m + self.column_attention(m)
+        m = m + self.msa_transition(m)
+        z = z + self.outer_product_mean(m)
+        z = z + dropout(self.tri_mul_out(z), 0.25, -3, t)
+        z = z + dropout(self.tri_mul_in(z), 0.25, -3, t)
+        z = z + dropout(self.tri_att_start(z), 0.25, -3, t)
+        z = z + dropout(self.tri_att_end(z), 0.25, -2, t)
+        z = z + self.pair_transition(z)
+        return m, z
+
+
+class InputEmbedder(nn.Module):
+    '''Alg. 3, with the relative position encoding of Alg. 4.'''
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.z_i = nn.Linear(TARGET_FEAT, cfg.c_z)
+        self.z_j = nn.Linear(TARGET_FEAT, cfg.c_z)
+        self.relpos = nn.Linear(2 * MAX_RELATIVE + 1, cfg.c_z)
+        self.m_msa = nn.Linear(MSA_FEAT, cfg.c_m)
+        self.m_target = nn.Linear(TARGET_FEAT, cfg.c_m)
+
+    def forward(self, target_feat, residue_index, msa_feat):
+        z = self.z_i(target_feat)[:, :, None] + self.z_j(target_feat)[:, None]
+        offset = residue_index[:, :, None] - residue_index[:, None]
+        offset = offset.clamp(-MAX_RELATIVE, MAX_RELATIVE) + MAX_RELATIVE
+        z = z + self.relpos(nn.functional.one_hot(
+            offset, 2 * MAX_RELATIVE + 1).to(z.dtype))
+        m = self.m_msa(msa_feat) + self.m_target(target_feat)[:, None]
+        return m, z
+
+
+class Evoformer(nn.Module):
+    '''Embedding, the Evoformer stack and the distogram head (1.9.8): pair
+    logits over :data:`DISTOGRAM_BINS`, symmetrised.'''
+
+    def __init__(self, cfg, checkpoint_blocks=False):
+        super().__init__()
+        self.embed = InputEmbedder(cfg)
+        self.blocks = nn.ModuleList(EvoformerBlock(cfg)
+                                    for _ in range(cfg.blocks))
+        self.distogram = nn.Linear(cfg.c_z, DISTOGRAM_BINS)
+        #: Recompute each block in the backward pass (OpenFold does, to fit
+        #: crop 256 in memory): 4/3 the FLOPs of a plain step.
+        self.checkpoint_blocks = checkpoint_blocks
+
+    def forward(self, target_feat, residue_index, msa_feat):
+        m, z = self.embed(target_feat, residue_index, msa_feat)
+        for block in self.blocks:
+            if self.checkpoint_blocks and self.training:
+                m, z = checkpoint(block, m, z, use_reentrant=False)
+            else:
+                m, z = block(m, z)
+        logits = self.distogram(z)
+        return logits + logits.transpose(-2, -3)
+
+
+def distogram_bins(coords):
+    '''The true bin of each residue pair's distance (section 1.9.8: the
+    first and last bins also take everything below and above).'''
+    low, high = DISTOGRAM_RANGE
+    edges = torch.linspace(low, high, DISTOGRAM_BINS - 1,
+                           device=coords.device)
+    distances = torch.cdist(coords, coords)
+    return torch.bucketize(distances, edges)
