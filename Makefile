@@ -16,7 +16,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		-e '.[pytorch,test]'
+		-e '.[pytorch,tensorflow,test]'
 	touch $@
 
 suite: $(STAMP)

@@ -95,7 +95,8 @@ site_configuration = make_site_configuration(
     }],
     environments=[{
         'name': 'python',
-        'features': ['torch'],
+        # The suite's .venv has both frameworks (pyproject extras).
+        'features': ['torch', 'tensorflow'],
         'env_vars': [['PATH', f'{_python_bin}:$PATH']],
         'target_systems': ['local'],
     }, container_environment('local')],

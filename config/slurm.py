@@ -103,7 +103,8 @@ site_configuration = make_site_configuration(
         'prepare_cmds': (
             ([f'module load {" ".join(_modules)}'] if _modules else []) +
             [f'source {_venv}/bin/activate']),
-        'features': ['torch'],
+        # The suite's .venv has both frameworks (pyproject extras).
+        'features': ['torch', 'tensorflow'],
         'target_systems': ['slurm'],
     }, container_environment('slurm')],
 )

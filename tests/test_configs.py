@@ -62,7 +62,7 @@ def test_local_cpu_partition():
     assert cpu['extras']['scales'] == ['1_proc', '2_procs']
     assert cpu['extras']['cpu_peak_flops'] > 1e9
     env, = [e for e in site.get('environments') if e['name'] == 'python']
-    assert env['features'] == ['torch']
+    assert env['features'] == ['torch', 'tensorflow']
     assert any(os.path.dirname(sys.executable) in v for _, v in
                env['env_vars'])
 

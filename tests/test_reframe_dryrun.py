@@ -162,7 +162,7 @@ def workload_scripts(tmp_path_factory, cache_dir):
     proc = subprocess.run(
         [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
          '-c', REPO / 'checks', '-n',
-         '^(MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow|DeepLabV3Plus|AlphaFold2)%',
+         '^(MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow|DeepLabV3Plus|AlphaFold2|ResNet50TF)%',
          '--dry-run', '--report-file', var / 'report.json'], env=env,
         capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
@@ -247,3 +247,31 @@ def test_alphafold2_reference_size_on_juwels(workload_scripts):
     assert run_line(text).endswith(
         '-m alphafold2 --size reference --batch-size 1 --steps 50 '
         '--precision bf16 --data synthetic')
+
+
+def test_resnet50_tensorflow_environment_on_juwels(workload_scripts):
+    text = workload_scripts['ResNet50TF%scale=2_nodes%launch_mode=per_task']
+    assert 'module load Stages/2025 GCC OpenMPI TensorFlow' in text
+    assert 'PyTorch' not in text
+    assert '#SBATCH --ntasks=8' in text
+    assert run_line(text).endswith(
+        '-m resnet50_tf --image-size 224 --batch-size 64 --steps 100 '
+        '--precision fp16 --data synthetic')
+
+
+def test_tf_cnn_benchmarks_needs_its_directory_in_the_site_config(
+        tmp_path, cache_dir):
+    import os
+    import subprocess
+    env = {**os.environ, 'HPCML_VAR_DIR': str(tmp_path / 'var'),
+           'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'x'}
+    proc = subprocess.run(
+        [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
+         '-c', REPO / 'checks/resnet50.py', '-n', '^ResNet50TF%',
+         '-S', 'implementation=tf_cnn_benchmarks', '--dry-run'],
+        env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert proc.returncode != 0
+    # Horovod ranks are srun tasks: only per_task cases are generated.
+    assert 'launch_mode=torchrun' not in proc.stdout
+    assert "no extras['tf_cnn_benchmarks'] (the directory of " \
+        "tf_cnn_benchmarks.py)" in proc.stdout

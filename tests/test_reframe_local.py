@@ -31,6 +31,9 @@ WORKLOAD_FIGURES = {
     'AlphaFold2': ('alphafold2', 'samples_per_second', 'samples/s',
                    ('samples_per_second_per_gpu', 'eval_distogram_accuracy',
                     'mfu')),
+    'ResNet50TF': ('resnet50', 'images_per_second', 'images/s',
+                   ('images_per_second_per_gpu', 'time_per_step_secs',
+                    'mfu')),
 }
 
 

@@ -47,7 +47,7 @@ site_configuration = make_site_configuration(
             'launcher': 'srun',
             'access': ['--partition=booster'] + (
                 [f'--account={_account}'] if _account else []),
-            'environs': ['pytorch'],
+            'environs': ['pytorch', 'tensorflow'],
             'max_jobs': 8,
             'time_limit': '2h',
             'processor': {'num_cpus': 96, 'num_cpus_per_core': 2,
@@ -70,6 +70,16 @@ site_configuration = make_site_configuration(
             'module load Stages/2025 GCC OpenMPI PyTorch torchvision',
         ] + ([f'source {_venv}/bin/activate'] if _venv else []),
         'features': ['torch'],
+        'target_systems': ['juwels-booster'],
+    }, {
+        # ResNet50TF: the stage's TensorFlow (HPCML_TF_MODULES overrides
+        # the module list), or the *Container check with the NGC image.
+        'name': 'tensorflow',
+        'prepare_cmds': [
+            'module load ' + os.environ.get(
+                'HPCML_TF_MODULES', 'Stages/2025 GCC OpenMPI TensorFlow'),
+        ] + ([f'source {_venv}/bin/activate'] if _venv else []),
+        'features': ['tensorflow'],
         'target_systems': ['juwels-booster'],
     }, container_environment('juwels-booster')],
 )

@@ -3,7 +3,8 @@
 One module per upstream log format. They import only the standard library so
 that ``hpcml extract`` and the ReFrame performance functions share them.
 """
-from hpctestlib_ml.parsers import hf_trainer, megatron, mllog, open_clip
+from hpctestlib_ml.parsers import (hf_trainer, megatron, mllog, open_clip,
+                                   tf_cnn_benchmarks)
 
 #: Workload name -> function(text) -> dict of metrics (``hpcml extract``).
 EXTRACTORS = {
@@ -14,4 +15,5 @@ EXTRACTORS = {
     'cosmoflow': mllog.extract_metrics,
     'deeplabv3plus': mllog.extract_metrics,
     'alphafold2': mllog.extract_metrics,
+    'resnet50': tf_cnn_benchmarks.extract_metrics,
 }

@@ -21,6 +21,8 @@ import math
 import re
 import statistics
 
+from hpctestlib_ml.parsers import timed_window
+
 _TABLE = re.compile(r'\*{5} (\w+) metrics \*{5}\s*\n((?:[^\S\n]+\w+\s+=.*\n?)+)')
 _ROW = re.compile(r'^\s+(\w+)\s+=\s+(.+?)\s*$', re.MULTILINE)
 _RUNTIME = re.compile(r'^(?:(\d+) days?, )?(\d+):(\d\d):(\d\d(?:\.\d+)?)$')
@@ -102,6 +104,7 @@ def extract_metrics(text):
         'samples_per_second': None,
         'samples_per_second_per_gpu': None,
         'time_per_step_secs': None,
+        'timed_window': timed_window.from_suite_line(text),
     }
     steady = steps[1:] if len(steps) > 1 else steps
     if steady:

@@ -23,6 +23,7 @@ import re
 import statistics
 
 from hpctestlib_ml.flops import megatron_gpt_flops_per_token
+from hpctestlib_ml.parsers import timed_window
 
 _ITERATION = re.compile(r'iteration\s+(\d+)/\s*(\d+)\s*\|(.*)')
 _ARGUMENT = re.compile(r'^\S*?\s*(\w+) \.{3,} (\S+)\s*$', re.MULTILINE)
@@ -139,6 +140,7 @@ def extract_metrics(text, seq_length=None, flops_per_token=None,
         'tokens_per_second': None,
         'tflops_per_gpu': None,
         'printed_tflops_per_gpu': None,
+        'timed_window': timed_window.from_megatron(text),
     }
     steady = steps[1:] if len(steps) > 1 else steps
     if not steady:

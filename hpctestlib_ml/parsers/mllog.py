@@ -16,6 +16,8 @@ import json
 import math
 import statistics
 
+from hpctestlib_ml.parsers import timed_window
+
 MARKER = ':::MLLOG '
 
 
@@ -86,6 +88,7 @@ def extract_metrics(text):
         'losses_finite': all(math.isfinite(v) for v in losses),
         'samples_per_second': None,
         'time_per_step_secs': None,
+        'timed_window': timed_window.from_mllog(events),
     }
     steady = stats[1:] if len(stats) > 1 else stats
     times = [s['step_time'] for _, s in steady if 'step_time' in s]

@@ -16,6 +16,8 @@ import math
 import re
 import statistics
 
+from hpctestlib_ml.parsers import timed_window
+
 _TRAIN_LINE = re.compile(
     r'Train Epoch: (?P<epoch>\d+) \[\s*(?P<samples>\d+)/(?P<samples_total>\d+)'
     r' \((?P<percent>\d+(?:\.\d+)?)%\)\](?P<rest>.*)'
@@ -132,4 +134,5 @@ def extract_metrics(text):
         'done_percent_last': steps[-1]['percent'] if steps else None,
         'loss_last': losses[-1] if losses else None,
         'loss_all_finite': all(math.isfinite(x) for x in losses) if losses else None,
+        'timed_window': timed_window.from_open_clip(text),
     }

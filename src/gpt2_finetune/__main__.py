@@ -120,6 +120,12 @@ def step_times(global_batch, is_main):
             self.start = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kw):
+            if state.global_step == 1:       # steady state from here
+                self.timed_start = time.time()
+            if is_main and state.global_step == state.max_steps:
+                # The timed region in Unix time, for the energy figures.
+                print(f'[hpcml] timed region {self.timed_start:.3f} '
+                      f'{time.time():.3f}', flush=True)
             if is_main:
                 print(f'[hpcml] step {state.global_step}/{state.max_steps}'
                       f' time {time.perf_counter() - self.start:.4f} s '

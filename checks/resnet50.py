@@ -1,0 +1,18 @@
+"""ResNet-50 in TensorFlow (CARAML's vision benchmark)."""
+import reframe as rfm
+
+from hpctestlib_ml.resnet50 import ResNet50Training
+
+
+@rfm.simple_test
+class ResNet50TF(ResNet50Training):
+    descr = 'ResNet-50 ImageNet-style training in TensorFlow/Keras'
+    maintainers = ['hpcml']
+    tags = {'resnet50', 'caraml', 'vision', 'tensorflow'}
+
+
+@rfm.simple_test
+class ResNet50TFContainer(ResNet50TF):
+    '''ResNet-50 in the suite's TensorFlow image (containers/tensorflow.def).'''
+    descr = 'ResNet-50 training in the TensorFlow Apptainer image'
+    runs_in_container = True

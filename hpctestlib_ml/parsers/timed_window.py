@@ -1,0 +1,57 @@
+"""The timed region of a training log as (start, stop) Unix seconds: the
+window the energy figures integrate over (steady-state steps, not start-up,
+model build or evaluation). One function per log format; None where a log
+carries no timestamps.
+
+Local-time stamps (OpenCLIP's logger, Megatron's iteration lines) are read
+in the time zone of the process that parses them: ReFrame runs on a login
+node of the same site as the compute nodes.
+"""
+import re
+import time
+
+_OPEN_CLIP = re.compile(r'^(\d{4}-\d\d-\d\d,\d\d:\d\d:\d\d) \| INFO \| Train Epoch',
+                        re.M)
+_MEGATRON = re.compile(r'\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] iteration\s+\d+/',
+                       re.M)
+#: Printed by the suite's programs that have no timestamped log of their
+#: own (src/resnet50_tf, src/gpt2_finetune).
+SUITE_LINE = re.compile(r'^\[hpcml\] timed region (\d+\.?\d*) (\d+\.?\d*)',
+                        re.M)
+
+
+def suite_line(start, stop):
+    '''The line the suite's programs print for :func:`from_suite_line`.'''
+    return f'[hpcml] timed region {start:.3f} {stop:.3f}'
+
+
+def _local(stamps, fmt):
+    if len(stamps) < 2:
+        return None
+    first, last = (time.mktime(time.strptime(s, fmt))
+                   for s in (stamps[0], stamps[-1]))
+    return (first, last) if last > first else None
+
+
+def from_open_clip(text):
+    '''First to last ``Train Epoch`` line (1 s resolution).'''
+    return _local(_OPEN_CLIP.findall(text), '%Y-%m-%d,%H:%M:%S')
+
+
+def from_megatron(text):
+    '''First to last timestamped iteration line (1 s resolution).'''
+    return _local(_MEGATRON.findall(text), '%Y-%m-%d %H:%M:%S')
+
+
+def from_mllog(events):
+    '''MLPerf's run_start to run_stop (ms resolution).'''
+    times = {e['key']: e.get('time_ms') for e in events
+             if e['key'] in ('run_start', 'run_stop')}
+    if times.get('run_start') and times.get('run_stop'):
+        return times['run_start'] / 1000, times['run_stop'] / 1000
+    return None
+
+
+def from_suite_line(text):
+    match = SUITE_LINE.search(text)
+    return (float(match.group(1)), float(match.group(2))) if match else None

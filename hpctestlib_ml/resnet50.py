@@ -1,0 +1,136 @@
+"""ResNet-50 in TensorFlow (the CARAML vision benchmark).
+
+Two implementations, one log format (:mod:`~hpctestlib_ml.parsers.
+tf_cnn_benchmarks`):
+
+``keras`` (default)
+    ``src/resnet50_tf``: ``keras.applications.ResNet50(weights=None)``
+    (v1), a custom ``strategy.run`` loop under MultiWorkerMirroredStrategy,
+    synthetic images or ImageNet TFRecords (``-S data=DIR`` or
+    ``extras['imagenet_tfrecords']``). Both launch modes.
+``tf_cnn_benchmarks``
+    CARAML's program (tensorflow/benchmarks ``scripts/tf_cnn_benchmarks``,
+    its directory in ``extras['tf_cnn_benchmarks']``) with ``--model
+    resnet50_v2 --variable_update horovod``: per_task only (Horovod ranks
+    are the launcher's tasks).
+
+Metrics: total and per-GPU images/s over the timed steps (warm-up
+excluded), MFU from the analytic FLOPs of the network the implementation
+trains (:func:`hpctestlib_ml.flops.resnet50_forward_flops`).
+"""
+from reframe.core.builtins import performance_function, variable
+
+from hpctestlib_ml import flops
+from hpctestlib_ml.base import BadInputError, MLTrainingTest
+from hpctestlib_ml.parsers import tf_cnn_benchmarks as parser
+
+IMPLEMENTATIONS = ('keras', 'tf_cnn_benchmarks')
+
+
+class ResNet50Training(MLTrainingTest):
+    '''ResNet-50 image-classification training in TensorFlow.'''
+
+    workload = 'resnet50'
+    program = 'resnet50_tf'
+    framework = 'tensorflow'
+    valid_prog_environs = ['+tensorflow']
+    throughput_metric = 'images_per_second'
+    sizes = {
+        'tiny': {'image_size': 64, 'batch_size': 8, 'steps': 10,
+                 'time_limit': '15m'},
+        'benchmark': {'image_size': 224, 'batch_size': 64, 'steps': 100,
+                      'precision': 'fp16', 'time_limit': '30m'},
+    }
+
+    #: ``keras`` (``src/resnet50_tf``) or ``tf_cnn_benchmarks``.
+    #:
+    #: :type: :class:`str`
+    implementation = variable(str, value='keras')
+
+    #: Square image side in pixels; default: the size's.
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    image_size = variable(int, type(None), value=None)
+
+    #: ``synthetic`` or a directory of ImageNet TFRecords; default: the
+    #: partition's ``extras['imagenet_tfrecords']``, else synthetic.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    data = variable(str, type(None), value=None)
+
+    def runs_on(self, part):
+        # Horovod's ranks are the launcher's tasks: no torchrun.
+        return not (self.implementation == 'tf_cnn_benchmarks' and
+                    self.launch_mode == 'torchrun')
+
+    def finalize_settings(self):
+        if self.implementation not in IMPLEMENTATIONS:
+            raise BadInputError(
+                f'implementation {self.implementation!r}: use one of '
+                f'{", ".join(IMPLEMENTATIONS)} (-S implementation=...)')
+        extras = self.current_partition.extras
+        if self.data is None:
+            self.data = extras.get('imagenet_tfrecords', 'synthetic')
+        if self.implementation == 'tf_cnn_benchmarks':
+            directory = extras.get('tf_cnn_benchmarks')
+            if not directory:
+                raise BadInputError(
+                    f'{self.current_partition.fullname} has no '
+                    f"extras['tf_cnn_benchmarks'] (the directory of "
+                    f'tf_cnn_benchmarks.py): add it to the site config, or '
+                    f'run -S implementation=keras')
+            self.python_path = [directory]
+            self.program = 'tf_cnn_benchmarks'
+
+    def program_args(self):
+        if self.implementation == 'tf_cnn_benchmarks':
+            args = ['--model', 'resnet50_v2', '--variable_update', 'horovod',
+                    '--batch_size', self.batch_size,
+                    '--num_batches', self.steps, '--num_warmup_batches', 1,
+                    '--image_size', self.image_size]
+            if self.precision == 'fp16':
+                args.append('--use_fp16')
+            if self.data != 'synthetic':
+                args += ['--data_name', 'imagenet', '--data_dir', self.data]
+        else:
+            args = ['--image-size', self.image_size,
+                    '--batch-size', self.batch_size, '--steps', self.steps,
+                    '--precision', self.precision, '--data', self.data]
+        return [str(a) for a in args]
+
+    def extract_metrics(self, text):
+        return parser.extract_metrics(text)
+
+    def log_problems(self, text):
+        m = self.metrics()
+        if not m['workers']:
+            return ['no "total images/sec" line in the log']
+        problems = []
+        if m['workers'] != self.layout.world_size:
+            problems.append(f'{m["workers"]} of {self.layout.world_size} '
+                            f'ranks reported their images/sec')
+        if m['steps'] != self.steps:
+            problems.append(f'{m["steps"]} of {self.steps} steps logged')
+        if not m['losses_finite']:
+            problems.append('training loss is not finite')
+        return problems
+
+    def model_flops_per_sample(self):
+        # Keras' ResNet50 is v1; tf_cnn_benchmarks' resnet50_v2 downsamples
+        # in the 3x3 convolutions, as v1.5.
+        return flops.training_flops(flops.resnet50_forward_flops(
+            self.image_size,
+            stride_on_3x3=self.implementation == 'tf_cnn_benchmarks'))
+
+    @performance_function('images/s')
+    def images_per_second(self):
+        '''Images/s over all ranks (sum of the workers' totals).'''
+        return self.metric('images_per_second')
+
+    @performance_function('images/s')
+    def images_per_second_per_gpu(self):
+        return self.metric('images_per_second_per_gpu')
+
+    @performance_function('s')
+    def time_per_step_secs(self):
+        return self.metric('time_per_step_secs')
