@@ -16,12 +16,13 @@ import os
 import reframe as rfm
 import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (parameter, run_after, sanity_function,
-                                   variable)
+from reframe.core.builtins import (parameter, run_after, run_before,
+                                   sanity_function, variable)
 from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.logging import getlogger
 
-from hpctestlib_ml import REFERENCES_DIR, SRC_DIR, container, launch
+from hpctestlib_ml import (REFERENCES_DIR, SRC_DIR, container, energy,
+                          launch, provenance)
 from hpctestlib_ml.parsers import failures
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
                                      DEVICE_PEAK_FLOPS, FRAMEWORKS,
@@ -126,6 +127,12 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     #: :type: :class:`int`
     steps = variable(str, int, type(None), value=None)
 
+    #: Directories put before ``src/`` on the program's PYTHONPATH (a
+    #: program installed outside the suite, e.g. tf_cnn_benchmarks).
+    #:
+    #: :type: :class:`list`
+    python_path = variable(list, value=[])
+
     #: Python interpreter that runs the program on the compute nodes.
     #:
     #: :type: :class:`str`
@@ -167,6 +174,19 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     #: :type: :class:`str` or :obj:`None`
     container_image = variable(str, type(None), value=None)
 
+    #: Provenance logged with every result (``hpctestlib_ml.provenance``):
+    #: the suite's version and commit, and what the job found on the node.
+    suite_version = variable(str, value='')
+    framework_versions = variable(str, value='')
+    gpu_driver = variable(str, value='')
+    cuda_version = variable(str, value='')
+    nccl_version = variable(str, value='')
+    env_switches = variable(str, value='')
+
+    #: The energy counters of the figures (``rapl(2 packages)``, ...), or
+    #: ``none: <reason>``.
+    energy_counter = variable(str, value='')
+
     #: The resolved size, layout and device, set at setup.
     resolved_size = variable(str, type(None), value=None)
     device = variable(str, value='cpu')
@@ -195,6 +215,10 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
                  CONTAINER_PLATFORM in part.container_environs)
             and self.runs_on(part)
         ]
+
+    @run_after('init')
+    def record_suite_version(self):
+        self.suite_version = provenance.suite_version()
 
     @run_after('init')
     def use_reference_file(self):
@@ -289,7 +313,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
         self.prerun_cmds += launch.thread_env(self.layout.cpus_per_proc)
         self.job.launcher.options += launch.launcher_options(
             self.current_partition.launcher_type.registered_name)
-        self.env_vars['PYTHONPATH'] = f'{SRC_DIR}${{PYTHONPATH:+:$PYTHONPATH}}'
+        path = ':'.join([*map(str, self.python_path), str(SRC_DIR)])
+        self.env_vars['PYTHONPATH'] = f'{path}${{PYTHONPATH:+:$PYTHONPATH}}'
         args = launch.quote_args(self.program_args())
         if self.launch_mode == 'torchrun':
             self.executable, self.executable_opts = launch.torchrun_command(
@@ -318,6 +343,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
 
         image = container.image_path(self.framework, part.extras,
                                      self.container_image)
+        self.container_image = image          # logged with the results
         self.prerun_cmds.append(container.image_check(image, self.framework))
         self.container_platform = CONTAINER_PLATFORM
         platform = self.container_platform
@@ -370,6 +396,30 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
             peak = DEVICE_PEAK_FLOPS.get(model, {}).get(key)
 
         return peak * self.layout.gpus_per_node if peak else None
+
+    @run_before('performance')
+    def add_provenance_and_energy(self):
+        '''Read the job's provenance file; add ``energy_J``,
+        ``avg_power_W`` and ``energy_per_sample_J`` of the timed region
+        where the nodes had energy counters, else say why not.'''
+        for name, value in provenance.job_provenance(self.stagedir).items():
+            setattr(self, name, value)
+        try:
+            joules, seconds, label = energy.run_energy(
+                self.stagedir, self.metrics().get('timed_window'),
+                self.layout.num_nodes)
+        except energy.NoEnergy as why:
+            self.energy_counter = f'none: {why}'
+            return
+        self.energy_counter = label
+        throughput = self.throughput_metric
+        self.perf_variables['energy_J'] = sn.make_performance_function(
+            lambda: joules, 'J')
+        self.perf_variables['avg_power_W'] = sn.make_performance_function(
+            lambda: joules / seconds, 'W')
+        self.perf_variables['energy_per_sample_J'] = \
+            sn.make_performance_function(
+                lambda: joules / seconds / self.metric(throughput), 'J')
 
     def _utilisation(self, flops_per_sample, peak_per_node, nodes):
         throughput = self.metrics()[self.throughput_metric]

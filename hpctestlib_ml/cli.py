@@ -110,6 +110,15 @@ def _cpu_peak(args):
     return 0
 
 
+def _report(args):
+    from hpctestlib_ml import report
+    try:
+        return report.run(args)
+    except report.ReportError as err:
+        print(f'hpcml report: error: {err}', file=sys.stderr)
+        return 2
+
+
 def parser():
     top = argparse.ArgumentParser(prog='hpcml', description=__doc__,
                                   formatter_class=argparse.RawTextHelpFormatter)
@@ -131,6 +140,13 @@ def parser():
         'cpu-peak', help="measure this CPU's fp32 matmul FLOP/s")
     peak.add_argument('--threads', type=int, default=None)
     peak.set_defaults(func=_cpu_peak)
+
+    from hpctestlib_ml.report import add_arguments
+    report = commands.add_parser(
+        'report', help='tables, score against a baseline, comparisons and '
+                       'figures from perflogs and the results DB')
+    add_arguments(report)
+    report.set_defaults(func=_report)
     return top
 
 

@@ -29,6 +29,9 @@ CACHE_DIR = _env_dir('HPCML_CACHE_DIR', os.path.join(VAR_DIR, 'cache'))
 PERFLOG_FIELDS = (
     'workload', 'resolved_size', 'scale', 'launch_mode', 'num_nodes',
     'procs_per_node', 'gpus_per_node', 'batch_size', 'precision',
+    # provenance (hpctestlib_ml.provenance)
+    'suite_version', 'framework_versions', 'cuda_version', 'gpu_driver',
+    'nccl_version', 'container_image', 'env_switches', 'energy_counter',
 )
 
 _PERFLOG_FORMAT = '|'.join(
@@ -118,7 +121,7 @@ def logging_config():
              'format': '[%(asctime)s] %(levelname)s: %(check_info)s: '
                        '%(message)s'},
         ],
-        'handlers_perflog': [{
+        'handlers_perflog': [*httpjson_handlers(), {
             'type': 'filelog',
             'basedir': os.path.join(VAR_DIR, 'perflogs'),
             'prefix': '%(check_system)s/%(check_partition)s',
@@ -128,6 +131,25 @@ def logging_config():
             'datefmt': '%Y-%m-%dT%H:%M:%S%z',
             'append': True,
         }],
+    }]
+
+
+def httpjson_handlers():
+    '''ReFrame's ``httpjson`` perflog handler, which posts each performance
+    record as JSON (to Elasticsearch, or a Grafana/Logstash endpoint), when
+    ``HPCML_HTTPJSON_URL`` is set; none otherwise. ``extras`` tag every
+    record (``facility: hpcml``); ``ignore_keys`` drop the bulky ones.'''
+    url = os.environ.get('HPCML_HTTPJSON_URL')
+    if not url:
+        return []
+    return [{
+        'type': 'httpjson',
+        'url': url,
+        'level': 'info',
+        'extras': {'facility': 'hpcml',
+                   'site': os.environ.get('HPCML_SITE', '')},
+        'ignore_keys': ['check_perfvalues', 'check_executable_opts',
+                        'check_prerun_cmds', 'check_sizes'],
     }]
 
 

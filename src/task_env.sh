@@ -7,6 +7,11 @@
 #   other nodes, which need not resolve there or be on the fabric.
 # One line per task says where it landed ("hpcml launch: node=n2 task=1
 #   ..."): where each rank ran, for the log and the tests.
+# Provenance (src/provenance.py -> hpcml_provenance.json) from the job's
+#   first task, and one energy sampler per node (src/energy_sampler.py ->
+#   hpcml_energy.<node>.csv) from each node's first task, both with the
+#   program's interpreter ($1), on the node, inside the container if any.
+#   The sampler's parent becomes the program (exec below): it stops with it.
 # MODE per_task: RANK, LOCAL_RANK and WORLD_SIZE (torch.distributed's env://)
 #   from the job launcher's per-task ids: srun, Open MPI, PMI; rank 0 of 1
 #   for a single local task. (In torchrun mode torchrun sets them.)
@@ -25,4 +30,11 @@ if [ "$mode" = per_task ]; then
 fi
 echo "hpcml launch: node=${SLURMD_NODENAME:-$(hostname)} task=${SLURM_PROCID:-${RANK:-0}}" \
     "mode=$mode address=$PET_LOCAL_ADDR master=${MASTER_ADDR:-}:${MASTER_PORT:-}" >&2
+node="${SLURMD_NODENAME:-$(hostname)}"
+if [ "${SLURM_PROCID:-${RANK:-0}}" = 0 ]; then
+    "$1" "$here/provenance.py" > hpcml_provenance.json 2>/dev/null || true
+fi
+if [ "$mode" = torchrun ] || [ "${LOCAL_RANK:-0}" = 0 ]; then
+    "$1" "$here/energy_sampler.py" "hpcml_energy.$node.csv" 2>/dev/null &
+fi
 exec "$@"

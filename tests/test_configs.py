@@ -157,3 +157,32 @@ def test_relative_var_dirs_are_taken_from_where_the_user_runs(tmp_path,
     assert not (REPO_ROOT / 'config' / 'myvar').exists()
     from hpctestlib_ml import siteconfig
     assert siteconfig.CACHE_DIR == str(tmp_path / 'mycache')
+
+
+@pytest.mark.parametrize('path', CONFIGS)
+def test_results_db_on_and_httpjson_only_when_asked(path, monkeypatch):
+    system = {'config/local.py': 'local', 'config/slurm.py': 'slurm',
+              'config/systems/juwels_booster.py': 'juwels-booster'}[path]
+    monkeypatch.setenv('HPCML_ACCOUNT', 'x')
+    site = load(path, system)
+    assert site.get('storage/0/enable') is True
+    handlers = site.get('logging/0/handlers_perflog')
+    assert [h['type'] for h in handlers] == ['filelog']
+    fields = handlers[0]['format']
+    for name in ('check_suite_version', 'check_framework_versions',
+                 'check_cuda_version', 'check_gpu_driver',
+                 'check_nccl_version', 'check_container_image',
+                 'check_env_switches', 'check_energy_counter',
+                 'check_job_nodelist'):
+        assert f'%({name})s' in fields
+
+    for name, module in list(sys.modules.items()):
+        if name == 'hpctestlib_ml.siteconfig' or 'config' in (
+                getattr(module, '__file__', None) or '').split(os.sep)[-3:-1]:
+            del sys.modules[name]
+    monkeypatch.setenv('HPCML_HTTPJSON_URL', 'http://elastic:9200/hpcml/_doc')
+    site = load(path, system)
+    http, = [h for h in site.get('logging/0/handlers_perflog')
+             if h['type'] == 'httpjson']
+    assert http['url'] == 'http://elastic:9200/hpcml/_doc'
+    assert http['extras']['facility'] == 'hpcml'

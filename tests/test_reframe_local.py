@@ -1,6 +1,7 @@
 """ReFrame for real on config/local.py: the suite as a user runs it."""
 import math
 import re
+import subprocess
 
 import pytest
 
@@ -144,3 +145,20 @@ def test_bad_input_keeps_earlier_results(run_reframe):
     assert proc.returncode == 1
     assert perflog.read_text() == before
     assert len(read_perflog(perflog)) == 1
+
+
+def test_report_on_the_suites_own_perflogs_and_db(local_suite):
+    '''hpcml report on the suite's real perflogs and results DB: the
+    same cases either way, every one of them.'''
+    _, var = local_suite
+    report = lambda *args: subprocess.run(
+        [HPCML, 'report', *map(str, args)], capture_output=True, text=True,
+        timeout=300)
+    proc = report('--perflogs', var / 'perflogs')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc_db = report('--db', var / 'results.db')
+    assert proc_db.returncode == 0, proc_db.stderr
+    table = lambda text: sorted(l.split()[:4] for l in text.splitlines()
+                                if 'local:cpu' in l)
+    assert table(proc.stdout) == table(proc_db.stdout)
+    assert len(table(proc.stdout)) == 3 * len(WORKLOAD_FIGURES)

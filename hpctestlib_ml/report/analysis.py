@@ -1,0 +1,284 @@
+"""Figures of a results history: the per-case table, the score against a
+baseline, and comparisons.
+
+Each workload has one headline metric and a weight in
+``config/score_weights.yaml``; a workload missing there scores with its
+first rate metric (unit ending in ``/s``) and weight 1, so new workloads
+show up with no extra work.
+"""
+import dataclasses
+import json
+import math
+import os
+import statistics
+import time
+
+import yaml
+
+from hpctestlib_ml import REPO_ROOT
+
+WEIGHTS_FILE = REPO_ROOT / 'config' / 'score_weights.yaml'
+
+
+class ReportError(ValueError):
+    '''Bad input to the report, with the fix.'''
+
+
+@dataclasses.dataclass
+class Headline:
+    metric: str
+    higher_is_better: bool = True
+    weight: float = 1.0
+
+
+def load_weights(path=None):
+    '''Workload -> :class:`Headline` from the weights file.'''
+    path = path or WEIGHTS_FILE
+    try:
+        with open(path) as fp:
+            data = yaml.safe_load(fp) or {}
+    except OSError as err:
+        raise ReportError(f'cannot read the weights file {path}: '
+                          f'{err.strerror}; pass --weights FILE') from None
+    headlines = {}
+    for workload, entry in data.items():
+        if isinstance(entry, str):
+            entry = {'metric': entry}
+        if not isinstance(entry, dict) or 'metric' not in entry:
+            raise ReportError(f'{path}: {workload}: give "metric:" (and '
+                              f'optionally "better: higher|lower", "weight:")')
+        headlines[workload] = Headline(
+            entry['metric'], entry.get('better', 'higher') == 'higher',
+            float(entry.get('weight', 1.0)))
+    return headlines
+
+
+def headline(workload, runs, headlines):
+    '''The :class:`Headline` of *workload*, or a rate metric of its runs.'''
+    if workload in headlines:
+        return headlines[workload]
+    for run in runs:
+        for name, metric in run.metrics.items():
+            if metric.unit.endswith('/s'):
+                return Headline(name)
+    for run in runs:
+        if run.metrics:
+            return Headline(next(iter(run.metrics)))
+    return None
+
+
+def parse_since(text, now=None):
+    '''Unix time from ``7d``/``12h``/``30m`` ago or an ISO date.'''
+    from hpctestlib_ml.report.history import parse_time
+    now = time.time() if now is None else now
+    units = {'d': 86400, 'h': 3600, 'm': 60}
+    if text and text[-1] in units and text[:-1].replace('.', '').isdigit():
+        return now - float(text[:-1]) * units[text[-1]]
+    try:
+        return parse_time(text)
+    except ValueError:
+        raise ReportError(f'time {text!r}: use 7d, 12h, 30m or an ISO date '
+                          f'such as 2026-11-01') from None
+
+
+def select(runs, system=None, partition=None, workload=None, since=None,
+           until=None):
+    '''Runs matching the filters (``system`` may be ``sys:part``).'''
+    if system and ':' in system:
+        system, partition = system.split(':', 1)
+    return [r for r in runs
+            if (not system or r.system == system)
+            and (not partition or r.partition == partition)
+            and (not workload or r.workload == workload)
+            and (since is None or r.time >= since)
+            and (until is None or r.time <= until)]
+
+
+def group(runs, key):
+    groups = {}
+    for run in sorted(runs, key=lambda r: r.time):
+        groups.setdefault(key(run), []).append(run)
+    return groups
+
+
+@dataclasses.dataclass
+class Row:
+    workload: str
+    where: str
+    case: str
+    size: str
+    metric: str
+    unit: str
+    runs: int
+    failures: int
+    latest: float
+    median: float
+    minimum: float
+    maximum: float
+    change: float          # median of the last N / median of the N before - 1
+    ref: float
+    status: str            # the latest run's verdict (ReFrame's, references
+    #                        included)
+
+
+def table(runs, headlines, last=10):
+    '''One :class:`Row` per workload x system:partition x case.'''
+    rows = []
+    for (workload, where, name, size), case_runs in sorted(group(
+            runs, lambda r: (r.workload, r.where, r.display_name,
+                             r.params.get('resolved_size', ''))).items()):
+        chosen = headline(workload, case_runs, headlines)
+        if chosen is None:
+            continue
+        values = [r.metrics[chosen.metric].value for r in case_runs
+                  if r.result == 'pass' and chosen.metric in r.metrics]
+        failures = sum(r.result != 'pass' for r in case_runs)
+        recent, before = values[-last:], values[-2 * last:-last]
+        latest_metric = next((r.metrics[chosen.metric] for r in
+                              reversed(case_runs)
+                              if chosen.metric in r.metrics), None)
+        change = (statistics.median(recent) / statistics.median(before) - 1
+                  if recent and before and statistics.median(before) else None)
+        rows.append(Row(
+            workload, where, name, size, chosen.metric,
+            latest_metric.unit if latest_metric else '', len(case_runs),
+            failures, values[-1] if values else None,
+            statistics.median(recent) if recent else None,
+            min(values) if values else None, max(values) if values else None,
+            change, latest_metric.ref if latest_metric else 0.0,
+            case_runs[-1].result))
+    return rows
+
+
+# The score
+
+@dataclasses.dataclass
+class CaseStats:
+    metric: str
+    unit: str
+    higher_is_better: bool
+    runs: int
+    failures: int
+    perf: float          # median of the passed runs' values
+    rel_std: float       # their standard deviation / mean
+    perf_adj: float      # perf x (1 - rel_std) x (1 - failures/runs), as a
+    #                      "higher is better" figure
+
+
+def case_stats(runs, headlines):
+    '''Case key (``workload|display name|size``) -> :class:`CaseStats`.'''
+    stats = {}
+    for case, case_runs in group(runs, lambda r: r.case).items():
+        chosen = headline(case[0], case_runs, headlines)
+        if chosen is None:
+            continue
+        values = [r.metrics[chosen.metric].value for r in case_runs
+                  if r.result == 'pass' and chosen.metric in r.metrics]
+        values = [v for v in values if v > 0]
+        failures = sum(r.result != 'pass' for r in case_runs)
+        n = len(case_runs)
+        if not values:
+            stats['|'.join(case)] = CaseStats(chosen.metric, '',
+                                              chosen.higher_is_better, n,
+                                              failures, None, None, 0.0)
+            continue
+        perf = statistics.median(values)
+        mean = statistics.fmean(values)
+        rel_std = statistics.pstdev(values) / mean if len(values) > 1 else 0.0
+        oriented = perf if chosen.higher_is_better else 1 / perf
+        perf_adj = oriented * max(0.0, 1 - rel_std) * (1 - failures / n)
+        unit = next(r.metrics[chosen.metric].unit for r in case_runs
+                    if chosen.metric in r.metrics)
+        stats['|'.join(case)] = CaseStats(chosen.metric, unit,
+                                          chosen.higher_is_better, n,
+                                          failures, perf, rel_std, perf_adj)
+    return stats
+
+
+@dataclasses.dataclass
+class Score:
+    per_case: dict        # case key -> ratio
+    per_workload: dict    # workload -> geometric mean of its cases' ratios
+    overall: float        # weighted geometric mean of per_workload
+    missing: list         # baseline cases without a comparable run here
+
+
+def score(stats, baseline, headlines):
+    '''Ratios of *stats* to *baseline* (both from :func:`case_stats`);
+    ratio > 1: better than the baseline. A case that failed every run here
+    scores 0 and pulls its workload to 0: it is reported, not dropped.'''
+    per_case, missing = {}, []
+    for key, base in baseline.items():
+        here = stats.get(key)
+        if here is None or not base.perf_adj or here.metric != base.metric:
+            missing.append(key)
+            continue
+        per_case[key] = here.perf_adj / base.perf_adj
+    per_workload = {}
+    for key, ratio in per_case.items():
+        per_workload.setdefault(key.split('|')[0], []).append(ratio)
+    per_workload = {w: _geomean(r) for w, r in per_workload.items()}
+    weights = {w: headlines[w].weight if w in headlines else 1.0
+               for w in per_workload}
+    total = sum(weights.values())
+    if not per_workload or not total:
+        overall = None
+    elif any(v == 0 for v in per_workload.values()):
+        overall = 0.0
+    else:
+        overall = math.exp(sum(weights[w] * math.log(v)
+                               for w, v in per_workload.items()) / total)
+    return Score(per_case, per_workload, overall, sorted(missing))
+
+
+def _geomean(values):
+    if any(v == 0 for v in values):
+        return 0.0
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+# Baselines
+
+def baseline_path(name, var_dir):
+    '''A baseline file: *name* itself if it is a path to one, else
+    ``<var_dir>/baselines/<name>.json``.'''
+    if name.endswith('.json') or os.sep in name:
+        return name
+    return os.path.join(var_dir, 'baselines', f'{name}.json')
+
+
+def save_baseline(path, stats, description):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    data = {'format': 'hpcml-baseline-1', 'description': description,
+            'created': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+            'cases': {k: dataclasses.asdict(v) for k, v in stats.items()}}
+    partial = f'{path}.partial'
+    with open(partial, 'w') as fp:
+        json.dump(data, fp, indent=1, sort_keys=True)
+    os.replace(partial, path)       # an old baseline is never half-written
+
+
+def load_baseline(path):
+    try:
+        with open(path) as fp:
+            data = json.load(fp)
+    except OSError as err:
+        raise ReportError(f'no baseline at {path} ({err.strerror}): make one '
+                          f'with hpcml report --save-baseline NAME') from None
+    except ValueError as err:
+        raise ReportError(f'{path} is not a baseline file ({err})') from None
+    if data.get('format') != 'hpcml-baseline-1':
+        raise ReportError(f'{path} is not a baseline file of hpcml report')
+    return {k: CaseStats(**v) for k, v in data['cases'].items()}, data
+
+
+# Comparisons
+
+def compare(runs_a, runs_b, headlines):
+    '''(case key, stats A, stats B, ratio B/A) for cases in both.'''
+    a, b = case_stats(runs_a, headlines), case_stats(runs_b, headlines)
+    rows = []
+    for key in sorted(set(a) & set(b)):
+        if a[key].perf_adj and b[key].perf is not None:
+            rows.append((key, a[key], b[key], b[key].perf_adj / a[key].perf_adj))
+    return rows

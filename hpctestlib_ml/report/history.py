@@ -1,0 +1,244 @@
+"""A results history: one :class:`Run` per test case run, read from the
+suite's perflogs (by header field name, any header generation) or from
+ReFrame's results database.
+
+Perflogs: ``|``-separated with a header line. When the header changes
+(a new field, a new performance variable) ReFrame moves the old file to
+``<name>.log.h0``, ``.h1``, ...; every generation is read by its own header.
+Lines from ``reframe --dry-run`` (result ``pass``, every value ``None``) are
+not results: they are counted in :attr:`History.dry_run_lines` and left out.
+"""
+import csv
+import dataclasses
+import datetime
+import glob
+import json
+import os
+import re
+import sqlite3
+
+#: Test parameters that identify a case beside its display name.
+CASE_FIELDS = ('workload', 'resolved_size', 'scale', 'launch_mode',
+               'num_nodes', 'procs_per_node', 'gpus_per_node', 'batch_size',
+               'precision')
+
+_METRIC_COLUMN = re.compile(r'^(?P<name>.+)_(?P<part>value|unit|ref|'
+                            r'lower_thres|upper_thres)$')
+_EMPTY = ('', 'None', 'null', 'nan')
+
+
+@dataclasses.dataclass
+class Metric:
+    value: float
+    unit: str = ''
+    ref: float = 0.0
+    lower: float = None
+    upper: float = None
+
+
+@dataclasses.dataclass
+class Run:
+    time: float                         # Unix seconds, job completion
+    system: str
+    partition: str
+    display_name: str
+    result: str                         # pass | fail
+    params: dict                        # CASE_FIELDS and provenance
+    metrics: dict                       # name -> Metric
+    session: str = ''                   # results-DB session UUID
+
+    @property
+    def where(self):
+        return f'{self.system}:{self.partition}'
+
+    @property
+    def workload(self):
+        return self.params.get('workload') or self.display_name.split()[0]
+
+    @property
+    def case(self):
+        '''What a case is, independent of the system it ran on.'''
+        return (self.workload, self.display_name,
+                self.params.get('resolved_size', ''))
+
+    def param_int(self, name, default=1):
+        try:
+            return int(self.params.get(name))
+        except (TypeError, ValueError):
+            return default
+
+
+@dataclasses.dataclass
+class History:
+    runs: list = dataclasses.field(default_factory=list)
+    dry_run_lines: int = 0
+    unreadable_lines: int = 0
+    files: list = dataclasses.field(default_factory=list)
+
+    def extend(self, other):
+        self.runs += other.runs
+        self.dry_run_lines += other.dry_run_lines
+        self.unreadable_lines += other.unreadable_lines
+        self.files += other.files
+
+
+def _number(text):
+    if text is None or text.strip() in _EMPTY:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_time(text):
+    '''Unix seconds of an ISO 8601 time (ReFrame's ``%Y-%m-%dT%H:%M:%S%z``).'''
+    text = text.strip()
+    if re.fullmatch(r'\d+(\.\d*)?', text):
+        return float(text)
+    text = re.sub(r'([+-]\d\d)(\d\d)$', r'\1:\2', text)
+    moment = datetime.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp()
+
+
+def _plain(name):
+    '''Field name of a header column: ``workload=workload`` -> workload,
+    ``reframe version`` -> version.'''
+    name = name.split('=', 1)[-1].strip()
+    return {'reframe version': 'version', 'check_result': 'result'}.get(
+        name, name)
+
+
+def _plain_value(header_name, value):
+    # Old generations wrote 'key=value' into values where the header did.
+    if '=' in header_name and '=' in value:
+        return value.split('=', 1)[1]
+    return value
+
+
+def read_perflog(path):
+    '''A :class:`History` of one perflog file.'''
+    history = History(files=[str(path)])
+    with open(path, newline='', errors='replace') as fp:
+        reader = csv.reader(fp, delimiter='|')
+        header = next(reader, None)
+        if not header:
+            return history
+        names = [_plain(h) for h in header]
+        metric_columns = {}
+        for i, name in enumerate(names):
+            match = _METRIC_COLUMN.match(name)
+            if match:
+                metric_columns.setdefault(match['name'], {})[match['part']] = i
+        index = {name: i for i, name in enumerate(names)}
+        for row in reader:
+            if len(row) != len(header):
+                history.unreadable_lines += 1
+                continue
+            row = [_plain_value(h, v) for h, v in zip(header, row)]
+            run = _run_from_row(row, index, metric_columns)
+            if run is None:
+                history.unreadable_lines += 1
+            elif run == 'dry-run':
+                history.dry_run_lines += 1
+            else:
+                history.runs.append(run)
+    return history
+
+
+def _run_from_row(row, index, metric_columns):
+    def field(name, default=''):
+        i = index.get(name)
+        return row[i] if i is not None else default
+
+    try:
+        when = parse_time(field('job_completion_time'))
+    except ValueError:
+        return None
+    system, partition = field('system'), field('partition')
+    if not partition and ':' in field('system:partition'):
+        system, partition = field('system:partition').split(':', 1)
+    metrics = {}
+    for name, parts in metric_columns.items():
+        value = _number(row[parts['value']]) if 'value' in parts else None
+        if value is None:
+            continue
+        get = (lambda p: row[parts[p]] if p in parts else None)
+        metrics[name] = Metric(value, get('unit') or '',
+                               _number(get('ref')) or 0.0,
+                               _number(get('lower_thres')),
+                               _number(get('upper_thres')))
+    result = field('result', 'pass') or 'pass'
+    if not metrics and result == 'pass':
+        return 'dry-run'
+    params = {name: row[i] for name, i in index.items()
+              if name in CASE_FIELDS or name in PROVENANCE_FIELDS}
+    return Run(when, system, partition, field('display_name'), result,
+               params, metrics)
+
+
+#: Provenance fields kept with each run (hpctestlib_ml.siteconfig).
+PROVENANCE_FIELDS = ('suite_version', 'framework_versions', 'cuda_version',
+                     'gpu_driver', 'nccl_version', 'container_image',
+                     'env_switches', 'energy_counter', 'job_nodelist')
+
+
+def perflog_files(directory):
+    '''Every perflog under *directory*, all header generations.'''
+    pattern = os.path.join(directory, '**', '*.log*')
+    return sorted(p for p in glob.glob(pattern, recursive=True)
+                  if re.search(r'\.log(\.h\d+)?$', p))
+
+
+def read_perflogs(paths):
+    '''A :class:`History` of perflog files and directories of them.'''
+    history = History()
+    for path in paths:
+        files = perflog_files(path) if os.path.isdir(path) else [path]
+        for name in files:
+            history.extend(read_perflog(name))
+    return history
+
+
+def read_results_db(path):
+    '''A :class:`History` of ReFrame's results database (``storage``): one
+    run per stored test case, with its session's UUID.'''
+    history = History(files=[str(path)])
+    connection = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+    try:
+        blobs = connection.execute(
+            'SELECT uuid, json_blob FROM sessions ORDER BY session_start_unix')
+        for uuid, blob in blobs:
+            report = json.loads(blob)
+            for run in report.get('runs', []):
+                for case in run.get('testcases', []):
+                    parsed = _run_from_case(case, uuid)
+                    if parsed == 'dry-run':
+                        history.dry_run_lines += 1
+                    elif parsed:
+                        history.runs.append(parsed)
+    finally:
+        connection.close()
+    return history
+
+
+def _run_from_case(case, session):
+    metrics = {}
+    for key, values in (case.get('perfvalues') or {}).items():
+        value, ref, lower, upper, unit = values[:5]
+        if value is None:
+            continue
+        metrics[key.rsplit(':', 1)[-1]] = Metric(
+            float(value), unit or '', float(ref or 0), lower, upper)
+    result = case.get('result') or 'pass'
+    if result not in ('pass', 'fail'):
+        return None                     # skipped or aborted: not a run
+    if not metrics and result == 'pass':
+        return 'dry-run'
+    params = {name: '' if case.get(name) is None else str(case.get(name))
+              for name in CASE_FIELDS + PROVENANCE_FIELDS if name in case}
+    when = case.get('job_completion_time_unix') or 0.0
+    return Run(float(when), case.get('system', ''), case.get('partition', ''),
+               case.get('display_name', ''), result, params, metrics, session)

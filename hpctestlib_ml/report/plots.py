@@ -1,0 +1,173 @@
+"""The report's figures (matplotlib, PNG): the headline metric over time per
+system:partition with its reference band, scaling curves with ideal
+scaling and parallel efficiency, and a comparison of two result sets."""
+import os
+import statistics
+
+from hpctestlib_ml.report.analysis import group, headline
+
+#: Cases drawn per workload in the time-series figure (the most-run first).
+MAX_PANELS = 9
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _short(display_name):
+    '''``MMoCLIP %scale=1_proc %launch_mode=torchrun`` -> its parameters.'''
+    parts = display_name.split(' %')
+    return ' '.join(parts[1:]) or parts[0]
+
+
+def timeseries(runs, headlines, out_dir):
+    '''One PNG per workload: a panel per case, a line per
+    system:partition, failures as red crosses on the time axis, the
+    reference band where the results carry one. Returns the paths.'''
+    plt = _pyplot()
+    paths = []
+    for workload, work_runs in sorted(group(runs,
+                                            lambda r: r.workload).items()):
+        chosen = headline(workload, work_runs, headlines)
+        if chosen is None:
+            continue
+        cases = group(work_runs, lambda r: (r.display_name,
+                                            r.params.get('resolved_size')))
+        ranked = sorted(cases.items(), key=lambda kv: -len(kv[1]))
+        ranked = ranked[:MAX_PANELS]
+        cols = min(3, len(ranked))
+        rows = -(-len(ranked) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.2 * rows),
+                                 squeeze=False)
+        for ax, ((name, size), case_runs) in zip(axes.flat, ranked):
+            unit = ''
+            for where, runs_here in sorted(group(case_runs,
+                                                 lambda r: r.where).items()):
+                ok = [r for r in runs_here if r.result == 'pass'
+                      and chosen.metric in r.metrics]
+                times = [_date(r.time) for r in ok]
+                values = [r.metrics[chosen.metric].value for r in ok]
+                line, = ax.plot(times, values, marker='.', label=where)
+                failed = [_date(r.time) for r in runs_here
+                          if r.result != 'pass']
+                if failed:
+                    ax.plot(failed, [0] * len(failed), 'x', color='red',
+                            label=f'{where} failed')
+                if ok:
+                    latest = ok[-1].metrics[chosen.metric]
+                    unit = latest.unit
+                    if latest.ref:
+                        low = latest.ref * (1 + (latest.lower or 0))
+                        high = (latest.ref * (1 + latest.upper)
+                                if latest.upper is not None else
+                                max(values + [latest.ref]))
+                        ax.axhspan(low, high, alpha=0.15,
+                                   color=line.get_color())
+                        ax.axhline(latest.ref, ls='--', lw=0.8,
+                                   color=line.get_color())
+            ax.set_title(f'{_short(name)} [{size}]', fontsize=8)
+            ax.set_ylabel(f'{chosen.metric} ({unit})', fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.legend(fontsize=6)
+            fig.autofmt_xdate()
+        for ax in list(axes.flat)[len(ranked):]:
+            ax.axis('off')
+        fig.suptitle(f'{workload}: {chosen.metric} over time', fontsize=10)
+        fig.tight_layout()
+        path = os.path.join(out_dir, f'timeseries_{workload}.png')
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def _date(t):
+    import datetime
+    return datetime.datetime.fromtimestamp(t)
+
+
+def scaling_points(runs, metric):
+    '''{ranks: median value} of passed runs.'''
+    by_ranks = group([r for r in runs if r.result == 'pass'
+                      and metric in r.metrics],
+                     lambda r: r.param_int('num_nodes') *
+                     r.param_int('procs_per_node'))
+    return {n: statistics.median(r.metrics[metric].value for r in rs)
+            for n, rs in sorted(by_ranks.items())}
+
+
+def scaling(runs, headlines, out_dir):
+    '''One PNG per workload with rate metrics run at more than one scale:
+    median throughput vs ranks per system:partition, launch mode and size,
+    the ideal (linear from the smallest scale) dashed, each point's
+    parallel efficiency written beside it.'''
+    plt = _pyplot()
+    paths = []
+    for workload, work_runs in sorted(group(runs,
+                                            lambda r: r.workload).items()):
+        chosen = headline(workload, work_runs, headlines)
+        if chosen is None or not chosen.higher_is_better:
+            continue
+        series = {}
+        for key, rs in group(work_runs, lambda r: (
+                r.where, r.params.get('launch_mode', ''),
+                r.params.get('resolved_size', ''))).items():
+            points = scaling_points(rs, chosen.metric)
+            if len(points) > 1:
+                series[key] = points
+        if not series:
+            continue
+        fig, ax = plt.subplots(figsize=(6.5, 4.2))
+        for (where, mode, size), points in sorted(series.items()):
+            ranks = list(points)
+            values = [points[n] for n in ranks]
+            line, = ax.plot(ranks, values, marker='o',
+                            label=f'{where} {mode} [{size}]')
+            ideal = [values[0] * n / ranks[0] for n in ranks]
+            ax.plot(ranks, ideal, ls='--', lw=0.8, color=line.get_color())
+            for n, v, i in zip(ranks, values, ideal):
+                ax.annotate(f'{100 * v / i:.0f}%', (n, v), fontsize=7,
+                            textcoords='offset points', xytext=(4, -10))
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+        ax.set_xscale('log', base=2)
+        ax.set_yscale('log')
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(ScalarFormatter())
+            axis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel('ranks (nodes x ranks per node)')
+        unit = next((r.metrics[chosen.metric].unit for r in work_runs
+                     if chosen.metric in r.metrics), '')
+        ax.set_ylabel(f'{chosen.metric} ({unit})')
+        ax.set_title(f'{workload}: scaling (dashed: ideal; % = efficiency)',
+                     fontsize=10)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = os.path.join(out_dir, f'scaling_{workload}.png')
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def comparison(rows, label_a, label_b, path):
+    '''Horizontal bars: B's adjusted performance over A's, per case.'''
+    plt = _pyplot()
+    rows = rows[:60]
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(rows) + 1.2))
+    names = [f'{k.split("|")[0]}: {_short(k.split("|")[1])} '
+             f'[{k.split("|")[2]}]' for k, *_ in rows]
+    ratios = [ratio for *_, ratio in rows]
+    colours = ['tab:green' if r >= 1 else 'tab:red' for r in ratios]
+    ax.barh(range(len(rows)), ratios, color=colours)
+    ax.axvline(1.0, color='black', lw=0.8)
+    ax.set_yticks(range(len(rows)), names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f'{label_b} / {label_a} (adjusted performance; > 1: '
+                  f'{label_b} better)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

@@ -1,0 +1,111 @@
+"""The report as text (terminal) and as one self-contained HTML page (the
+figures embedded as data URIs)."""
+import base64
+import html
+import os
+import time
+
+TABLE_COLUMNS = ('workload', 'system:partition', 'case', 'size', 'metric',
+                 'runs', 'fails', 'latest', 'median', 'min', 'max',
+                 'change', 'ref', 'latest result')
+
+
+def _fmt(value, digits=4):
+    if value is None:
+        return '-'
+    if isinstance(value, float):
+        return f'{value:.{digits}g}'
+    return str(value)
+
+
+def _change(value):
+    return '-' if value is None else f'{100 * value:+.1f}%'
+
+
+def table_cells(rows):
+    return [(r.workload, r.where, _case(r.case), r.size,
+             f'{r.metric} ({r.unit})' if r.unit else r.metric, str(r.runs),
+             str(r.failures), _fmt(r.latest), _fmt(r.median),
+             _fmt(r.minimum), _fmt(r.maximum), _change(r.change),
+             _fmt(r.ref) if r.ref else '-', r.status) for r in rows]
+
+
+def _case(display_name):
+    return ' '.join(display_name.split(' %')[1:]) or display_name
+
+
+def text_table(header, cells):
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
+              for i, h in enumerate(header)]
+    line = lambda cs: '  '.join(c.ljust(w) for c, w in zip(cs, widths))
+    return '\n'.join([line(header), line(['-' * w for w in widths])] +
+                     [line(c) for c in cells])
+
+
+def score_lines(score, baseline_name, stats, baseline):
+    out = [f'Score against baseline {baseline_name!r} (ratio > 1: better; '
+           f'perf_adj = median x (1 - rel. std) x (1 - fails/runs)):']
+    cells = []
+    for key, ratio in sorted(score.per_case.items()):
+        workload, name, size = key.split('|')
+        here, base = stats[key], baseline[key]
+        cells.append((workload, _case(name), size, here.metric,
+                      _fmt(here.perf), _fmt(here.rel_std, 2),
+                      f'{here.failures}/{here.runs}', _fmt(base.perf),
+                      f'{ratio:.3f}'))
+    out.append(text_table(('workload', 'case', 'size', 'metric', 'median',
+                           'rel.std', 'fails', 'baseline', 'ratio'), cells))
+    out.append('')
+    for workload, value in sorted(score.per_workload.items()):
+        out.append(f'  {workload:<16} {value:.3f}')
+    overall = '-' if score.overall is None else f'{score.overall:.3f}'
+    out.append(f'  {"overall":<16} {overall}  (weighted geometric mean)')
+    if score.missing:
+        out.append(f'  not comparable here ({len(score.missing)}): ' +
+                   ', '.join(k.replace('|', ' ') for k in score.missing[:8]) +
+                   (' ...' if len(score.missing) > 8 else ''))
+    return out
+
+
+def comparison_lines(rows, label_a, label_b):
+    cells = [(k.split('|')[0], _case(k.split('|')[1]), k.split('|')[2],
+              a.metric, _fmt(a.perf), _fmt(b.perf), f'{ratio:.3f}')
+             for k, a, b, ratio in rows]
+    return [f'Comparison {label_b} / {label_a} (adjusted performance):',
+            text_table(('workload', 'case', 'size', 'metric', label_a,
+                        label_b, 'ratio'), cells)]
+
+
+def _html_table(header, cells):
+    head = ''.join(f'<th>{html.escape(h)}</th>' for h in header)
+    body = ''.join('<tr>' + ''.join(f'<td>{html.escape(c)}</td>' for c in row)
+                   + '</tr>' for row in cells)
+    return f'<table><tr>{head}</tr>{body}</table>'
+
+
+def html_page(title, summary, table_rows, text_sections, images):
+    '''The whole report in one file: tables, text sections, PNGs inlined.'''
+    parts = [f'<h1>{html.escape(title)}</h1>',
+             f'<p>{html.escape(summary)}</p>',
+             '<h2>Results</h2>',
+             _html_table(TABLE_COLUMNS, table_cells(table_rows))]
+    for heading, lines in text_sections:
+        parts.append(f'<h2>{html.escape(heading)}</h2><pre>'
+                     f'{html.escape(chr(10).join(lines))}</pre>')
+    if images:
+        parts.append('<h2>Figures</h2>')
+    for path in images:
+        with open(path, 'rb') as fp:
+            data = base64.b64encode(fp.read()).decode()
+        parts.append(f'<figure><img alt="{html.escape(os.path.basename(path))}"'
+                     f' src="data:image/png;base64,{data}"><figcaption>'
+                     f'{html.escape(os.path.basename(path))}</figcaption>'
+                     f'</figure>')
+    style = ('body{font-family:sans-serif;margin:2em}table{border-collapse:'
+             'collapse;font-size:12px}td,th{border:1px solid #ccc;padding:'
+             '2px 6px;text-align:left}img{max-width:100%}pre{font-size:12px}')
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>'
+            f'{html.escape(title)}</title><style>{style}</style></head><body>'
+            + ''.join(parts) +
+            f'<p><small>hpcml report, {time.strftime("%Y-%m-%d %H:%M %Z")}'
+            f'</small></p></body></html>')

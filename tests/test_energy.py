@@ -1,0 +1,144 @@
+"""Energy of the timed region: the sampler's RAPL reading (wrap-around,
+sub-domains), the window integral, the reasons when there is none, and the
+whole path through reframe with a powercap tree whose counters advance at
+a known power."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import BIN, REPO
+from hpctestlib_ml import energy
+from perflog import read_perflog
+
+sys.path.insert(0, str(REPO / 'src'))
+import energy_sampler  # noqa: E402
+
+
+def powercap(root, packages=2, start=0, max_range=10**9):
+    for n in range(packages):
+        d = root / f'intel-rapl:{n}'
+        (d / f'intel-rapl:{n}:0').mkdir(parents=True)
+        (d / 'energy_uj').write_text(str(start))
+        (d / 'max_energy_range_uj').write_text(str(max_range))
+        (d / f'intel-rapl:{n}:0' / 'energy_uj').write_text('123')
+    return [root / f'intel-rapl:{n}' / 'energy_uj' for n in range(packages)]
+
+
+def test_rapl_counts_packages_only_and_survives_wrap_around(tmp_path):
+    counters = powercap(tmp_path, start=10**9 - 500_000)
+    rapl = energy_sampler.Rapl(tmp_path)
+    assert rapl.label == 'rapl(2 packages)'
+    for c in counters:                       # +1.5 J each, through the wrap
+        c.write_text(str(1_000_000))
+    assert rapl.joules() == pytest.approx(3.0)
+
+
+def test_unreadable_or_absent_counters_give_the_reason(tmp_path):
+    with pytest.raises(LookupError, match='no RAPL domains'):
+        energy_sampler.Rapl(tmp_path)
+
+
+def test_window_energy_interpolates_between_samples():
+    times, joules = [0.0, 1.0, 2.0, 3.0], [0.0, 10.0, 30.0, 60.0]
+    assert energy.window_energy(times, joules, 0.5, 2.5) == pytest.approx(
+        45.0 - 5.0)
+    with pytest.raises(energy.NoEnergy, match='do not cover'):
+        energy.window_energy(times, joules, 0.5, 3.5)
+
+
+def test_run_energy_sums_nodes_and_names_what_is_missing(tmp_path):
+    for node, watts in (('n1', 100.0), ('n2', 50.0)):
+        lines = ['# rapl(1 packages)', 'time,rapl'] + [
+            f'{t},{watts * t}' for t in range(10)]
+        (tmp_path / f'hpcml_energy.{node}.csv').write_text(
+            '\n'.join(lines) + '\n')
+    joules, seconds, label = energy.run_energy(tmp_path, (2.0, 6.0), 2)
+    assert (joules, seconds, label) == (600.0, 4.0, 'rapl(1 packages)')
+    with pytest.raises(energy.NoEnergy, match='2 of 3 nodes'):
+        energy.run_energy(tmp_path, (2.0, 6.0), 3)
+    with pytest.raises(energy.NoEnergy, match='no timestamps'):
+        energy.run_energy(tmp_path, None, 2)
+    (tmp_path / 'hpcml_energy.n1.csv').write_text('# none: no counters\n')
+    with pytest.raises(energy.NoEnergy, match='no counters'):
+        energy.run_energy(tmp_path, (2.0, 6.0), 2)
+
+
+def test_sampler_stops_when_its_parent_ends(tmp_path):
+    root = tmp_path / 'powercap'
+    powercap(root, packages=1)
+    out = tmp_path / 'samples.csv'
+    # The sampler's parent is a shell that exits after 1.2 s.
+    subprocess.run(['sh', '-c', f'{sys.executable} '
+                    f'{REPO / "src/energy_sampler.py"} {out} & sleep 1.2'],
+                   env={**os.environ, 'HPCML_POWERCAP_ROOT': str(root)},
+                   timeout=30)
+    time.sleep(1.5)
+    label, times, _ = energy.read_samples(out)
+    assert label == 'rapl(1 packages)' and 2 <= len(times) <= 6
+    size = out.stat().st_size
+    time.sleep(1.0)
+    assert out.stat().st_size == size        # it has stopped
+
+
+@pytest.mark.integration
+def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
+    '''A CosmoFlow case on a node whose one RAPL package draws 40 W: the
+    perflog gets energy_J = 40 W x the timed region and avg_power_W = 40.'''
+    root = tmp_path / 'powercap'
+    counter, = powercap(root, packages=1)
+    stop = threading.Event()
+
+    def draw(watts=40.0):
+        start = time.time()
+        while not stop.is_set():
+            counter.write_text(str(int(watts * (time.time() - start) * 1e6)))
+            time.sleep(0.05)
+    thread = threading.Thread(target=draw)
+    thread.start()
+    var = tmp_path / 'var'
+    env = {**os.environ, 'HPCML_VAR_DIR': str(var),
+           'HPCML_CACHE_DIR': str(cache_dir),
+           'HPCML_POWERCAP_ROOT': str(root)}
+    try:
+        proc = subprocess.run(
+            [BIN / 'reframe', '-C', REPO / 'config/local.py', '-c',
+             REPO / 'checks/cosmoflow.py', '-n',
+             '^CosmoFlow%scale=1_proc%launch_mode=per_task', '-r'],
+            env=env, capture_output=True, text=True, timeout=600,
+            stdin=subprocess.DEVNULL)
+    finally:
+        stop.set()
+        thread.join()
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    row, = read_perflog(var / 'perflogs/local/cpu/CosmoFlow.log')
+    assert row['energy_counter'] == 'rapl(1 packages)'
+    assert float(row['avg_power_W_value']) == pytest.approx(40.0, rel=0.05)
+    window = float(row['energy_J_value']) / float(row['avg_power_W_value'])
+    assert window == pytest.approx(float(row['run_time_secs_value']),
+                                   rel=0.05)
+    assert float(row['energy_per_sample_J_value']) == pytest.approx(
+        40.0 / float(row['samples_per_second_value']), rel=0.05)
+
+
+def test_jpwr_power_readings_are_integrated(monkeypatch):
+    import types
+
+    class power:                         # jpwr's back-end interface
+        def init(self, values):
+            values['gh:Module 0 Power Socket Power'] = []
+
+        def measure(self, values):
+            values['gh:Module 0 Power Socket Power'].append(250.0)
+
+    monkeypatch.setitem(sys.modules, 'fake_jpwr_gh',
+                        types.SimpleNamespace(power=power))
+    source = energy_sampler.Jpwr('fake_jpwr_gh')
+    assert source.label == 'jpwr(fake_jpwr_gh: 1 sensors)'
+    start = time.time()
+    time.sleep(0.2)
+    joules = source.joules()
+    assert joules == pytest.approx(250.0 * (time.time() - start), rel=0.1)

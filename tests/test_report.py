@@ -1,0 +1,167 @@
+"""hpcml report on a generated history (two systems, header generations,
+failures, dry-run lines) and on real perflogs and results DB of the suite."""
+import json
+import os
+import sqlite3
+import subprocess
+
+import pytest
+
+from conftest import BIN
+from perflog_history import NODES, SPEEDUP, WORKLOADS, generate
+from hpctestlib_ml.report import analysis, history
+
+HPCML = BIN / 'hpcml'
+
+
+@pytest.fixture(scope='module')
+def generated(tmp_path_factory):
+    root = tmp_path_factory.mktemp('history')
+    lines = generate(root / 'perflogs', days=60,
+                     slowdown=('BERTLarge', 4, 0.8))
+    return root, lines
+
+
+def report(*args, var=None):
+    env = {**os.environ}
+    if var:
+        env['HPCML_VAR_DIR'] = str(var)
+    return subprocess.run([HPCML, 'report', *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_reads_every_generation_and_ignores_dry_runs(generated):
+    root, lines = generated
+    data = history.read_perflogs([root / 'perflogs'])
+    assert len(data.runs) + data.dry_run_lines == lines
+    assert data.dry_run_lines == 2 * len(WORKLOADS) * 5
+    assert data.unreadable_lines == 0
+    # Both header generations: provenance only in the newer one.
+    old = [r for r in data.runs if 'suite_version' not in r.params]
+    new = [r for r in data.runs if r.params.get('suite_version')]
+    assert old and new and len(old) + len(new) == len(data.runs)
+    assert {r.where for r in data.runs} == {'booster:gpu', 'newcluster:gpu'}
+
+
+def test_table_counts_failures_and_sees_a_slowdown(generated):
+    root, _ = generated
+    runs = history.read_perflogs([root / 'perflogs']).runs
+    rows = analysis.table(analysis.select(runs, system='booster:gpu'),
+                          analysis.load_weights(), last=10)
+    assert len(rows) == len(WORKLOADS) * len(NODES)
+    assert sum(r.runs for r in rows) == 60 * len(rows)
+    assert 0 < sum(r.failures for r in rows) < 0.12 * 60 * len(rows)
+    bert4, = [r for r in rows if r.workload == 'bert' and 'scale=4_nodes'
+              in r.case]
+    assert bert4.change == pytest.approx(-0.2, abs=0.03)
+    others = [r.change for r in rows if r is not bert4]
+    assert max(abs(c) for c in others) < 0.05
+
+
+def test_score_of_the_faster_system_against_the_baseline(generated, tmp_path):
+    root, _ = generated
+    logs = root / 'perflogs'
+    saved = report('--perflogs', logs, '--system', 'booster:gpu',
+                   '--until', '2026-10-01', '--save-baseline', 'booster',
+                   var=tmp_path)
+    assert saved.returncode in (0, 1), saved.stderr
+    baseline = json.loads((tmp_path / 'baselines/booster.json').read_text())
+    assert len(baseline['cases']) == len(WORKLOADS) * len(NODES)
+
+    proc = report('--perflogs', logs, '--system', 'newcluster:gpu',
+                  '--baseline', 'booster', var=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    overall = float(proc.stdout.split('overall')[1].split()[0])
+    # perf_adj carries each side's noise and failures: within a few percent.
+    assert overall == pytest.approx(SPEEDUP, rel=0.08)
+    for workload in ('clip', 'bert', 'resnet50'):
+        assert f'  {workload:<16} ' in proc.stdout
+
+
+def test_score_formula():
+    def runs(values, fails=0):
+        out = [history.Run(i, 's', 'p', 'W %scale=1_node', 'pass',
+                           {'workload': 'w', 'resolved_size': 'tiny'},
+                           {'rate': history.Metric(v, 'x/s')})
+               for i, v in enumerate(values)]
+        out += [history.Run(99 + i, 's', 'p', 'W %scale=1_node', 'fail',
+                            {'workload': 'w', 'resolved_size': 'tiny'}, {})
+                for i in range(fails)]
+        return out
+    headlines = {'w': analysis.Headline('rate', True, 2.0)}
+    base = analysis.case_stats(runs([10.0, 10.0]), headlines)
+    here = analysis.case_stats(runs([18.0, 22.0], fails=1), headlines)
+    stats, = here.values()
+    assert stats.rel_std == pytest.approx(0.1)
+    assert stats.perf_adj == pytest.approx(20 * 0.9 * (1 - 1 / 3))
+    result = analysis.score(here, base, headlines)
+    assert result.overall == pytest.approx(1.2)
+    lower = {'w': analysis.Headline('rate', False)}
+    assert analysis.score(analysis.case_stats(runs([5.0]), lower),
+                          analysis.case_stats(runs([10.0]), lower),
+                          lower).overall == pytest.approx(2.0)
+
+
+def test_plots_and_html(generated, tmp_path):
+    root, _ = generated
+    out = tmp_path / 'report'
+    proc = report('--perflogs', root / 'perflogs', '--compare',
+                  'booster:gpu', 'newcluster:gpu', '--out', out)
+    assert proc.returncode in (0, 1), proc.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted(['report.html', 'comparison.png'] +
+                           [f'{k}_{w}.png' for k in ('timeseries', 'scaling')
+                            for w in ('bert', 'clip', 'resnet50')])
+    page = (out / 'report.html').read_text()
+    assert page.count('data:image/png;base64,') == 7
+    assert 'newcluster:gpu / booster:gpu' in proc.stdout
+    ratios = [float(l.split()[-1]) for l in proc.stdout.splitlines()
+              if l.startswith(('clip ', 'bert ', 'resnet50 ')) and
+              l.split()[-1].replace('.', '').isdigit() and '.' in l.split()[-1]]
+    assert ratios and all(1.05 < r < 1.4 for r in ratios)
+
+
+def test_bad_input_names_the_fix(tmp_path):
+    proc = report('--perflogs', tmp_path / 'nothing')
+    assert proc.returncode == 2
+    assert 'no perflogs at' in proc.stderr and '--perflogs' in proc.stderr
+    proc = report('--perflogs', tmp_path, '--baseline', 'nope', var=tmp_path)
+    assert proc.returncode == 2
+    proc = report('--since', 'yesterday-ish', '--perflogs', tmp_path)
+    assert 'use 7d, 12h, 30m or an ISO date' in proc.stderr
+
+
+def test_saving_a_baseline_keeps_the_old_one_if_writing_fails(tmp_path):
+    path = tmp_path / 'b.json'
+    analysis.save_baseline(path, {}, 'first')
+    with pytest.raises(TypeError):
+        analysis.save_baseline(path, {'x': object()}, 'second')
+    assert json.loads(path.read_text())['description'] == 'first'
+
+
+def test_results_db_sessions(tmp_path):
+    db = tmp_path / 'results.db'
+    con = sqlite3.connect(db)
+    con.execute('CREATE TABLE sessions(uuid TEXT PRIMARY KEY, '
+                'session_start_unix REAL, session_end_unix REAL, '
+                'json_blob TEXT, report_file TEXT)')
+    for n, (uuid, rate) in enumerate((('aaaa', 10.0), ('bbbb', 12.0))):
+        case = {'display_name': 'BERTLarge %scale=1_node', 'system': 'x',
+                'partition': 'gpu', 'result': 'pass', 'workload': 'bert',
+                'resolved_size': 'tiny', 'num_nodes': 1,
+                'job_completion_time_unix': 1.79e9 + n,
+                'perfvalues': {'x:gpu:samples_per_second':
+                               [rate, 0, None, None, 'samples/s', 'pass']}}
+        dry = dict(case, perfvalues={'x:gpu:samples_per_second':
+                                     [None, 0, None, None, 'samples/s',
+                                      'pass']})
+        con.execute('INSERT INTO sessions VALUES (?, ?, ?, ?, ?)',
+                    (uuid, n, n, json.dumps({'runs': [{'testcases':
+                                                       [case, dry]}]}), ''))
+    con.commit()
+    con.close()
+    data = history.read_results_db(db)
+    assert len(data.runs) == 2 and data.dry_run_lines == 2
+    proc = report('--db', db, '--compare', 'session:aaaa', 'session:bbbb')
+    assert proc.returncode == 0, proc.stderr
+    assert '1.200' in proc.stdout
