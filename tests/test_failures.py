@@ -81,3 +81,13 @@ def test_exception_line_skips_relayed_exceptions():
             'torch.distributed.elastic.multiprocessing.errors.'
             'ChildFailedError: \n')
     assert failures.exception_line(text) == 'ValueError: bad shape'
+
+
+def test_a_programs_own_error_behind_torchruns_report():
+    # clip_train exits with its message; torchrun then raises
+    # ChildFailedError and prints its root-cause block of '=' lines.
+    text = read_data('open_clip', 'missing_pandas_torchrun.err')
+    assert failures.failure_reason(text, exitcode=1) == (
+        "clip_train: cannot import OpenCLIP (No module named 'pandas'); "
+        "install it with `pip install 'open_clip_torch[training]'` or run in "
+        "the suite's PyTorch container")

@@ -133,11 +133,22 @@ def exception_line(text):
     return lines[-1] if lines else None
 
 
+#: A program's own fatal message: argparse's ``prog: error: ...`` and the
+#: suite's programs' ``prog: error: ...`` / ``prog: cannot ...``.
+_PROGRAM_ERROR = re.compile(r'^[\w.-]+: (?:error: |cannot ).+$', re.M)
+
+
+def program_error(text):
+    '''The last fatal message a program printed itself, if any.'''
+    lines = _PROGRAM_ERROR.findall(text)
+    return lines[-1] if lines else None
+
+
 def failure_line(text, state=None, limit=300):
     '''The most likely root cause of a failed run, in one line.'''
     end = job_end(text, state)
     line = (end.message if end else None) or killed_rank(text) or \
-        exception_line(text)
+        exception_line(text) or program_error(text)
     if line is None:
         lines = [ln for ln in text.splitlines() if ln.strip()]
         line = lines[-1] if lines else '(no output)'
