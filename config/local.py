@@ -15,8 +15,8 @@ import sys
 
 from hpctestlib_ml import cpu_peak
 from hpctestlib_ml.siteconfig import (CACHE_DIR, container_environment,
-                                      make_site_configuration, system_dirs,
-                                      with_apptainer)
+                                      local_general, make_site_configuration,
+                                      system_dirs, with_apptainer)
 
 #: nvidia-smi product names -> keys of hpctestlib_ml.constants.DEVICE_PEAK_FLOPS
 _GPU_MODELS = (('GH200', 'GH200'), ('H200', 'H200'), ('H100 PCIe', 'H100-PCIe'),
@@ -100,4 +100,5 @@ site_configuration = make_site_configuration(
         'env_vars': [['PATH', f'{_python_bin}:$PATH']],
         'target_systems': ['local'],
     }, container_environment('local')],
+    general=local_general(),
 )

@@ -160,8 +160,23 @@ def modes():
     ]
 
 
-def make_site_configuration(systems, environments):
-    '''A complete ReFrame configuration around *systems* and *environments*.'''
+#: ReFrame's job polling on the local machine: at least LOCAL_POLL_RATE_MIN
+#: polls per second (ReFrame's default decays to 0.1 Hz, which adds up to
+#: 10 s to every case that runs longer than a few seconds: most of the
+#: smoke suite's fixed cost per case, bench/harness_bench.py). Polling a
+#: local process is a waitpid; batch schedulers keep ReFrame's default.
+LOCAL_POLL_RATE_MIN = 4.0
+
+
+def local_general():
+    '''``general`` settings of configs whose jobs are local processes.'''
+    return {'poll_rate_min': LOCAL_POLL_RATE_MIN,
+            'poll_rate_max': max(10.0, LOCAL_POLL_RATE_MIN)}
+
+
+def make_site_configuration(systems, environments, general=None):
+    '''A complete ReFrame configuration around *systems* and
+    *environments*; *general* adds to the shared ``general`` settings.'''
     os.makedirs(VAR_DIR, exist_ok=True)
     return {
         'systems': systems,
@@ -176,6 +191,7 @@ def make_site_configuration(systems, environments):
             # --performance-report: each figure next to the same test's
             # last one of the past week in the results DB.
             'perf_report_spec': 'now-7d:now/last:/+result',
+            **(general or {}),
         }],
         'storage': [{
             'enable': True,

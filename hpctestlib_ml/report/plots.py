@@ -165,9 +165,8 @@ def comparison(rows, label_a, label_b, path):
     ax.axvline(1.0, color='black', lw=0.8)
     ax.set_yticks(range(len(rows)), names, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel(f'{label_b} / {label_a} (adjusted performance; > 1: '
-                  f'{label_b} better)')
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    ax.set_xlabel(f'{label_b} / {label_a}, adjusted performance '
+                  f'(> 1: {label_b} better)', fontsize=8)
+    fig.savefig(path, dpi=90, bbox_inches='tight')
     plt.close(fig)
     return path
