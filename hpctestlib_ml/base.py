@@ -399,11 +399,16 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
 
     @run_before('performance')
     def add_provenance_and_energy(self):
-        '''Read the job's provenance file; add ``energy_J``,
+        '''Read the job's provenance file; add ``max_rss_MiB`` (the
+        largest training process the node samplers saw) and ``energy_J``,
         ``avg_power_W`` and ``energy_per_sample_J`` of the timed region
         where the nodes had energy counters, else say why not.'''
         for name, value in provenance.job_provenance(self.stagedir).items():
             setattr(self, name, value)
+        rss = energy.peak_rss_mib(self.stagedir)
+        if rss is not None:
+            self.perf_variables['max_rss_MiB'] = \
+                sn.make_performance_function(lambda: rss, 'MiB')
         try:
             joules, seconds, label = energy.run_energy(
                 self.stagedir, self.metrics().get('timed_window'),

@@ -16,7 +16,7 @@ from hpctestlib_ml.mlperf import MLLogTraining
 
 #: (layers, hidden, heads, intermediate, vocab, sequence, max predictions)
 MODELS = {
-    'tiny': (2, 128, 2, 512, 8192, 128, 20),
+    'tiny': (2, 256, 4, 1024, 8192, 128, 20),
     'bert-large': (24, 1024, 16, 4096, 30522, 512, 76),
 }
 
@@ -31,7 +31,7 @@ class BertPretraining(MLLogTraining):
     workload = 'bert'
     program = 'bert_pretrain'
     sizes = {
-        'tiny': {'model': 'tiny', 'batch_size': 8, 'steps': 10,
+        'tiny': {'model': 'tiny', 'batch_size': 32, 'steps': 10,
                  'time_limit': '15m'},
         'benchmark': {'model': 'bert-large', 'batch_size': 24, 'steps': 100,
                       'precision': 'bf16', 'time_limit': '1h'},

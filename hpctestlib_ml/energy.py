@@ -80,3 +80,18 @@ def run_energy(directory, window, nodes):
     if len(paths) != nodes:
         raise NoEnergy(f'{len(paths)} of {nodes} nodes wrote energy samples')
     return total, window[1] - window[0], '+'.join(sorted(labels))
+
+
+RSS_GLOB = 'hpcml_rss.*.txt'
+
+
+def peak_rss_mib(directory):
+    '''The largest peak resident set of a training process (MiB) the node
+    samplers saw (``hpcml_rss.<node>.txt``), or None.'''
+    peaks = []
+    for path in glob.glob(os.path.join(directory, RSS_GLOB)):
+        with open(path) as fp:
+            fields = fp.read().split()
+        if len(fields) == 2 and fields[1].isdigit():
+            peaks.append(int(fields[1]) / 1024)
+    return max(peaks) if peaks else None

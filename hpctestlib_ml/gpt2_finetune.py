@@ -17,7 +17,7 @@ from hpctestlib_ml.parsers import hf_trainer as parser
 
 #: (layers, width, block size, vocabulary) of the models the sizes train.
 MODEL_SHAPES = {
-    'tiny': (2, 128, 128, 2000),
+    'tiny': (2, 256, 128, 2000),
     'gpt2': (12, 768, 1024, 50257),
 }
 
@@ -32,7 +32,7 @@ class Gpt2FineTuning(MLTrainingTest):
     program = 'gpt2_finetune'
     throughput_metric = 'samples_per_second'
     sizes = {
-        'tiny': {'model': 'tiny', 'batch_size': 8, 'steps': 40,
+        'tiny': {'model': 'tiny', 'batch_size': 16, 'steps': 40,
                  'time_limit': '15m'},
         'benchmark': {'model': 'gpt2', 'batch_size': 8, 'time_limit': '2h'},
     }

@@ -30,7 +30,7 @@ GPT2_VOCAB = 50257
 #: Model sizes: shape, parallelism (TP, PP) and micro batch per GPU. The
 #: CARAML sizes are its benchmark's; ``tiny`` is the suite's CPU stand-in.
 MODELS = {
-    'tiny': {'num_layers': 2, 'hidden_size': 128, 'num_attention_heads': 4,
+    'tiny': {'num_layers': 2, 'hidden_size': 256, 'num_attention_heads': 4,
              'seq_length': 128, 'tp': 1, 'pp': 1, 'micro_batch': 4},
     '800M': {'num_layers': 16, 'hidden_size': 2048, 'num_attention_heads': 8,
              'seq_length': 2048, 'tp': 1, 'pp': 1, 'micro_batch': 4},

@@ -165,7 +165,8 @@ def modes():
 #: 10 s to every case that runs longer than a few seconds: most of the
 #: smoke suite's fixed cost per case, bench/harness_bench.py). Polling a
 #: local process is a waitpid; batch schedulers keep ReFrame's default.
-LOCAL_POLL_RATE_MIN = 4.0
+#: ``HPCML_POLL_RATE_MIN`` (Hz) changes it.
+LOCAL_POLL_RATE_MIN = float(os.environ.get('HPCML_POLL_RATE_MIN') or 4.0)
 
 
 def local_general():

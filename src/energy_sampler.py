@@ -1,5 +1,6 @@
-"""python energy_sampler.py OUTFILE: sample this node's energy counters
-until the process that started it ends.
+"""python energy_sampler.py OUTFILE [RSSFILE]: sample this node's energy
+counters, and the training processes' peak memory, until the process that
+started it ends.
 
 src/task_env.sh starts one per node (the node's first task) just before it
 execs the training program, so the program becomes this sampler's parent;
@@ -21,7 +22,11 @@ Sources, all that are readable:
            nothing is counted twice) and ``jpwr.gpu.rocm`` (AMD GPUs, when
            NVML has none); they give watts, integrated here (trapezoids).
 
-Without any, OUTFILE gets one line, ``# none: <reason>``, and it exits.
+Without any, OUTFILE gets one line, ``# none: <reason>``.
+
+RSSFILE (optional) gets ``max_rss_kib N``: the largest peak resident set
+(``VmHWM``) of the program and its descendants (torchrun's workers) seen so
+far, rewritten at every sample.
 """
 import os
 import pathlib
@@ -29,7 +34,7 @@ import re
 import sys
 import time
 
-INTERVAL = 0.5
+INTERVAL = 1.0
 
 
 class Rapl:
@@ -162,24 +167,60 @@ def open_sources():
     return [s for s in (gpus, cpus) if s], reasons
 
 
-def main(outfile):
+def descendants(pid):
+    '''*pid* and every process below it (via /proc/PID/task/*/children).'''
+    found, todo = [], [pid]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        for children in pathlib.Path(f'/proc/{pid}/task').glob('*/children'):
+            try:
+                todo += [int(c) for c in children.read_text().split()]
+            except OSError:
+                pass
+    return found
+
+
+def peak_rss_kib(pid):
+    '''The largest VmHWM among *pid* and its descendants, in KiB.'''
+    peak = 0
+    for p in descendants(pid):
+        try:
+            status = pathlib.Path(f'/proc/{p}/status').read_text()
+        except OSError:
+            continue
+        match = re.search(r'^VmHWM:\s+(\d+) kB', status, re.M)
+        if match:
+            peak = max(peak, int(match.group(1)))
+    return peak
+
+
+def main(outfile, rssfile=None):
     sources, reasons = open_sources()
+    parent = os.getppid()
+    peak = 0
     with open(outfile, 'w') as out:
-        if not sources:
+        if sources:
+            out.write('# ' + '+'.join(s.label for s in sources) + '\n')
+            out.write(','.join(['time'] + [s.name for s in sources]) + '\n')
+        else:
             out.write(f'# none: {"; ".join(reasons)}\n')
-            return 0
-        out.write('# ' + '+'.join(s.label for s in sources) + '\n')
-        out.write(','.join(['time'] + [s.name for s in sources]) + '\n')
-        parent = os.getppid()
+        out.flush()
         while True:
-            values = [s.joules() for s in sources]
-            out.write(f'{time.time():.3f},' +
-                      ','.join(f'{v:.3f}' for v in values) + '\n')
-            out.flush()
+            if sources:
+                values = [s.joules() for s in sources]
+                out.write(f'{time.time():.3f},' +
+                          ','.join(f'{v:.3f}' for v in values) + '\n')
+                out.flush()
+            if rssfile:
+                now = peak_rss_kib(parent)
+                if now > peak:
+                    peak = now
+                    pathlib.Path(rssfile).write_text(f'max_rss_kib {peak}\n')
             if os.getppid() != parent:            # the program has ended
                 return 0
             time.sleep(INTERVAL)
 
 
 if __name__ == '__main__':
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:3]))

@@ -8,8 +8,9 @@
 # One line per task says where it landed ("hpcml launch: node=n2 task=1
 #   ..."): where each rank ran, for the log and the tests.
 # Provenance (src/provenance.py -> hpcml_provenance.json) from the job's
-#   first task, and one energy sampler per node (src/energy_sampler.py ->
-#   hpcml_energy.<node>.csv) from each node's first task, both with the
+#   first task, and one energy and memory sampler per node
+#   (src/energy_sampler.py -> hpcml_energy.<node>.csv, hpcml_rss.<node>.txt)
+#   from each node's first task, both with the
 #   program's interpreter ($1), on the node, inside the container if any.
 #   The sampler's parent becomes the program (exec below): it stops with it.
 # MODE per_task: RANK, LOCAL_RANK and WORLD_SIZE (torch.distributed's env://)
@@ -35,6 +36,7 @@ if [ "${SLURM_PROCID:-${RANK:-0}}" = 0 ]; then
     "$1" "$here/provenance.py" > hpcml_provenance.json 2>/dev/null || true
 fi
 if [ "$mode" = torchrun ] || [ "${LOCAL_RANK:-0}" = 0 ]; then
-    "$1" "$here/energy_sampler.py" "hpcml_energy.$node.csv" 2>/dev/null &
+    "$1" "$here/energy_sampler.py" "hpcml_energy.$node.csv" \
+        "hpcml_rss.$node.txt" 2>/dev/null &
 fi
 exec "$@"

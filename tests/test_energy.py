@@ -142,3 +142,15 @@ def test_jpwr_power_readings_are_integrated(monkeypatch):
     time.sleep(0.2)
     joules = source.joules()
     assert joules == pytest.approx(250.0 * (time.time() - start), rel=0.1)
+
+
+def test_sampler_records_the_peak_memory_of_the_program_tree(tmp_path):
+    out, rss = tmp_path / 'e.csv', tmp_path / 'hpcml_rss.n1.txt'
+    # The parent shell starts a child that holds ~200 MiB for a moment.
+    script = (f'{sys.executable} {REPO / "src/energy_sampler.py"} {out} {rss}'
+              f' & {sys.executable} -c "b = bytearray(200 << 20); '
+              f'import time; time.sleep(1.5)"')
+    subprocess.run(['sh', '-c', script], timeout=60,
+                   env={**os.environ, 'HPCML_POWERCAP_ROOT': str(tmp_path)})
+    time.sleep(1.0)
+    assert 200 < energy.peak_rss_mib(tmp_path) < 400

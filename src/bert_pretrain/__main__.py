@@ -18,8 +18,8 @@ from mlperf_train import run_main
 #: BertConfig fields of the sizes; bert-large is MLPerf's (24 x 1024, 16
 #: heads), tiny the suite's CPU stand-in.
 MODELS = {
-    'tiny': dict(vocab_size=8192, hidden_size=128, num_hidden_layers=2,
-                 num_attention_heads=2, intermediate_size=512),
+    'tiny': dict(vocab_size=8192, hidden_size=256, num_hidden_layers=2,
+                 num_attention_heads=4, intermediate_size=1024),
     'bert-large': dict(vocab_size=30522, hidden_size=1024,
                        num_hidden_layers=24, num_attention_heads=16,
                        intermediate_size=4096),

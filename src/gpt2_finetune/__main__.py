@@ -70,7 +70,7 @@ def tiny_model_and_data(args, workdir):
     tokenizer = GPT2TokenizerFast.from_pretrained(str(tok_dir))
     tokenizer.pad_token = tokenizer.eos_token = '<|endoftext|>'
     config = GPT2Config(vocab_size=len(tokenizer), n_positions=128,
-                        n_embd=128, n_layer=2, n_head=4,
+                        n_embd=256, n_layer=2, n_head=4,
                         bos_token_id=tokenizer.eos_token_id,
                         eos_token_id=tokenizer.eos_token_id)
     model = GPT2LMHeadModel(config)
