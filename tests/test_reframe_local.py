@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, REPO
+from conftest import BIN
 from perflog import read_perflog
 
 pytestmark = pytest.mark.integration
