@@ -131,12 +131,14 @@ def scaling(runs, headlines, out_dir):
             for n, v, i in zip(ranks, values, ideal):
                 ax.annotate(f'{100 * v / i:.0f}%', (n, v), fontsize=7,
                             textcoords='offset points', xytext=(4, -10))
-        from matplotlib.ticker import NullFormatter, ScalarFormatter
+        # Log axes where the points span decades; integer rank ticks.
+        all_ranks = sorted({n for points in series.values() for n in points})
+        all_values = [v for points in series.values() for v in points.values()]
         ax.set_xscale('log', base=2)
-        ax.set_yscale('log')
-        for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_formatter(ScalarFormatter())
-            axis.set_minor_formatter(NullFormatter())
+        ax.set_xticks(all_ranks, [str(n) for n in all_ranks])
+        ax.minorticks_off()
+        if max(all_values) > 10 * min(all_values):
+            ax.set_yscale('log')
         ax.set_xlabel('ranks (nodes x ranks per node)')
         unit = next((r.metrics[chosen.metric].unit for r in work_runs
                      if chosen.metric in r.metrics), '')
