@@ -1,6 +1,6 @@
 """The suite's own cost, per workload, at the smoke size on this machine.
 
-    .venv/bin/python bench/harness_bench.py [--checks MMoCLIP,BERTLarge] [--repeat 2]
+    .venv/bin/python bench/harness_bench.py [--checks MMoCLIP,BERTLarge] [--repeat 2] [--steps N]
 
 For each check's ``1_proc``/``per_task`` smoke case, side by side:
 
@@ -50,7 +50,7 @@ CHECKS = {
 }
 
 
-def run_reframe(check, var):
+def run_reframe(check, var, steps=None):
     file, _, _ = CHECKS[check]
     env = {**os.environ, 'HPCML_VAR_DIR': str(var)}
     report = var / 'report.json'
@@ -59,7 +59,7 @@ def run_reframe(check, var):
         [VENV_BIN / 'reframe', '-C', REPO / 'config/local.py', '-c',
          REPO / 'checks' / file, '-n',
          f'^{check}%scale=1_proc%launch_mode=per_task', '-r',
-         '--report-file', report],
+         '--report-file', report, *(['-S', f'steps={steps}'] if steps else [])],
         env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     if proc.returncode:
@@ -109,14 +109,14 @@ def steps_seconds(metrics):
     return per_step * steps if per_step else 0.0
 
 
-def measure(check, repeat):
+def measure(check, repeat, steps=None):
     _, workload, metric = CHECKS[check]
     extract = EXTRACTORS[workload]
     rows = []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as var:
-            rf_wall, script, rf_text, perf = run_reframe(check,
-                                                         pathlib.Path(var))
+            rf_wall, script, rf_text, perf = run_reframe(
+                check, pathlib.Path(var), steps)
             argv, env = bare_command(script)
         bare_wall, bare_text, rss = run_bare(argv, env)
         rf, bare = extract(rf_text), extract(bare_text)
@@ -145,6 +145,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--checks', default=','.join(CHECKS))
     p.add_argument('--repeat', type=int, default=1)
+    p.add_argument('--steps', type=int, metavar='N',
+                   help='-S steps=N: longer runs, steadier throughput')
     p.add_argument('--json', metavar='FILE', help='also write the figures')
     args = p.parse_args()
     results = []
@@ -152,7 +154,7 @@ def main():
           f'{"fixed s":>8} {"rfm s":>6} {"prog s":>7} {"RSS MiB":>8} '
           f'{"MFU %":>6}  metric')
     for check in args.checks.split(','):
-        r = measure(check, args.repeat)
+        r = measure(check, args.repeat, args.steps)
         results.append(r)
         mfu = f'{r["mfu_percent"]:.1f}' if r['mfu_percent'] else '-'
         print(f'{check:<14} {r["reframe_rate"]:>10.2f} {r["bare_rate"]:>10.2f} '
