@@ -72,13 +72,13 @@ def run_energy(directory, window, nodes):
     paths = sorted(glob.glob(os.path.join(directory, SAMPLES_GLOB)))
     if not paths:
         raise NoEnergy('no energy samples (src/energy_sampler.py did not run)')
+    if len(paths) != nodes:
+        raise NoEnergy(f'{len(paths)} of {nodes} nodes wrote energy samples')
     total, labels = 0.0, set()
     for path in paths:
         label, times, joules = read_samples(path)
         total += window_energy(times, joules, *window)
         labels.add(label)
-    if len(paths) != nodes:
-        raise NoEnergy(f'{len(paths)} of {nodes} nodes wrote energy samples')
     return total, window[1] - window[0], '+'.join(sorted(labels))
 
 

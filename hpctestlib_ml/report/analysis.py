@@ -101,6 +101,12 @@ def group(runs, key):
     return groups
 
 
+def passed_values(runs, metric):
+    '''*metric*'s values of the runs that passed, in time order.'''
+    return [r.metrics[metric].value for r in runs
+            if r.result == 'pass' and metric in r.metrics]
+
+
 @dataclasses.dataclass
 class Row:
     workload: str
@@ -130,8 +136,7 @@ def table(runs, headlines, last=10):
         chosen = headline(workload, case_runs, headlines)
         if chosen is None:
             continue
-        values = [r.metrics[chosen.metric].value for r in case_runs
-                  if r.result == 'pass' and chosen.metric in r.metrics]
+        values = passed_values(case_runs, chosen.metric)
         failures = sum(r.result != 'pass' for r in case_runs)
         recent, before = values[-last:], values[-2 * last:-last]
         latest_metric = next((r.metrics[chosen.metric] for r in
@@ -172,9 +177,8 @@ def case_stats(runs, headlines):
         chosen = headline(case[0], case_runs, headlines)
         if chosen is None:
             continue
-        values = [r.metrics[chosen.metric].value for r in case_runs
-                  if r.result == 'pass' and chosen.metric in r.metrics]
-        values = [v for v in values if v > 0]
+        values = [v for v in passed_values(case_runs, chosen.metric)
+                  if v > 0]
         failures = sum(r.result != 'pass' for r in case_runs)
         n = len(case_runs)
         if not values:

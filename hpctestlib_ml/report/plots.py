@@ -17,6 +17,14 @@ def _pyplot():
     return plt
 
 
+def _save(fig, path):
+    '''Write *fig* to *path* (PNG, labels kept inside) and free it.'''
+    import matplotlib.pyplot as plt
+    fig.savefig(path, dpi=90, bbox_inches='tight')
+    plt.close(fig)
+    return path
+
+
 def _short(display_name):
     '''``MMoCLIP %scale=1_proc %launch_mode=torchrun`` -> its parameters.'''
     parts = display_name.split(' %')
@@ -76,11 +84,8 @@ def timeseries(runs, headlines, out_dir):
         for ax in list(axes.flat)[len(ranked):]:
             ax.axis('off')
         fig.suptitle(f'{workload}: {chosen.metric} over time', fontsize=10)
-        fig.tight_layout()
-        path = os.path.join(out_dir, f'timeseries_{workload}.png')
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, os.path.join(out_dir,
+                                             f'timeseries_{workload}.png')))
     return paths
 
 
@@ -146,11 +151,8 @@ def scaling(runs, headlines, out_dir):
         ax.set_title(f'{workload}: scaling (dashed: ideal; % = efficiency)',
                      fontsize=10)
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = os.path.join(out_dir, f'scaling_{workload}.png')
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, os.path.join(out_dir,
+                                             f'scaling_{workload}.png')))
     return paths
 
 
@@ -169,6 +171,4 @@ def comparison(rows, label_a, label_b, path):
     ax.invert_yaxis()
     ax.set_xlabel(f'{label_b} / {label_a}, adjusted performance '
                   f'(> 1: {label_b} better)', fontsize=8)
-    fig.savefig(path, dpi=90, bbox_inches='tight')
-    plt.close(fig)
-    return path
+    return _save(fig, path)

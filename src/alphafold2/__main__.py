@@ -11,12 +11,11 @@ AlphaFold2), gradient clipping at 0.1 (supplementary 1.11.3), batch 1 per
 rank (AlphaFold2's). Quality: the distogram's top-1 bin accuracy on
 held-out proteins (``eval_accuracy``).
 """
-import argparse
 import sys
 
 import torch
 
-from mlperf_train import run_main
+from mlperf_train import argument_parser, run_main
 
 #: Per size: (Config kwargs, crop residues, MSA sequences, checkpointing).
 SIZES = {
@@ -29,18 +28,9 @@ MSA_CLASSES = 23        # 20 amino acids, unknown, gap, mask
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument('--size', choices=list(SIZES), default='tiny')
-    p.add_argument('--batch-size', type=int, default=1, help='per rank')
-    p.add_argument('--steps', type=int, default=10)
-    p.add_argument('--eval-batches', type=int, default=2)
-    p.add_argument('--data', default='synthetic',
-                   help='only synthetic proteins: OpenFold reads mmCIF '
-                        'files and alignments, which this program does not')
-    p.add_argument('--precision', choices=('fp32', 'bf16', 'fp16'),
-                   default='fp32')
-    p.add_argument('--seed', type=int, default=0)
-    return p.parse_args(argv)
+    # --data takes only 'synthetic': OpenFold reads mmCIF files and
+    # alignments, which this program does not (main() says so).
+    return argument_parser(__doc__, SIZES, batch_size=1).parse_args(argv)
 
 
 def synthetic_proteins(batch, crop, msa_depth, generator):
@@ -82,8 +72,8 @@ def main(argv=None):
                  'proteins need OpenFold\'s data pipeline (run OpenFold '
                  'itself for the MLPerf HPC dataset)')
     from alphafold2.model import Config, Evoformer
-    from mlperf_train import (autocast, finish, log_setup, run_steps,
-                              start, wrap_ddp)
+    from mlperf_train import (evaluate, finish, log_setup, run_steps, start,
+                              supervised_step, wrap_ddp)
 
     rank, world, device, log = start('openfold', args.seed)
     mlc = log.constants
@@ -105,44 +95,25 @@ def main(argv=None):
                     ('activation_checkpointing', checkpointing)))
     log.end(mlc.INIT_STOP)
 
-    loss_fn = torch.nn.CrossEntropyLoss()
+    cross_entropy = torch.nn.CrossEntropyLoss()
 
-    def step(_):
-        features, bins = next(proteins)
-        features = [t.to(device) for t in features]
-        with autocast(device, args.precision):
-            logits = model(*features)
-        loss = loss_fn(logits.float().flatten(0, -2), bins.to(device).flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
-        optimizer.step()
-        return loss.item()
+    def distogram_loss(logits, bins):
+        return cross_entropy(logits.float().flatten(0, -2), bins.flatten())
+
+    # Gradient norm clipped at 0.1 (AlphaFold2 supplementary 1.11.3).
+    step = supervised_step(model, proteins, distogram_loss, optimizer, device,
+                           args.precision, clip_grad_norm=0.1)
 
     model.train()
     status = run_steps(log, step, args.steps, global_batch, device, world)
-    log.event('eval_accuracy', evaluate(model, proteins, args.eval_batches,
-                                        device, world, args.precision))
+    # Distogram top-1 accuracy (every crop has as many pairs, so the mean
+    # over crops and ranks is the accuracy over all pairs).
+    log.event('eval_accuracy', evaluate(
+        model, proteins, args.eval_batches,
+        lambda logits, bins: (logits.argmax(-1) == bins).float().mean(),
+        device, world, args.precision))
     finish(world)
     return 0 if status == 'success' else 1
-
-
-def evaluate(model, proteins, count, device, world, precision):
-    '''Distogram top-1 accuracy over *count* proteins and all ranks.'''
-    from mlperf_train import autocast
-    model.eval()
-    hits = torch.zeros(2, device=device)
-    with torch.no_grad():
-        for _ in range(count):
-            features, bins = next(proteins)
-            with autocast(device, precision):
-                logits = model(*(t.to(device) for t in features))
-            bins = bins.to(device)
-            hits += torch.stack([(logits.argmax(-1) == bins).sum(),
-                                 torch.tensor(bins.numel(), device=device)])
-    if world > 1:
-        torch.distributed.all_reduce(hits)
-    return (hits[0] / hits[1]).item()
 
 
 if __name__ == '__main__':

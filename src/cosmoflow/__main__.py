@@ -9,29 +9,19 @@ momentum 0.9, learning rate 0.001 x global batch / 64 (the reference's
 linear scaling), MSE loss; rank 0 logs :::MLLOG events and, at the end,
 ``eval_error`` (mean absolute error on held-out batches).
 """
-import argparse
 import pathlib
 import sys
 
 import numpy as np
 import torch
 
-from mlperf_train import run_main
+from mlperf_train import argument_parser, run_main
 
 SIZES = {'tiny': (32, 8), 'reference': (128, 32)}
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument('--size', choices=list(SIZES), default='tiny')
-    p.add_argument('--batch-size', type=int, default=4, help='per rank')
-    p.add_argument('--steps', type=int, default=10)
-    p.add_argument('--eval-batches', type=int, default=2)
-    p.add_argument('--data', default='synthetic')
-    p.add_argument('--precision', choices=('fp32', 'bf16', 'fp16'),
-                   default='fp32')
-    p.add_argument('--seed', type=int, default=0)
-    return p.parse_args(argv)
+    return argument_parser(__doc__, SIZES, batch_size=4).parse_args(argv)
 
 
 def synthetic(batch, cube, generator):

@@ -12,14 +12,13 @@ Data: synthetic fields by default (noise with two label-dependent channels,
 so the model has something to learn); or ``--data DIR`` of ``*.npz`` files
 holding ``data`` (16, H, W) and ``labels`` (H, W).
 """
-import argparse
 import pathlib
 import sys
 
 import numpy as np
 import torch
 
-from mlperf_train import run_main
+from mlperf_train import argument_parser, run_main
 
 #: (channels, height, width, encoder)
 SIZES = {'tiny': (16, 128, 192, 'mobilenet_v2'),
@@ -28,16 +27,8 @@ CLASSES = 3
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument('--size', choices=list(SIZES), default='tiny')
-    p.add_argument('--batch-size', type=int, default=2, help='per rank')
-    p.add_argument('--steps', type=int, default=10)
-    p.add_argument('--eval-batches', type=int, default=2)
-    p.add_argument('--data', default='synthetic')
-    p.add_argument('--precision', choices=('fp32', 'bf16', 'fp16'),
-                   default='fp32')
+    p = argument_parser(__doc__, SIZES, batch_size=2)
     p.add_argument('--lr', type=float, default=1e-3)
-    p.add_argument('--seed', type=int, default=0)
     return p.parse_args(argv)
 
 

@@ -102,33 +102,75 @@ def log_setup(log, values):
         log.event(key, value)
 
 
-def supervised_step(model, batches, loss_fn, optimizer, device, precision):
-    '''``step(n) -> loss`` for (input, target) batches.'''
+def to_device(x, device):
+    '''A tensor, or a tuple of tensors (a model's several inputs), on
+    *device*.'''
+    if isinstance(x, (tuple, list)):
+        return tuple(t.to(device) for t in x)
+    return x.to(device)
+
+
+def forward(model, x):
+    '''*model* on input *x*: one tensor, or a tuple of its inputs.'''
+    return model(*x) if isinstance(x, tuple) else model(x)
+
+
+def supervised_step(model, batches, loss_fn, optimizer, device, precision,
+                    clip_grad_norm=None):
+    '''``step(n) -> loss`` for (input, target) batches; the input is a
+    tensor or a tuple of them. *clip_grad_norm*: clip the gradients' norm.'''
     def step(_):
-        x, y = (t.to(device) for t in next(batches))
+        x, y = next(batches)
+        x, y = to_device(x, device), y.to(device)
         with autocast(device, precision):
-            loss = loss_fn(model(x), y)
+            loss = loss_fn(forward(model, x), y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if clip_grad_norm:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
         optimizer.step()
         return loss.item()
     return step
 
 
-def evaluate(model, batches, count, metric, device, world):
+def evaluate(model, batches, count, metric, device, world,
+             precision='fp32'):
     '''Mean of ``metric(output, target)`` over *count* batches and all
-    ranks, the model in eval mode.'''
+    ranks, the model in eval mode (forward under *precision*'s autocast).'''
     model.eval()
     with torch.no_grad():
         values = []
         for _ in range(count):
-            x, y = (t.to(device) for t in next(batches))
-            values.append(metric(model(x), y))
+            x, y = next(batches)
+            x, y = to_device(x, device), y.to(device)
+            with autocast(device, precision):
+                out = forward(model, x)
+            values.append(metric(out, y))
         value = torch.stack(values).mean()
     if world > 1:
         dist.all_reduce(value)
         value /= world
     return value.item()
+
+
+def argument_parser(description, sizes, batch_size, steps=10):
+    '''The options every MLPerf-style program takes, as
+    ``hpctestlib_ml.mlperf.MLLogTraining.program_args`` passes them:
+    ``--size`` (a key of *sizes*), ``--batch-size`` (per rank),
+    ``--steps``, ``--eval-batches``, ``--data``, ``--precision``,
+    ``--seed``. Programs add their own.'''
+    import argparse
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument('--size', choices=list(sizes), default='tiny')
+    p.add_argument('--batch-size', type=int, default=batch_size,
+                   help='per rank')
+    p.add_argument('--steps', type=int, default=steps)
+    p.add_argument('--eval-batches', type=int, default=2)
+    p.add_argument('--data', default='synthetic')
+    p.add_argument('--precision', choices=('fp32', 'bf16', 'fp16'),
+                   default='fp32')
+    p.add_argument('--seed', type=int, default=0)
+    return p
 
 
 def run_main(main):
