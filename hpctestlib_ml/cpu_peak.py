@@ -4,10 +4,18 @@ A CPU has no data-sheet peak that its BLAS reaches (clocks, vector units
 and memory differ per model and setting), so the suite measures what a
 large fp32 matmul achieves with all of the node's threads and uses that as
 the denominator of MFU on CPU partitions. ``hpcml cpu-peak`` prints it.
+
+The measurement runs in a child interpreter (``python cpu_peak.py
+THREADS``): the site config that asks for it is loaded by ReFrame, and
+importing PyTorch there would cost every ReFrame start 2-3 s and slow
+ReFrame's own bookkeeping, which walks ``sys.modules``, for the rest of the
+session.
 """
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
 
 
@@ -41,6 +49,20 @@ def _cpu_model():
     return platform.processor() or 'unknown'
 
 
+def _measure_in_child(threads):
+    '''measure_matmul_flops() in a child interpreter; None where PyTorch
+    is not importable.'''
+    child = subprocess.run([sys.executable, __file__, str(threads)],
+                           capture_output=True, text=True)
+    if child.returncode == 3:
+        return None
+    if child.returncode:
+        raise RuntimeError(f'measuring the CPU peak failed '
+                           f'({sys.executable} {__file__} {threads}):\n'
+                           f'{child.stderr[-2000:]}')
+    return float(child.stdout)
+
+
 def cached_peak(cache_dir, threads=None):
     '''The measured peak of this host, from *cache_dir* or measured now.
 
@@ -57,9 +79,8 @@ def cached_peak(cache_dir, threads=None):
         cache = {}
 
     if key not in cache:
-        try:
-            flops = measure_matmul_flops(threads=threads)
-        except ImportError:
+        flops = _measure_in_child(threads)
+        if flops is None:
             return None
         cache[key] = {'fp32_matmul_flops': flops,
                       'measured': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
@@ -70,3 +91,10 @@ def cached_peak(cache_dir, threads=None):
         os.replace(tmp, path)
 
     return cache[key]['fp32_matmul_flops']
+
+
+if __name__ == '__main__':
+    try:
+        print(measure_matmul_flops(threads=int(sys.argv[1])))
+    except ImportError:
+        sys.exit(3)
