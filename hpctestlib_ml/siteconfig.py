@@ -110,14 +110,24 @@ def system_dirs():
     }
 
 
+#: Level of ReFrame's own log file (``reframe.log``): ``info`` unless
+#: ``HPCML_LOG_LEVEL`` says otherwise (``debug`` to follow ReFrame's every
+#: step). Not ``debug`` by default because ReFrame 4.10 builds every debug
+#: record with a walk of the Python stack (``inspect.stack()``, once per
+#: deprecated check attribute), and it logs a few per job poll: at 4 polls
+#: per second that was 2.4 % of a core taken from the job it measures, and
+#: 0.3 % at ``info`` (bench/README.md).
+LOG_LEVEL = os.environ.get('HPCML_LOG_LEVEL') or 'info'
+
+
 def logging_config():
     return [{
-        'level': 'debug',
+        'level': LOG_LEVEL,
         'handlers': [
             {'type': 'stream', 'name': 'stdout', 'level': 'info',
              'format': '%(message)s'},
             {'type': 'file', 'name': os.path.join(VAR_DIR, 'reframe.log'),
-             'level': 'debug', 'append': True,
+             'level': LOG_LEVEL, 'append': True,
              'format': '[%(asctime)s] %(levelname)s: %(check_info)s: '
                        '%(message)s'},
         ],
