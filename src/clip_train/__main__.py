@@ -32,4 +32,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:])
+    import fast_exit
+    fast_exit.run(lambda: main(sys.argv[1:]))

@@ -199,6 +199,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    if sys.argv[1:2] == ['--']:
-        del sys.argv[1]
-    main()
+    import fast_exit
+    fast_exit.run(main)

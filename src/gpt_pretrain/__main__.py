@@ -32,4 +32,5 @@ def main():
 
 
 if __name__ == '__main__':
-    main()
+    import fast_exit
+    fast_exit.run(main)

@@ -175,11 +175,10 @@ def argument_parser(description, sizes, batch_size, steps=10):
 
 def run_main(main):
     '''The programs' ``__main__``: drop a leading ``--`` (torchrun's
-    separator), exit with main()'s status.'''
-    import sys
-    if sys.argv[1:2] == ['--']:
-        del sys.argv[1]
-    sys.exit(main())
+    separator), exit with main()'s status, skipping the interpreter's
+    teardown (:mod:`fast_exit`).'''
+    import fast_exit
+    fast_exit.run(main)
 
 
 def start(benchmark, seed):
