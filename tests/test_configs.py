@@ -1,6 +1,8 @@
 """Every site config loads and validates against ReFrame's schema, and
 says what the checks need (in config, not in the checks)."""
+import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -13,18 +15,23 @@ CONFIGS = ['config/local.py', 'config/slurm.py',
            'config/systems/juwels_booster.py']
 
 
-@pytest.fixture(autouse=True)
-def isolated_var(tmp_path, monkeypatch, cache_dir):
-    monkeypatch.setenv('HPCML_VAR_DIR', str(tmp_path / 'var'))
-    monkeypatch.setenv('HPCML_CACHE_DIR', str(cache_dir))
-    # Config files and siteconfig read the variables at import, and ReFrame
-    # imports a config file once per process: load them afresh.
+def forget_config_modules():
+    '''Config files and siteconfig read the environment at import, and
+    ReFrame imports a config file once per process: make the next load
+    import them afresh.'''
     config_dir = str(REPO_ROOT / 'config')
     for name, module in list(sys.modules.items()):
         path = getattr(module, '__file__', None) or ''
         if (name == 'hpctestlib_ml.siteconfig' or
                 path.startswith(config_dir)):
             del sys.modules[name]
+
+
+@pytest.fixture(autouse=True)
+def isolated_var(tmp_path, monkeypatch, cache_dir):
+    monkeypatch.setenv('HPCML_VAR_DIR', str(tmp_path / 'var'))
+    monkeypatch.setenv('HPCML_CACHE_DIR', str(cache_dir))
+    forget_config_modules()
 
 
 def load(path, system):
@@ -176,13 +183,49 @@ def test_results_db_on_and_httpjson_only_when_asked(path, monkeypatch):
                  'check_job_nodelist'):
         assert f'%({name})s' in fields
 
-    for name, module in list(sys.modules.items()):
-        if name == 'hpctestlib_ml.siteconfig' or 'config' in (
-                getattr(module, '__file__', None) or '').split(os.sep)[-3:-1]:
-            del sys.modules[name]
+    forget_config_modules()
     monkeypatch.setenv('HPCML_HTTPJSON_URL', 'http://elastic:9200/hpcml/_doc')
     site = load(path, system)
     http, = [h for h in site.get('logging/0/handlers_perflog')
              if h['type'] == 'httpjson']
     assert http['url'] == 'http://elastic:9200/hpcml/_doc'
     assert http['extras']['facility'] == 'hpcml'
+
+
+@pytest.mark.parametrize('path', CONFIGS)
+def test_reframe_log_at_info_unless_asked(path, monkeypatch):
+    '''Debug records cost ReFrame a stack walk each, several per job poll
+    (siteconfig.LOG_LEVEL): info by default, debug on request.'''
+    system = {'config/local.py': 'local', 'config/slurm.py': 'slurm',
+              'config/systems/juwels_booster.py': 'juwels-booster'}[path]
+    monkeypatch.setenv('HPCML_ACCOUNT', 'x')
+
+    def levels():
+        site = load(path, system)
+        file_log, = [h for h in site.get('logging/0/handlers')
+                     if h['type'] == 'file']
+        return site.get('logging/0/level'), file_log['level']
+
+    assert levels() == ('info', 'info')
+    forget_config_modules()
+    monkeypatch.setenv('HPCML_LOG_LEVEL', 'debug')
+    assert levels() == ('debug', 'debug')
+
+
+def test_cpu_peak_is_measured_in_a_child_and_cached(tmp_path):
+    '''The site config asks for the CPU peak inside ReFrame's process:
+    measuring it there would import PyTorch into ReFrame.'''
+    code = ('import sys; from hpctestlib_ml import cpu_peak; '
+            'print(cpu_peak.cached_peak(sys.argv[1], 1), '
+            "'torch' in sys.modules)")
+    run = lambda: subprocess.run([sys.executable, '-c', code, str(tmp_path)],
+                                 capture_output=True, text=True, check=True)
+    flops, torch_imported = run().stdout.split()
+    assert float(flops) > 1e9 and torch_imported == 'False'
+    cached = json.loads((tmp_path / 'cpu_peak.json').read_text())
+    (key, entry), = cached.items()
+    assert key.endswith('|1') and entry['fp32_matmul_flops'] > 1e9
+    # Read from the cache now: the same figure, no second measurement.
+    entry['fp32_matmul_flops'] = 1.5e9
+    (tmp_path / 'cpu_peak.json').write_text(json.dumps(cached))
+    assert run().stdout.split() == ['1500000000.0', 'False']
