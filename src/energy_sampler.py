@@ -2,9 +2,11 @@
 counters, and the training processes' peak memory, until the process that
 started it ends.
 
-src/task_env.sh starts one per node (the node's first task) just before it
-execs the training program, so the program becomes this sampler's parent;
-when the program exits the sampler is re-parented and stops. Every
+src/task_env.sh starts one per node (the node's first task) just before the
+training program, and sends it SIGTERM when the program has ended: it then
+takes one last sample and stops (so the samples cover the program's timed
+region however soon after it the program exits). It also stops when its
+parent ends (when it was started before an ``exec``). Every
 :data:`INTERVAL` seconds it appends ``unix_time,joules...`` to OUTFILE: one
 cumulative column per counter source, so the check integrates any window
 (the timed region of the log) by interpolation, never the whole program.
@@ -25,12 +27,13 @@ Sources, all that are readable:
 Without any, OUTFILE gets one line, ``# none: <reason>``.
 
 RSSFILE (optional) gets ``max_rss_kib N``: the largest peak resident set
-(``VmHWM``) of the program and its descendants (torchrun's workers) seen so
-far, rewritten at every sample.
+(``VmHWM``) of the processes under its parent (the program and torchrun's
+workers; not this sampler) seen so far, rewritten at every sample.
 """
 import os
 import pathlib
 import re
+import signal
 import sys
 import time
 
@@ -181,10 +184,13 @@ def descendants(pid):
     return found
 
 
-def peak_rss_kib(pid):
-    '''The largest VmHWM among *pid* and its descendants, in KiB.'''
+def peak_rss_kib(pid, exclude=None):
+    '''The largest VmHWM among *pid* and its descendants but *exclude*,
+    in KiB.'''
     peak = 0
     for p in descendants(pid):
+        if p == exclude:
+            continue
         try:
             status = pathlib.Path(f'/proc/{p}/status').read_text()
         except OSError:
@@ -196,9 +202,12 @@ def peak_rss_kib(pid):
 
 
 def main(outfile, rssfile=None):
+    # SIGTERM (the program has ended) is taken synchronously, as the end of
+    # a wait between samples, so that it never cuts a sample short.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     sources, reasons = open_sources()
     parent = os.getppid()
-    peak = 0
+    peak, last = 0, False
     with open(outfile, 'w') as out:
         if sources:
             out.write('# ' + '+'.join(s.label for s in sources) + '\n')
@@ -213,13 +222,13 @@ def main(outfile, rssfile=None):
                           ','.join(f'{v:.3f}' for v in values) + '\n')
                 out.flush()
             if rssfile:
-                now = peak_rss_kib(parent)
+                now = peak_rss_kib(parent, exclude=os.getpid())
                 if now > peak:
                     peak = now
                     pathlib.Path(rssfile).write_text(f'max_rss_kib {peak}\n')
-            if os.getppid() != parent:            # the program has ended
+            if last or os.getppid() != parent:    # the program has ended
                 return 0
-            time.sleep(INTERVAL)
+            last = signal.sigtimedwait({signal.SIGTERM}, INTERVAL) is not None
 
 
 if __name__ == '__main__':

@@ -12,7 +12,10 @@
 #   (src/energy_sampler.py -> hpcml_energy.<node>.csv, hpcml_rss.<node>.txt)
 #   from each node's first task, both with the
 #   program's interpreter ($1), on the node, inside the container if any.
-#   The sampler's parent becomes the program (exec below): it stops with it.
+#   On a node with a sampler this shell stays, runs the program and, when
+#   it has ended, sends the sampler SIGTERM: its last sample then comes
+#   after the program's timed region however soon the program exits (the
+#   job's end kills what is left of it). Elsewhere the program is exec'd.
 # MODE per_task: RANK, LOCAL_RANK and WORLD_SIZE (torch.distributed's env://)
 #   from the job launcher's per-task ids: srun, Open MPI, PMI; rank 0 of 1
 #   for a single local task. (In torchrun mode torchrun sets them.)
@@ -38,5 +41,11 @@ fi
 if [ "$mode" = torchrun ] || [ "${LOCAL_RANK:-0}" = 0 ]; then
     "$1" "$here/energy_sampler.py" "hpcml_energy.$node.csv" \
         "hpcml_rss.$node.txt" 2>/dev/null &
+    sampler=$!
+    status=0
+    "$@" || status=$?
+    kill -TERM "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
+    exit "$status"
 fi
 exec "$@"

@@ -3,6 +3,7 @@ sub-domains), the window integral, the reasons when there is none, and the
 whole path through reframe with a powercap tree whose counters advance at
 a known power."""
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -154,3 +155,22 @@ def test_sampler_records_the_peak_memory_of_the_program_tree(tmp_path):
                    env={**os.environ, 'HPCML_POWERCAP_ROOT': str(tmp_path)})
     time.sleep(1.0)
     assert 200 < energy.peak_rss_mib(tmp_path) < 400
+
+
+def test_sampler_takes_a_last_sample_when_told_the_program_ended(tmp_path):
+    '''src/task_env.sh sends SIGTERM when the program has ended: one more
+    sample at once, then the sampler stops. So the samples cover a timed
+    region that ends a moment before the program exits.'''
+    root = tmp_path / 'powercap'
+    powercap(root, packages=1)
+    out = tmp_path / 'samples.csv'
+    sampler = subprocess.Popen(
+        [sys.executable, REPO / 'src/energy_sampler.py', out],
+        env={**os.environ, 'HPCML_POWERCAP_ROOT': str(root)})
+    time.sleep(1.5)
+    told = time.time()
+    sampler.send_signal(signal.SIGTERM)
+    assert sampler.wait(timeout=10) == 0
+    assert time.time() - told < 0.5
+    _, times, _ = energy.read_samples(out)
+    assert len(times) >= 2 and times[-1] >= told

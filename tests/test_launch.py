@@ -1,6 +1,8 @@
 """Launch builders: the commands, and the shell they emit run for real in bash."""
 import os
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -202,3 +204,21 @@ def test_node_address_fails_clearly_for_unknown_node(tmp_path):
         capture_output=True, text=True)
     assert out.returncode == 1
     assert "no NodeAddr for node 'nosuchnode'" in out.stderr
+
+
+def test_task_env_gives_the_program_status_and_a_last_sample(tmp_path):
+    '''On a node with a sampler, task_env.sh waits for the program, stops
+    the sampler after one last sample, and exits with the program's
+    status.'''
+    env = {'PATH': os.environ['PATH'], 'HPCML_RENDEZVOUS_ADDRESS': '127.0.0.1',
+           'SLURMD_NODENAME': 'n1'}
+    for status in (0, 3):
+        start = time.time()
+        proc = subprocess.run(
+            [str(SRC_DIR / 'task_env.sh'), 'per_task', sys.executable, '-c',
+             f'import time; time.sleep(1.2); raise SystemExit({status})'],
+            env=env, cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == status
+        assert time.time() - start < 5
+        rss = (tmp_path / 'hpcml_rss.n1.txt').read_text().split()
+        assert rss[0] == 'max_rss_kib' and int(rss[1]) > 1000
