@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -144,10 +145,14 @@ def task_env(mode, env, tmp_path=None):
     path = os.environ['PATH']
     if tmp_path is not None:
         path = f'{fake_scontrol(tmp_path, "10.9.9.9")}:{path}'
-    out = subprocess.run(
-        [str(SRC_DIR / 'task_env.sh'), mode, 'sh', '-c',
-         'echo ${RANK:--} ${LOCAL_RANK:--} ${WORLD_SIZE:--} $PET_LOCAL_ADDR'],
-        env={'PATH': path, **env}, capture_output=True, text=True, check=True)
+    # task_env.sh writes the job's provenance and samples where it runs.
+    with tempfile.TemporaryDirectory() as cwd:
+        out = subprocess.run(
+            [str(SRC_DIR / 'task_env.sh'), mode, 'sh', '-c',
+             'echo ${RANK:--} ${LOCAL_RANK:--} ${WORLD_SIZE:--} '
+             '$PET_LOCAL_ADDR'],
+            env={'PATH': path, **env}, cwd=cwd, capture_output=True,
+            text=True, check=True)
     return tuple(out.stdout.split())
 
 
@@ -186,7 +191,8 @@ def test_each_task_says_where_it_landed(tmp_path):
            'MASTER_ADDR': 'jwb0042i', 'MASTER_PORT': '21234',
            'PATH': os.environ['PATH']}
     out = subprocess.run([str(SRC_DIR / 'task_env.sh'), 'torchrun', 'true'],
-                         env=env, capture_output=True, text=True, check=True)
+                         env=env, cwd=tmp_path, capture_output=True,
+                         text=True, check=True)
     assert out.stdout == ''
     assert out.stderr == ('hpcml launch: node=jwb0043 task=1 mode=torchrun '
                           'address=jwb0043i master=jwb0042i:21234\n')
