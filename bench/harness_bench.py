@@ -209,6 +209,11 @@ def steps_seconds(metrics):
     return per_step * steps if per_step else 0.0
 
 
+#: (check, variant) -> (argv, env) of the last bare command: a pair that
+#: runs bare first takes it from the previous pair's job script.
+_LAST_COMMAND = {}
+
+
 def measure_pair(check, steps, extra_env, reframe_first):
     '''One ReFrame run and one bare run of the check's smoke case, in
     the order given: the figures of both.'''
@@ -225,11 +230,10 @@ def measure_pair(check, steps, extra_env, reframe_first):
         rf_wall, (argv, env), rf_text, perf, cpu = reframe()
         bare_wall, bare_text, rss, (begun, ended) = run_bare(argv, env)
     else:
-        # The bare command comes from a job script: the previous pair's.
-        argv, env = measure_pair.last_command[check, str(extra_env)]
+        argv, env = _LAST_COMMAND[check, str(extra_env)]
         bare_wall, bare_text, rss, (begun, ended) = run_bare(argv, env)
         rf_wall, (argv, env), rf_text, perf, cpu = reframe()
-    measure_pair.last_command[check, str(extra_env)] = argv, env
+    _LAST_COMMAND[check, str(extra_env)] = argv, env
     rf, bare = extract(rf_text), extract(bare_text)
     start_s, window_s, end_s = phases(bare, begun, ended)
     return {
@@ -246,9 +250,6 @@ def measure_pair(check, steps, extra_env, reframe_first):
         'job_over_bare_s': perf['job_s'] - bare_wall,
         'harness_cpu_percent': harness_share(cpu, rf.get('timed_window')),
     }
-
-
-measure_pair.last_command = {}
 
 
 def summarise(check, rows, extra_env=None):
