@@ -15,7 +15,9 @@
 #   On a node with a sampler this shell stays, runs the program and, when
 #   it has ended, sends the sampler SIGTERM: its last sample then comes
 #   after the program's timed region however soon the program exits (the
-#   job's end kills what is left of it). Elsewhere the program is exec'd.
+#   job's end kills what is left of it). It then ends as the program did,
+#   with its status or killed by its signal. Elsewhere the program is
+#   exec'd.
 # MODE per_task: RANK, LOCAL_RANK and WORLD_SIZE (torch.distributed's env://)
 #   from the job launcher's per-task ids: srun, Open MPI, PMI; rank 0 of 1
 #   for a single local task. (In torchrun mode torchrun sets them.)
@@ -46,6 +48,11 @@ if [ "$mode" = torchrun ] || [ "${LOCAL_RANK:-0}" = 0 ]; then
     "$@" || status=$?
     kill -TERM "$sampler" 2>/dev/null || true
     wait "$sampler" 2>/dev/null || true
+    if [ "$status" -gt 128 ] && [ "$status" -lt 160 ]; then
+        # The program died of a signal: so does this task, as if it had
+        # been exec'd (srun and torchrun then report the signal).
+        kill -"$((status - 128))" $$
+    fi
     exit "$status"
 fi
 exec "$@"

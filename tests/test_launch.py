@@ -218,11 +218,15 @@ def test_task_env_gives_the_program_status_and_a_last_sample(tmp_path):
     status.'''
     env = {'PATH': os.environ['PATH'], 'HPCML_RENDEZVOUS_ADDRESS': '127.0.0.1',
            'SLURMD_NODENAME': 'n1'}
-    for status in (0, 3):
+    # A program killed by a signal kills its task with it, as under exec:
+    # srun reports the signal (status -9 here).
+    for status, end in ((0, 'raise SystemExit(0)'),
+                        (3, 'raise SystemExit(3)'),
+                        (-9, 'import os; os.kill(os.getpid(), 9)')):
         start = time.time()
         proc = subprocess.run(
             [str(SRC_DIR / 'task_env.sh'), 'per_task', sys.executable, '-c',
-             f'import time; time.sleep(1.2); raise SystemExit({status})'],
+             f'import time; time.sleep(1.2); {end}'],
             env=env, cwd=tmp_path, capture_output=True, text=True)
         assert proc.returncode == status
         assert time.time() - start < 5
