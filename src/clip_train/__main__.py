@@ -6,11 +6,8 @@ MODEL_CONFIGS = pathlib.Path(__file__).parent / 'model_configs'
 
 
 def main(argv):
-    # torchrun needs a '--' between its own options and the program's
-    # (its argparse would otherwise take '--logs' for itself): drop it here.
-    if argv[:1] == ['--']:
-        argv = argv[1:]
-
+    # torchrun's '--' between its options and the program's is dropped by
+    # fast_exit.run (below) before main sees argv.
     try:
         import open_clip
         from open_clip_train.main import main as open_clip_train_main

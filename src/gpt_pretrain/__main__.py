@@ -10,9 +10,7 @@ import sys
 
 
 def main():
-    argv = sys.argv[1:]
-    if argv[:1] == ['--']:
-        argv = argv[1:]
+    argv = sys.argv[1:]          # without torchrun's '--' (fast_exit.run)
     megatron_lm = os.environ.get('MEGATRON_LM')
     if argv[:1] == ['--megatron-lm']:
         megatron_lm, argv = argv[1], argv[2:]
