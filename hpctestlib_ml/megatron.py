@@ -12,6 +12,24 @@ CARAML (Jülich's "Comparison of AI accelerators" suite): GPT models with
 sequence length 2048 and the GPT-2 tokenizer; data are a 790-sample OSCAR
 subset as a Megatron indexed dataset (``extras['megatron_data']``), else
 Megatron's mock data.
+
+The model is Megatron-LM's GPT with CARAML's arguments
+(FZJ-JSC/CARAML ``llm_training/llm_benchmark_nvidia_amd.yaml``, NVIDIA
+systems): ``--position-embedding-type rope`` and otherwise Megatron-LM's
+defaults (``megatron/training/arguments.py``): output layer tied to the word
+embeddings, biases on, LayerNorm, GeLU MLP of 4h. Parameters of the whole
+model (all tensor-parallel ranks), with the vocabulary padded for the
+size's TP: 800M 908,759,040 at TP 1 (912,953,344 with Megatron-LM's default
+learned absolute position embeddings, which add a 2048 x 2048 table), 13B
+12,843,796,480 at TP 2, 175B 174,590,681,088 at TP 8 (``hpcml model-info
+megatron --size 13B``).
+
+Vocabulary padding: Megatron-LM pads the tokenizer's vocabulary to a
+multiple of ``make_vocab_size_divisible_by`` (128) x TP, so every tensor-
+parallel rank holds an equal, aligned slice: 50257 -> 50304 at TP 1, 50432
+at TP 2, 50688 at TP 4 and 51200 at TP 8. The padded rows are parameters
+and FLOPs like any others (Megatron's own FLOPs formula uses the padded
+size, as :func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token` here).
 """
 import math
 
@@ -49,6 +67,36 @@ BENCHMARK_ITERATIONS = 20
 
 #: The jubench LLM metric: seconds to train this many tokens.
 JUBENCH_TOKENS = 20_000_000
+
+
+#: CARAML's position embeddings (``--position-embedding-type rope`` on
+#: NVIDIA systems; the ROCm fork's name for it is ``rotary``).
+CARAML_POSITION_EMBEDDING = 'rope'
+
+
+def model_arguments(shape, position_embedding_type=CARAML_POSITION_EMBEDDING,
+                    untie_embeddings=False):
+    '''The ``pretrain_gpt.py`` arguments that define the model of *shape*
+    (an entry of :data:`MODELS`), as strings; both programs (Megatron-LM and
+    the Megatron-Core fallback) build the same model from them.'''
+    args = ['--num-layers', shape['num_layers'],
+            '--hidden-size', shape['hidden_size'],
+            '--num-attention-heads', shape['num_attention_heads'],
+            '--seq-length', shape['seq_length'],
+            '--max-position-embeddings', shape['seq_length'],
+            '--position-embedding-type', position_embedding_type]
+    if untie_embeddings:
+        args.append('--untie-embeddings-and-output-weights')
+    return [str(a) for a in args]
+
+
+def forward_flops_per_sequence(shape, vocab):
+    '''Forward FLOPs of one sequence: Megatron's training formula per token
+    (:func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token`) x sequence
+    length / 3 (forward + backward = 3 forwards).'''
+    return flops.megatron_gpt_flops_per_token(
+        shape['num_layers'], shape['hidden_size'], shape['seq_length'],
+        vocab) * shape['seq_length'] / flops.TRAINING_FACTOR
 
 
 def padded_vocab(vocab, tp, divisible_by=128):
@@ -98,6 +146,18 @@ class GptPretraining(MLTrainingTest):
     #:
     #: :type: :class:`str` or :obj:`None`
     megatron_lm = variable(str, type(None), value=None)
+
+    #: Position embeddings (``--position-embedding-type``): ``rope`` as
+    #: CARAML runs, or Megatron-LM's default ``learned_absolute``.
+    #:
+    #: :type: :class:`str`
+    position_embedding_type = variable(str, value=CARAML_POSITION_EMBEDDING)
+
+    #: A separate output layer instead of one tied to the word embeddings
+    #: (``--untie-embeddings-and-output-weights``; CARAML ties them).
+    #:
+    #: :type: :class:`bool`
+    untie_embeddings = variable(bool, value=False)
 
     #: Megatron indexed dataset (path prefix); default: the partition's
     #: ``extras['megatron_data']['data_path']``; none: mock data.
@@ -169,12 +229,9 @@ class GptPretraining(MLTrainingTest):
     def program_args(self):
         m = self.model
         args = ['--megatron-lm', self.megatron_lm] if self.megatron_lm else []
+        args += model_arguments(m, self.position_embedding_type,
+                                self.untie_embeddings)
         args += [
-            '--num-layers', m['num_layers'],
-            '--hidden-size', m['hidden_size'],
-            '--num-attention-heads', m['num_attention_heads'],
-            '--seq-length', m['seq_length'],
-            '--max-position-embeddings', m['seq_length'],
             '--micro-batch-size', self.batch_size,
             '--global-batch-size', self.global_batch_size,
             '--train-iters', self.train_iters,
@@ -242,12 +299,26 @@ class GptPretraining(MLTrainingTest):
 
     @performance_function('TFLOP/s')
     def tflops_per_gpu(self):
-        '''Megatron's analytic model FLOPs x tokens/s per GPU (by the suite).'''
+        '''Model TFLOP/s per GPU, computed by the suite: tokens/s x
+        Megatron-LM's analytic FLOPs per token / GPUs.
+
+        Convention: the formula of Megatron-LM before it halved the
+        attention-score term for causal masking (Narayanan et al. 2021, as
+        in CARAML's pinned Megatron-LM and its FLOPs patch), i.e. 12 L h^2
+        (2 + s/h + ffn/h + V/(2 L h)) per token, the full s x s attention
+        counted, no recomputation. Current upstream Megatron-LM
+        (``num_floating_point_operations``) counts the attention scores
+        once for the causal half: at CARAML's 800M shape its figure is
+        6.4% lower than this one. Compare TFLOP/s between tools only with
+        the same convention; MFU here uses this one.'''
         return self.metric('tflops_per_gpu')
 
     @performance_function('TFLOP/s')
     def printed_tflops_per_gpu(self):
-        '''The program's own TFLOP/s figure: information only.'''
+        '''The program's own TFLOP/s figure, as the log prints it:
+        information only. Its convention is the program's: upstream
+        Megatron-LM's causal-halved formula, or CARAML's patched figure
+        with a 4x recompute factor (a third above model FLOPs).'''
         return self.metric('printed_tflops_per_gpu')
 
     @performance_function('s')

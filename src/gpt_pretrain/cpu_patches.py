@@ -10,6 +10,9 @@ device-agnostic; nothing here changes what is computed.
    switch, so it becomes a null context (the CPU generator is used).
    ``model_parallel_cuda_manual_seed`` is skipped for the same reason: the
    caller seeds torch's CPU generator instead.
+3. ``RotaryEmbedding.get_emb`` (``--position-embedding-type rope``, as
+   CARAML runs) moves its frequencies to ``torch.cuda.current_device()`` on
+   first use; the patched version leaves them where the model is.
 """
 import contextlib
 import functools
@@ -32,12 +35,31 @@ def _null_fork(self, name=None):
     yield
 
 
+def _keep_device(get_emb):
+    @functools.wraps(get_emb)
+    def patched(self, *args, **kwargs):
+        # get_emb moves inv_freq to the current CUDA device when it is on
+        # the CPU; with no CUDA, "current device" is where it already is.
+        current_device = torch.cuda.current_device
+        torch.cuda.current_device = lambda: self.inv_freq.device
+        try:
+            return get_emb(self, *args, **kwargs)
+        finally:
+            torch.cuda.current_device = current_device
+    return patched
+
+
 def apply():
     '''Apply the patches if there is no GPU; True if applied.'''
     if torch.cuda.is_available():
         return False
     from megatron.core import utils
     from megatron.core.tensor_parallel import random
+    from megatron.core.models.common.embeddings import rotary_pos_embedding
     utils.GlobalMemoryBuffer.get_tensor = _cpu_get_tensor
     random.CudaRNGStatesTracker.fork = _null_fork
+    rope = rotary_pos_embedding.RotaryEmbedding
+    if not getattr(rope.get_emb, '_hpcml_cpu_patch', False):
+        rope.get_emb = _keep_device(rope.get_emb)
+        rope.get_emb._hpcml_cpu_patch = True
     return True

@@ -8,10 +8,20 @@ parts of Megatron-LM's loop that matter for the measurement are here
 the log line has Megatron-LM's format (megatron/training/training.py,
 ``training_log``), so one parser reads both programs.
 
+The model is the one Megatron-LM's ``pretrain_gpt.py`` builds from the same
+arguments with its defaults (megatron/training/arguments.py): learned
+absolute position embeddings, biases in every linear layer, LayerNorm, a
+4h GeLU MLP, and the output layer tied to the word embeddings unless
+``--untie-embeddings-and-output-weights`` (``share_embeddings_and_output_
+weights = not untie``, as pretrain_gpt.py's model provider passes it). At
+CARAML's 800M shape and the GPT-2 vocabulary padded to 50304 that is
+912,953,344 parameters (``hpcml model-info megatron --size 800M``).
+
 Not here (use Megatron-LM): pipeline parallelism, indexed datasets,
 distributed optimizer, mixed-precision loss scaling.
 """
 import argparse
+import contextlib
 import datetime
 import math
 import os
@@ -28,7 +38,8 @@ _KNOWN = ('num_layers', 'hidden_size', 'num_attention_heads',
           'tensor_model_parallel_size', 'pipeline_model_parallel_size',
           'log_interval', 'mock_data', 'data_path', 'vocab_size',
           'make_vocab_size_divisible_by', 'seed', 'bf16', 'fp16',
-          'log_throughput')
+          'log_throughput', 'untie_embeddings_and_output_weights',
+          'position_embedding_type')
 
 
 def parse_args(argv):
@@ -56,6 +67,13 @@ def parse_args(argv):
     p.add_argument('--bf16', action='store_true')
     p.add_argument('--fp16', action='store_true')
     p.add_argument('--log-throughput', action='store_true')
+    # Megatron-LM's model defaults (megatron/training/arguments.py).
+    p.add_argument('--untie-embeddings-and-output-weights',
+                   action='store_true',
+                   help='a separate output layer (default: tied to the '
+                        'word embeddings, as Megatron-LM)')
+    p.add_argument('--position-embedding-type', default='learned_absolute',
+                   choices=('learned_absolute', 'rope', 'none'))
     args, ignored = p.parse_known_args(argv)
     args.ignored = ignored
     return args
@@ -93,7 +111,11 @@ def init_distributed():
     return dist.get_rank(), dist.get_world_size()
 
 
-def build_model(args, vocab):
+def build_model(args, vocab, device=None):
+    '''Megatron-Core's GPTModel as pretrain_gpt.py builds it from *args*
+    (the local layer spec; Transformer Engine's has the same parameters).
+    *device* ``meta``: shapes only, no initialisation (``hpcml
+    model-info``); parallel state must be initialised either way.'''
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import \
         get_gpt_layer_local_spec
@@ -101,22 +123,35 @@ def build_model(args, vocab):
 
     dtype = (torch.bfloat16 if args.bf16 else
              torch.float16 if args.fp16 else torch.float32)
+    meta = str(device) == 'meta'
     config = TransformerConfig(
         num_layers=args.num_layers, hidden_size=args.hidden_size,
         num_attention_heads=args.num_attention_heads,
         ffn_hidden_size=args.ffn_hidden_size,
         tensor_model_parallel_size=args.tensor_model_parallel_size,
         pipeline_model_parallel_size=1,
-        use_cpu_initialization=not torch.cuda.is_available(),
+        use_cpu_initialization=not torch.cuda.is_available() or meta,
+        perform_initialization=not meta,
         params_dtype=dtype, pipeline_dtype=dtype,
         bf16=args.bf16, fp16=args.fp16,
     )
-    model = GPTModel(
-        config=config, transformer_layer_spec=get_gpt_layer_local_spec(),
-        vocab_size=vocab,
-        max_sequence_length=args.max_position_embeddings or args.seq_length,
-    )
-    if torch.cuda.is_available():
+    with torch.device('meta') if meta else contextlib.nullcontext():
+        model = GPTModel(
+            config=config, transformer_layer_spec=get_gpt_layer_local_spec(),
+            vocab_size=vocab,
+            max_sequence_length=(args.max_position_embeddings or
+                                 args.seq_length),
+            share_embeddings_and_output_weights=(
+                not args.untie_embeddings_and_output_weights),
+            position_embedding_type=args.position_embedding_type,
+        )
+    if meta:
+        # RoPE's frequency table is not a parameter and is made on an
+        # explicit device ('cpu' with CPU initialisation): move it too.
+        for module in model.modules():
+            if isinstance(getattr(module, 'inv_freq', None), torch.Tensor):
+                module.inv_freq = module.inv_freq.to('meta')
+    elif torch.cuda.is_available():
         model.cuda()
     return model
 
