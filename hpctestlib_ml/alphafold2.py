@@ -30,11 +30,9 @@ class AlphaFold2Training(MLLogTraining):
         return flops.training_flops(
             flops.ALPHAFOLD2_FORWARD_FLOPS[self.model])
 
-    def hardware_flops_per_sample(self):
+    def recomputes_activations(self):
         # The reference size recomputes every block in the backward pass.
-        return flops.training_flops(
-            flops.ALPHAFOLD2_FORWARD_FLOPS[self.model],
-            recompute=self.model == 'reference')
+        return self.model == 'reference'
 
     @performance_function('')
     def eval_distogram_accuracy(self):

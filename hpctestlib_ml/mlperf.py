@@ -32,6 +32,11 @@ class MLLogTraining(MLTrainingTest):
         if self.data is None:
             self.data = self.current_partition.extras.get(self.data_extra,
                                                           'synthetic')
+        self.name_platform()
+
+    def name_platform(self):
+        '''The MLLOG ``submission_platform``: the system and partition.'''
+        self.env_vars['HPCML_PLATFORM'] = self.current_partition.fullname
 
     def program_args(self):
         '''The MLPerf-style programs' common options.'''
@@ -56,12 +61,14 @@ class MLLogTraining(MLTrainingTest):
         if m['status'] != 'success':
             problems.append(f'run_stop status {m["status"]!r}, not success')
         if m['steps'] != self.steps:
-            problems.append(f'{m["steps"]} of {self.steps} steps logged')
+            problems.append(f'{m["steps"] or 0} of {self.steps} steps logged')
         if m['world_size'] != self.layout.world_size:
             problems.append(f'{self.workload} ran with world size '
                             f'{m["world_size"]}, the job has '
                             f'{self.layout.world_size} ranks')
-        if not m['losses_finite']:
+        if m['losses_finite'] is None:
+            problems.append('no training loss logged')
+        elif not m['losses_finite']:
             problems.append('training loss is not finite')
         return problems
 

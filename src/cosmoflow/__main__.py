@@ -4,10 +4,16 @@ Sizes: ``reference`` (4 x 128^3 cubes, conv_size 32, the MLPerf HPC v1.0
 model) and ``tiny`` (4 x 32^3, conv_size 8). Data: synthetic cubes by
 default (log(1 + Poisson counts), targets uniform in [-1, 1]); or
 ``--data DIR`` of ``*.npy`` sample files, each a (cube, cube, cube, 4)
-array, with ``*.target.npy`` beside (the reference's NumPy format). SGD with
-momentum 0.9, learning rate 0.001 x global batch / 64 (the reference's
-linear scaling), MSE loss; rank 0 logs :::MLLOG events and, at the end,
-``eval_error`` (mean absolute error on held-out batches).
+array, with ``*.target.npy`` beside (the reference's NumPy format).
+
+Training as the reference's ``configs/cosmo.yaml`` (mlcommons/hpc
+cosmoflow): SGD with momentum 0.9, no weight decay, dropout 0.5, MSE loss;
+the learning rate scaled linearly with the batch (0.001 x global batch /
+64), reached by a linear warm-up from 0.001 over 4 epochs and decayed x0.25
+at epoch 32 and x0.125 at epoch 64. An epoch is the training set once:
+the dataset's files, or, for synthetic data, the samples this run
+generates. Rank 0 logs :::MLLOG events and, at the end, ``eval_error``
+(mean absolute error on held-out batches; the reference's target: 0.124).
 """
 import pathlib
 import sys
@@ -18,6 +24,12 @@ import torch
 from mlperf_train import argument_parser, run_main
 
 SIZES = {'tiny': (32, 8), 'reference': (128, 32)}
+
+#: The reference's schedule (configs/cosmo.yaml ``lr_schedule``).
+BASE_LR, BASE_BATCH = 0.001, 64
+WARMUP_EPOCHS = 4
+DECAY = {32: 0.25, 64: 0.125}
+DROPOUT = 0.5
 
 
 def parse_args(argv):
@@ -32,12 +44,17 @@ def synthetic(batch, cube, generator):
                                               generator=generator) * 2 - 1
 
 
-def from_files(directory, batch, cube, rank, world, generator):
+def sample_files(directory, rank, world):
+    '''(this rank's sample files, how many the directory holds).'''
     files = sorted(p for p in pathlib.Path(directory).glob('*.npy')
-                   if not p.name.endswith('.target.npy'))[rank::world]
-    if not files:
+                   if not p.name.endswith('.target.npy'))
+    if not files[rank::world]:
         sys.exit(f'cosmoflow: error: no *.npy samples in {directory} for '
                  f'rank {rank}')
+    return files[rank::world], len(files)
+
+
+def from_files(files, batch, cube, generator):
     while True:
         pick = torch.randint(len(files), (batch,), generator=generator)
         cubes, targets = [], []
@@ -52,41 +69,69 @@ def from_files(directory, batch, cube, rank, world, generator):
                torch.tensor(np.stack(targets), dtype=torch.float32))
 
 
+def lr_factor(scale, steps_per_epoch):
+    '''The rate over the step, as a fraction of the scaled peak rate:
+    warm-up from 1/scale of it, then the decays.'''
+    def factor(step):
+        epoch = step / steps_per_epoch
+        if epoch < WARMUP_EPOCHS:
+            return (1 + (scale - 1) * epoch / WARMUP_EPOCHS) / scale
+        value = 1.0
+        for boundary, decay in DECAY.items():
+            if epoch >= boundary:
+                value = decay
+        return value
+    return factor
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from cosmoflow.model import build_model
-    from mlperf_train import (evaluate, finish, log_setup, run_steps,
-                              start, supervised_step, wrap_ddp)
+    from mlperf_train import (evaluate, log_evaluation, log_setup, start,
+                              stop, supervised_step, train, wrap_ddp)
 
-    rank, world, device, log = start('cosmoflow', args.seed)
+    rank, world, device, log = start(
+        'cosmoflow', args, 'closed' if args.size == 'reference' else 'open')
     mlc = log.constants
     cube, conv_size = SIZES[args.size]
-    model = build_model(cube, conv_size=conv_size).to(device)
+    model = build_model(cube, conv_size=conv_size, dropout=DROPOUT).to(device)
     params = sum(p.numel() for p in model.parameters())
     model = wrap_ddp(model, device, world)
     global_batch = args.batch_size * world
-    lr = 0.001 * global_batch / 64
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    scale = global_batch / BASE_BATCH
+    optimizer = torch.optim.SGD(model.parameters(), lr=BASE_LR * scale,
+                                momentum=0.9, weight_decay=0.0)
     generator = torch.Generator().manual_seed(args.seed + rank)
-    batches = (synthetic(args.batch_size, cube, generator)
-               if args.data == 'synthetic' else
-               from_files(args.data, args.batch_size, cube, rank, world,
-                          generator))
+    if args.data == 'synthetic':
+        batches = synthetic(args.batch_size, cube, generator)
+        train_samples = args.steps * global_batch
+    else:
+        files, train_samples = sample_files(args.data, rank, world)
+        batches = from_files(files, args.batch_size, cube, generator)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(
+        scale, max(1, train_samples // global_batch)))
     log_setup(log, ((mlc.GLOBAL_BATCH_SIZE, global_batch),
-                    (mlc.OPT_NAME, 'sgd'), (mlc.OPT_BASE_LR, lr),
-                    ('model_parameters', params), ('world_size', world),
+                    (mlc.OPT_NAME, 'sgd'), (mlc.OPT_BASE_LR, BASE_LR * scale),
+                    ('opt_momentum', 0.9),
+                    (mlc.OPT_LR_WARMUP_EPOCHS, WARMUP_EPOCHS),
+                    (mlc.OPT_LR_WARMUP_FACTOR, scale),
+                    (mlc.OPT_LR_DECAY_BOUNDARY_EPOCHS, list(DECAY)),
+                    (mlc.OPT_LR_DECAY_FACTOR, list(DECAY.values())),
+                    ('dropout', DROPOUT), (mlc.OPT_WEIGHT_DECAY, 0.0),
+                    (mlc.TRAIN_SAMPLES, train_samples),
+                    (mlc.EVAL_SAMPLES, args.eval_batches * global_batch),
+                    ('model_parameters', params),
                     ('sample_shape', [4, cube, cube, cube])))
     log.end(mlc.INIT_STOP)
 
     model.train()
     step = supervised_step(model, batches, torch.nn.MSELoss(), optimizer,
-                           device, args.precision)
-    status = run_steps(log, step, args.steps, global_batch, device, world)
-    log.event('eval_error', evaluate(
+                           device, args.precision, scheduler=scheduler)
+    status = train(log, step, args.steps, global_batch, device, world)
+    log_evaluation(log, 'eval_error', lambda: evaluate(
         model, batches, args.eval_batches,
         lambda out, y: (out - y).abs().mean(), device, world))
-    finish(world)
-    return 0 if status == 'success' else 1
+    return stop(log, status, world)
 
 
 if __name__ == '__main__':

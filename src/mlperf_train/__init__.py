@@ -1,7 +1,8 @@
 """What the suite's MLPerf-style training programs share (bert_pretrain,
 cosmoflow, ...): torch.distributed start-up from the launcher's env://
-variables, MLPerf logging on rank 0, and the timed step loop that logs one
-``tracked_stats`` event per step, as MLPerf reference implementations do.
+variables, MLPerf logging on rank 0 (:mod:`mlperf_train.events`), the
+timed step loop that logs one ``tracked_stats`` event per step, as MLPerf
+reference implementations do, and the evaluation.
 """
 import math
 import os
@@ -9,6 +10,8 @@ import time
 
 import torch
 import torch.distributed as dist
+
+from mlperf_train.events import MLLog, log_header
 
 
 def init_distributed():
@@ -33,40 +36,16 @@ def wrap_ddp(model, device, world):
         model, device_ids=[device.index] if device.type == 'cuda' else None)
 
 
-class MLLog:
-    '''MLPerf events from rank 0 (mlperf-logging's ``:::MLLOG`` lines).'''
-
-    def __init__(self, rank):
-        from mlperf_logging import mllog
-        # Events name the caller of event()/start()/end(), not this class.
-        mllog.config(default_stack_offset=3)
-        self.rank = rank
-        self.logger = mllog.get_mllogger()
-        self.constants = mllog.constants
-
-    def _log(self, kind, key, value, metadata):
-        if self.rank == 0:
-            getattr(self.logger, kind)(key=key, value=value,
-                                       metadata=metadata)
-
-    def event(self, key, value=None, **metadata):
-        self._log('event', key, value, metadata)
-
-    def start(self, key, value=None, **metadata):
-        self._log('start', key, value, metadata)
-
-    def end(self, key, value=None, **metadata):
-        self._log('end', key, value, metadata)
-
-
-def run_steps(log, step, steps, global_batch, device, world):
-    '''Run ``step(n) -> loss`` *steps* times between run_start and run_stop,
-    logging each step's global samples/s, time and loss; the run_stop
+def train(log, step, steps, global_batch, device, world, epoch=1):
+    '''``run_start``, then one epoch of ``step(n) -> loss`` *steps* times,
+    logging each step's global samples/s, time and loss; returns the run's
     status: ``success``, or ``aborted`` at the first non-finite loss.'''
+    mlc = log.constants
     if world > 1:
         dist.barrier()
-    log.start(log.constants.RUN_START)
-    status = 'success'
+    log.start(mlc.RUN_START)
+    log.start(mlc.EPOCH_START, epoch_num=epoch)
+    status, n = 'success', 0
     for n in range(1, steps + 1):
         start = time.perf_counter()
         loss = step(n)
@@ -75,14 +54,33 @@ def run_steps(log, step, steps, global_batch, device, world):
         seconds = time.perf_counter() - start
         log.event('tracked_stats', {'throughput': global_batch / seconds,
                                     'step_time': seconds, 'loss': loss},
-                  step=n)
+                  step=n, epoch_num=epoch)
         if not math.isfinite(loss):
             status = 'aborted'
             break
+    log.end(mlc.EPOCH_STOP, epoch_num=epoch, step_num=n)
+    return status
+
+
+def log_evaluation(log, key, compute, epoch=1):
+    '''``eval_start``, *key* (``eval_accuracy``, ``eval_error``) with the
+    value of ``compute()``, ``eval_stop``; *epoch*: the ``epoch_num`` of
+    the events (BERT: samples trained, as MLPerf's BERT logs it).'''
+    log.start(log.constants.EVAL_START, epoch_num=epoch)
+    value = compute()
+    log.event(key, value, epoch_num=epoch)
+    log.end(log.constants.EVAL_STOP, epoch_num=epoch)
+    return value
+
+
+def stop(log, status, world):
+    '''``run_stop`` with *status* once every rank is done; the process
+    group ends. The program's exit status: 0 for ``success``.'''
     if world > 1:
         dist.barrier()
     log.end(log.constants.RUN_STOP, status=status)
-    return status
+    finish(world)
+    return 0 if status == 'success' else 1
 
 
 def finish(world):
@@ -116,9 +114,10 @@ def forward(model, x):
 
 
 def supervised_step(model, batches, loss_fn, optimizer, device, precision,
-                    clip_grad_norm=None):
+                    clip_grad_norm=None, scheduler=None):
     '''``step(n) -> loss`` for (input, target) batches; the input is a
-    tensor or a tuple of them. *clip_grad_norm*: clip the gradients' norm.'''
+    tensor or a tuple of them. *clip_grad_norm*: clip the gradients' norm;
+    *scheduler*: a learning-rate schedule stepped after each update.'''
     def step(_):
         x, y = next(batches)
         x, y = to_device(x, device), y.to(device)
@@ -129,6 +128,8 @@ def supervised_step(model, batches, loss_fn, optimizer, device, precision,
         if clip_grad_norm:
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
         optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
         return loss.item()
     return step
 
@@ -158,7 +159,7 @@ def argument_parser(description, sizes, batch_size, steps=10):
     ``hpctestlib_ml.mlperf.MLLogTraining.program_args`` passes them:
     ``--size`` (a key of *sizes*), ``--batch-size`` (per rank),
     ``--steps``, ``--eval-batches``, ``--data``, ``--precision``,
-    ``--seed``. Programs add their own.'''
+    ``--seed``, ``--platform``. Programs add their own.'''
     import argparse
     p = argparse.ArgumentParser(description=description)
     p.add_argument('--size', choices=list(sizes), default='tiny')
@@ -169,7 +170,10 @@ def argument_parser(description, sizes, batch_size, steps=10):
     p.add_argument('--data', default='synthetic')
     p.add_argument('--precision', choices=('fp32', 'bf16', 'fp16'),
                    default='fp32')
-    p.add_argument('--seed', type=int, default=0)
+    # MLPerf HPC's DeepCAM rules require a seed > 0.
+    p.add_argument('--seed', type=int, default=1)
+    p.add_argument('--platform', help='submission_platform of the log '
+                   '(default: $HPCML_PLATFORM, else the host name)')
     return p
 
 
@@ -181,12 +185,14 @@ def run_main(main):
     fast_exit.run(main)
 
 
-def start(benchmark, seed):
+def start(benchmark, args, division):
     '''Start a run: (rank, world size, device, MLLog) after the process
-    group, the ``submission_benchmark`` event, ``init_start`` and seeding.'''
+    group, the log's header (:func:`mlperf_train.events.log_header`) and
+    seeding. *division* ``closed``: the benchmark's model and
+    hyperparameters; ``open``: another size.'''
     rank, world, device = init_distributed()
     log = MLLog(rank)
-    log.event(log.constants.SUBMISSION_BENCHMARK, benchmark)
-    log.start(log.constants.INIT_START)
-    torch.manual_seed(seed)
+    log_header(log, benchmark, division, getattr(args, 'platform', None),
+               args.seed, world, world if device.type == 'cuda' else 0)
+    torch.manual_seed(args.seed)
     return rank, world, device, log
