@@ -63,7 +63,7 @@ CHECKS = {
                   f'{_TORCH}; from transformers import BertForPreTraining'),
     'CosmoFlow': ('cosmoflow.py', 'cosmoflow', 'samples_per_second', _TORCH),
     'DeepLabV3Plus': ('deepcam.py', 'deeplabv3plus', 'samples_per_second',
-                      f'{_TORCH}; import segmentation_models_pytorch'),
+                      _TORCH),
     'AlphaFold2': ('alphafold2.py', 'alphafold2', 'samples_per_second',
                    _TORCH),
     'ResNet50TF': ('resnet50.py', 'resnet50', 'images_per_second',

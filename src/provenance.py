@@ -23,7 +23,6 @@ PACKAGES = {
     'transformers': 'transformers',
     'open_clip': 'open_clip_torch',
     'megatron-core': 'megatron-core',
-    'smp': 'segmentation-models-pytorch',
     'nccl': ('nvidia-nccl-cu12', 'nvidia-nccl-cu13'),
 }
 
