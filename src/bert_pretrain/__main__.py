@@ -1,29 +1,25 @@
 """python -m bert_pretrain [options]: BERT pretraining, MLPerf-style logs.
 
-Trains transformers' BertForPreTraining (masked LM + next sentence) on
-synthetic token batches (default) or a text file (``--data FILE
---tokenizer DIR``), with LAMB (MLPerf's reference optimizer) or AdamW,
-data-parallel over torch.distributed ranks (torchrun or srun's env://).
-Rank 0 logs MLPerf Training events with the mlperf-logging package:
-``:::MLLOG {... "key": "run_start" ...}``, a ``tracked_stats`` event per
-step (global samples/s, step time, loss), ``run_stop`` with its status.
+Trains BERT as MLPerf Training's BERT reference does
+(:mod:`bert_pretrain.model`: masked LM at the gathered masked positions +
+next sentence) on synthetic token batches (default) or a text file
+(``--data FILE --tokenizer DIR``), with LAMB (the reference's optimizer:
+linear warm-up, then polynomial decay of power 1 to 0 at the last step) or
+AdamW, data-parallel over torch.distributed ranks (torchrun or srun's
+env://). Rank 0 logs MLPerf Training events with the mlperf-logging
+package as the reference's rules ask (``--usage training --ruleset 5.0.0``):
+``run_start``, a ``tracked_stats`` event per step (global samples/s, step
+time, loss), the masked-LM accuracy on held-out batches as
+``eval_accuracy`` (its ``epoch_num``: samples trained, as MLPerf's BERT
+logs it), ``run_stop`` with its status.
 """
 import argparse
 import sys
 
 import torch
 
+from bert_pretrain.model import MODELS
 from mlperf_train import run_main
-
-#: BertConfig fields of the sizes; bert-large is MLPerf's (24 x 1024, 16
-#: heads), tiny the suite's CPU stand-in.
-MODELS = {
-    'tiny': dict(vocab_size=8192, hidden_size=256, num_hidden_layers=2,
-                 num_attention_heads=4, intermediate_size=1024),
-    'bert-large': dict(vocab_size=30522, hidden_size=1024,
-                       num_hidden_layers=24, num_attention_heads=16,
-                       intermediate_size=4096),
-}
 
 
 def parse_args(argv):
@@ -33,8 +29,10 @@ def parse_args(argv):
     p.add_argument('--max-predictions', type=int, default=20)
     p.add_argument('--batch-size', type=int, default=8, help='per rank')
     p.add_argument('--steps', type=int, default=10)
+    p.add_argument('--eval-batches', type=int, default=2)
     p.add_argument('--optimizer', choices=('lamb', 'adamw'), default='lamb')
     p.add_argument('--lr', type=float, default=1e-3)
+    p.add_argument('--warmup-steps', type=int, default=0)
     p.add_argument('--precision', choices=('fp32', 'fp16', 'bf16'),
                    default='fp32')
     p.add_argument('--data', default='synthetic',
@@ -42,33 +40,65 @@ def parse_args(argv):
     p.add_argument('--tokenizer', help='WordPiece tokenizer directory '
                    '(with --data FILE)')
     p.add_argument('--seed', type=int, default=42)
+    p.add_argument('--platform', help='submission_platform of the log '
+                   '(default: $HPCML_PLATFORM, else the host name)')
     return p.parse_args(argv)
+
+
+def poly_schedule(warmup, total, power=1.0):
+    '''The reference's learning rate as a factor of the base rate: linear
+    warm-up over *warmup* steps, then polynomial decay to 0 at *total*.'''
+    def factor(step):
+        if step < warmup:
+            return step / warmup
+        return max(0.0, 1 - step / total) ** power
+    return factor
+
+
+def evaluate(model, batches, count, device, world):
+    '''The masked-LM accuracy over *count* batches of every rank.'''
+    from mlperf_train import to_device
+    from bert_pretrain.model import masked_lm_hits, model_inputs
+    model.eval()
+    hits = torch.zeros(2, device=device)
+    with torch.no_grad():
+        for _ in range(count):
+            batch = {k: to_device(v, device) for k, v in next(batches).items()}
+            hits += torch.stack(masked_lm_hits(model(*model_inputs(batch)),
+                                               batch))
+    if world > 1:
+        torch.distributed.all_reduce(hits)
+    return (hits[0] / hits[1]).item()
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from transformers import BertConfig, BertForPreTraining
-
     from bert_pretrain import data, lamb
-    from mlperf_train import (autocast, finish, log_setup, run_steps, start,
-                              wrap_ddp)
+    from bert_pretrain.model import build, model_inputs, pretraining_loss
+    from mlperf_train import (autocast, log_evaluation, log_setup, start,
+                              stop, train, wrap_ddp)
 
-    rank, world, device, log = start('bert', args.seed)
+    closed = args.model == 'bert-large' and args.optimizer == 'lamb'
+    rank, world, device, log = start('bert', args,
+                                     'closed' if closed else 'open')
     mlc = log.constants
 
-    config = BertConfig(max_position_embeddings=max(512, args.seq_length),
-                        **MODELS[args.model])
-    model = BertForPreTraining(config).to(device)
+    model = build(args.model, max(512, args.seq_length)).to(device)
+    vocab = model.pretraining.config.vocab_size
     params = sum(p.numel() for p in model.parameters())
     model = wrap_ddp(model, device, world)
-    optimizer = (lamb.Lamb(model.parameters(), lr=args.lr)
+    betas, eps, decay = (0.9, 0.999), 1e-6, 0.01
+    optimizer = (lamb.Lamb(model.parameters(), lr=args.lr, betas=betas,
+                           eps=eps, weight_decay=decay)
                  if args.optimizer == 'lamb' else
                  torch.optim.AdamW(model.parameters(), lr=args.lr))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, poly_schedule(args.warmup_steps, args.steps))
 
     if args.data == 'synthetic':
         batches = data.synthetic_batches(
             args.batch_size, args.seq_length, args.max_predictions,
-            config.vocab_size, args.seed + rank)
+            vocab, args.seed + rank)
     else:
         from transformers import BertTokenizerFast
         if not args.tokenizer:
@@ -79,11 +109,27 @@ def main(argv=None):
                                     args.seed + rank)
 
     global_batch = args.batch_size * world
-    log_setup(log, ((mlc.GLOBAL_BATCH_SIZE, global_batch),
-                    (mlc.OPT_NAME, args.optimizer), (mlc.OPT_BASE_LR, args.lr),
-                    ('max_sequence_length', args.seq_length),
-                    ('max_predictions_per_seq', args.max_predictions),
-                    ('model_parameters', params), ('world_size', world)))
+    settings = [(mlc.GLOBAL_BATCH_SIZE, global_batch),
+                (mlc.GRADIENT_ACCUMULATION_STEPS, 1),
+                (mlc.OPT_NAME, args.optimizer), (mlc.OPT_BASE_LR, args.lr),
+                (mlc.OPT_LR_TRAINING_STEPS, args.steps),
+                (mlc.OPT_LR_WARMUP_STEPS, args.warmup_steps),
+                (mlc.NUM_WARMUP_STEPS, args.warmup_steps),
+                (mlc.START_WARMUP_STEP, 0)]
+    if args.optimizer == 'lamb':
+        settings += [(mlc.OPT_LAMB_EPSILON, eps),
+                     (mlc.OPT_LAMB_BETA_1, betas[0]),
+                     (mlc.OPT_LAMB_BETA_2, betas[1]),
+                     (mlc.OPT_LAMB_WEIGHT_DECAY, decay),
+                     (mlc.OPT_LAMB_LR_DECAY_POLY_POWER, 1.0)]
+    settings += [('max_sequence_length', args.seq_length),
+                 ('max_predictions_per_seq', args.max_predictions),
+                 # Synthetic data: the run's training set is what it
+                 # generates.
+                 (mlc.TRAIN_SAMPLES, args.steps * global_batch),
+                 (mlc.EVAL_SAMPLES, args.eval_batches * global_batch),
+                 ('model_parameters', params)]
+    log_setup(log, settings)
     log.end(mlc.INIT_STOP)
 
     scaler = torch.amp.GradScaler(enabled=args.precision == 'fp16')
@@ -92,16 +138,19 @@ def main(argv=None):
     def step(_):
         batch = {k: v.to(device) for k, v in next(batches).items()}
         with autocast(device, args.precision):
-            loss = model(**batch).loss
+            loss = pretraining_loss(model(*model_inputs(batch)), batch)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
+        scheduler.step()
         return loss.item()
 
-    status = run_steps(log, step, args.steps, global_batch, device, world)
-    finish(world)
-    return 0 if status == 'success' else 1
+    status = train(log, step, args.steps, global_batch, device, world)
+    log_evaluation(log, mlc.EVAL_ACCURACY, lambda: evaluate(
+        model, batches, args.eval_batches, device, world),
+        epoch=args.steps * global_batch)
+    return stop(log, status, world)
 
 
 if __name__ == '__main__':
