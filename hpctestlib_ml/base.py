@@ -24,6 +24,7 @@ from reframe.core.logging import getlogger
 from hpctestlib_ml import (REFERENCES_DIR, SRC_DIR, container, energy,
                           launch, provenance)
 from hpctestlib_ml.parsers import failures
+from hpctestlib_ml.flops import RECOMPUTE_FACTOR, TRAINING_FACTOR
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
                                      DEVICE_PEAK_FLOPS, FRAMEWORKS,
                                      GPU_FEATURE, LAUNCH_MODES,
@@ -354,8 +355,11 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
         platform.options = options
 
     def add_utilisation_metrics(self):
-        '''``mfu`` (model FLOPs) and, with recomputation, ``hfu`` (FLOPs
-        executed), where the peak and the FLOPs per sample are known.'''
+        '''``mfu`` (model FLOPs) and, with activation recomputation, ``hfu``
+        (FLOPs executed: the forward once more), where the peak and the
+        FLOPs per sample are known. The FLOPs are taken when the figures
+        are computed, after the run: a workload may read its model's shape
+        from the log (:meth:`model_flops_per_sample`).'''
         peak = self.peak_flops_per_node()
         if peak is None:
             getlogger().verbose(f'{self.display_name}: no MFU: no peak FLOP/s '
@@ -363,18 +367,20 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
             return
 
         try:
-            model = self.model_flops_per_sample()
-            hardware = self.hardware_flops_per_sample()
+            self.check_flops_known()
         except LookupError as err:
             getlogger().warning(f'{self.display_name}: no MFU: {err}')
             return
 
         nodes = self.layout.num_nodes
         self.perf_variables['mfu'] = sn.make_performance_function(
-            lambda: self._utilisation(model, peak, nodes), '%')
-        if hardware != model:
+            lambda: self._utilisation(self.model_flops_per_sample(), peak,
+                                      nodes), '%')
+        if self.recomputes_activations():
+            executed = RECOMPUTE_FACTOR / TRAINING_FACTOR
             self.perf_variables['hfu'] = sn.make_performance_function(
-                lambda: self._utilisation(hardware, peak, nodes), '%')
+                lambda: executed * self._utilisation(
+                    self.model_flops_per_sample(), peak, nodes), '%')
 
     def peak_flops_per_node(self):
         '''Peak FLOP/s of one node at this test's precision, or None if unknown.
@@ -517,9 +523,19 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
         raise NotImplementedError
 
     def model_flops_per_sample(self):
-        '''Analytic training FLOPs per sample (no recomputation).'''
+        '''Analytic training FLOPs per sample (no recomputation). Called
+        after the run, so it may read the model's shape from the log
+        (:meth:`metrics`); raise LookupError where no FLOPs are known.'''
         raise NotImplementedError
 
-    def hardware_flops_per_sample(self):
-        '''FLOPs executed per sample, recomputation included.'''
-        return self.model_flops_per_sample()
+    def check_flops_known(self):
+        '''At setup: raise LookupError (no MFU, with a warning) where the
+        FLOPs per sample cannot be known. By default it computes them;
+        workloads whose FLOPs come from the log override it.'''
+        self.model_flops_per_sample()
+
+    def recomputes_activations(self):
+        '''Whether the run recomputes the forward pass in the backward
+        (activation checkpointing): then ``hfu`` is reported beside ``mfu``,
+        at 4/3 of it.'''
+        return False

@@ -5,6 +5,9 @@
                                         fails if no test case ran
     hpcml extract WORKLOAD LOGFILE...   metrics of training logs, as JSON
     hpcml cpu-peak                      this CPU's measured fp32 matmul FLOP/s
+    hpcml model-info WORKLOAD [--size S] [--json]
+                                        parameters and forward FLOPs of the
+                                        model a workload's program builds
 """
 import argparse
 import json
@@ -110,6 +113,20 @@ def _cpu_peak(args):
     return 0
 
 
+def _model_info(args):
+    from hpctestlib_ml import model_info
+    try:
+        info = model_info.model_info(args.workload, args.size, args.device)
+    except model_info.ModelInfoError as err:
+        print(f'hpcml model-info: error: {err}', file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(info.as_dict()))
+    else:
+        print(model_info.format_info(info))
+    return 0
+
+
 def _report(args):
     from hpctestlib_ml import report
     try:
@@ -140,6 +157,23 @@ def parser():
         'cpu-peak', help="measure this CPU's fp32 matmul FLOP/s")
     peak.add_argument('--threads', type=int, default=None)
     peak.set_defaults(func=_cpu_peak)
+
+    info = commands.add_parser(
+        'model-info', help='parameters, analytic and measured forward FLOPs '
+                           'of the model a workload builds (offline)')
+    from hpctestlib_ml.model_info import WORKLOADS
+    info.add_argument('workload', choices=sorted(WORKLOADS))
+    info.add_argument('--size', default='benchmark',
+                      help='tiny, benchmark (default), or a model name the '
+                           'program takes (megatron: 800M, 13B, 175B; clip: '
+                           'an OpenCLIP model; gpt2_finetune: gpt2)')
+    info.add_argument('--device', choices=('cpu', 'meta'),
+                      help='where to build the model (default: meta for '
+                           'the large ones); FLOPs are counted on meta')
+    info.add_argument('--json', action='store_true',
+                      help='one JSON object: params, analytic_forward_flops,'
+                           ' measured_forward_flops, ...')
+    info.set_defaults(func=_model_info)
 
     from hpctestlib_ml.report import add_arguments
     report = commands.add_parser(

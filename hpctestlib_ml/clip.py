@@ -202,9 +202,8 @@ class ClipTraining(MLTrainingTest):
     def model_flops_per_sample(self):
         return flops.training_flops(clip_forward_flops(self.model))
 
-    def hardware_flops_per_sample(self):
-        return flops.training_flops(clip_forward_flops(self.model),
-                                    recompute=bool(self.grad_checkpointing))
+    def recomputes_activations(self):
+        return bool(self.grad_checkpointing)
 
     @performance_function('s')
     def total_time_secs(self):

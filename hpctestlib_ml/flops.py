@@ -84,26 +84,36 @@ def megatron_gpt_flops_per_token(num_layers, hidden, seq_len, vocab,
     return 12 * L * h * h * (2 + s / h + ffn / h + vocab / (2 * L * h))
 
 
+def causal_lm_forward_flops(seq_len, width, layers, vocab):
+    '''Forward FLOPs of one sequence through a GPT-2-style causal LM: the
+    transformer's (:func:`transformer_forward_flops`, full s x s attention
+    as PyTorch's attention kernels compute it) plus the LM head's 2 s h V.
+    Embedding lookups are free.'''
+    return (transformer_forward_flops(seq_len, width, layers) +
+            2 * seq_len * width * vocab)
+
+
 def causal_lm_training_flops(seq_len, width, layers, vocab):
     '''Training FLOPs of one sequence through a GPT-2-style causal LM:
-    3 x (the transformer's forward, :func:`transformer_forward_flops`, plus
-    the LM head's 2 s h V). Embedding lookups are free.'''
-    forward = (transformer_forward_flops(seq_len, width, layers) +
-               2 * seq_len * width * vocab)
-    return training_flops(forward)
+    3 x :func:`causal_lm_forward_flops`.'''
+    return training_flops(causal_lm_forward_flops(seq_len, width, layers,
+                                                  vocab))
 
 
-def bert_pretraining_flops(seq_len, hidden, layers, vocab, intermediate):
-    '''Training FLOPs of one sequence through BertForPreTraining: 3 x the
-    forward of the encoder (:func:`transformer_forward_flops`) and of the
-    masked-LM head, which transformers applies at every position (a dense
-    h x h transform and the h x V decoder); pooler and NSP head are < 0.1%.
-    BERT-Large at 512 tokens: 1.1 TFLOP (MLPerf's implementations, which
-    decode only the <= 76 masked positions, do ~1.0).'''
+def bert_pretraining_forward_flops(seq_len, hidden, layers, vocab,
+                                   intermediate, predictions):
+    '''Forward FLOPs of one sequence through BERT pretraining as MLPerf's
+    reference computes it: the encoder (:func:`transformer_forward_flops`),
+    the masked-LM head at the *predictions* gathered positions only (a
+    dense h x h transform and the h x V decoder), the pooler and the
+    next-sentence head. BERT-Large at 512 tokens and 76 predictions:
+    0.340 TFLOP (1.02 per trained sequence); a head at every position, as
+    transformers' BertForPreTraining applies it, would add 28 GFLOP.'''
     encoder = transformer_forward_flops(seq_len, hidden, layers,
                                         intermediate / hidden)
-    mlm_head = 2 * seq_len * (hidden * hidden + hidden * vocab)
-    return training_flops(encoder + mlm_head)
+    mlm_head = 2 * predictions * (hidden * hidden + hidden * vocab)
+    pooler_and_nsp = 2 * (hidden * hidden + hidden * 2)
+    return encoder + mlm_head + pooler_and_nsp
 
 
 def cosmoflow_forward_flops(cube, conv_size=32, channels=4, kernel=3,
@@ -120,16 +130,57 @@ def cosmoflow_forward_flops(cube, conv_size=32, channels=4, kernel=3,
     return total
 
 
-#: Forward FLOPs per sample of the DeepCAM network (segmentation-models-
-#: pytorch 0.6.0 DeepLabV3Plus, in_channels 16, classes 3), by size:
-#: measured once with torch.utils.flop_counter.FlopCounterMode over a
-#: forward pass of one sample (torch 2.14.1). Forward only, times 3 for
-#: training: FlopCounterMode over-counts the backward of depthwise
-#: convolutions, which Xception and MobileNet are full of.
-DEEPCAM_FORWARD_FLOPS = {
-    'tiny': 1.159217152e9,       # 16 x 128 x 192, mobilenet_v2 encoder
-    'reference': 0.419e12,       # 16 x 768 x 1152, tu-xception71 encoder
-}
+def conv2d_flops(height, width, c_in, c_out, kernel=1, groups=1):
+    '''FLOPs of a 2D convolution with an output of *height* x *width*
+    (a transposed convolution: its input's size).'''
+    return 2 * height * width * (c_in // groups) * c_out * kernel * kernel
+
+
+def deeplabv3plus_forward_flops(arch, channels, height, width, classes):
+    '''Forward FLOPs of one sample through DeepCAM's DeepLabv3+
+    (``src/deepcam``; *arch* is its :class:`deepcam.architecture.
+    Architecture`): every convolution, layer by layer at its resolution;
+    batch norm, ReLU, pooling and the residual sums add < 1%. Reference
+    (16 x 768 x 1152, 3 classes): 0.655 TFLOP forward per sample.'''
+    def separable(h, w, c_in, c_out):
+        return (conv2d_flops(h, w, c_in, c_in, 3, groups=c_in) +
+                conv2d_flops(h, w, c_in, c_out))
+
+    def half(n):
+        return (n + 1) // 2
+
+    h, w = half(height), half(width)                # strided stem conv
+    s0, s1 = arch.stem
+    total = conv2d_flops(h, w, channels, s0, 3) + conv2d_flops(h, w, s0, s1, 3)
+    c, low = s1, None
+    for out in arch.entry:                          # 2 units + strided conv
+        total += separable(h, w, c, out) + separable(h, w, out, out)
+        h, w = half(h), half(w)
+        total += separable(h, w, out, out) + conv2d_flops(h, w, c, out)
+        c = out
+        low = low or (h, w, out)
+    total += arch.middle_blocks * 3 * separable(h, w, c, c)
+    e = arch.exit_block                             # units grow last, extra
+    total += (separable(h, w, c, c) + separable(h, w, c, e) +
+              separable(h, w, e, e) + conv2d_flops(h, w, c, e))
+    c = e
+    for out in arch.exit_convs:
+        total += separable(h, w, c, out)
+        c = out
+    a = arch.aspp                                   # ASPP
+    total += (conv2d_flops(h, w, c, a) +
+              len(arch.aspp_rates) * conv2d_flops(h, w, c, a, 3) +
+              conv2d_flops(1, 1, c, a) +
+              conv2d_flops(h, w, a * (len(arch.aspp_rates) + 2), a))
+    d = arch.decoder                                # decoder
+    lh, lw, lc = low
+    total += (conv2d_flops(h, w, a, d, 3) + conv2d_flops(2 * h, 2 * w, d, d, 3)
+              + conv2d_flops(lh, lw, lc, arch.low_level))
+    total += (conv2d_flops(lh, lw, d + arch.low_level, d, 3) +
+              conv2d_flops(lh, lw, d, d, 3) + conv2d_flops(lh, lw, d, d))
+    total += (conv2d_flops(lh, lw, d, d, 3) +
+              conv2d_flops(2 * lh, 2 * lw, d, classes, 3))
+    return total
 
 
 #: Forward FLOPs per crop of the suite's AlphaFold2 trunk (``src/alphafold2``:

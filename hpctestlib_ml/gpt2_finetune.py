@@ -15,12 +15,6 @@ from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.constants import GPU_FEATURE
 from hpctestlib_ml.parsers import hf_trainer as parser
 
-#: (layers, width, block size, vocabulary) of the models the sizes train.
-MODEL_SHAPES = {
-    'tiny': (2, 256, 128, 2000),
-    'gpt2': (12, 768, 1024, 50257),
-}
-
 #: Training precisions, a parameter of the check.
 PRECISIONS = ('fp32', 'fp16', 'bf16')
 
@@ -79,12 +73,16 @@ class Gpt2FineTuning(MLTrainingTest):
         return [str(a) for a in args]
 
     def model_flops_per_sample(self):
-        try:
-            layers, width, block, vocab = MODEL_SHAPES[self.model]
-        except KeyError:
-            raise LookupError(f'no FLOPs known for model {self.model!r}') \
-                from None
+        '''Training FLOPs per block, of the model the program reports it
+        built (vocabulary, layers, width, block size: its ``[hpcml] model``
+        line), so that a tokenizer or config that differs from the
+        expected one cannot skew MFU.'''
+        shape = self.metric('model_shape')
+        vocab, layers, width, block = shape
         return flops.causal_lm_training_flops(block, width, layers, vocab)
+
+    def check_flops_known(self):
+        '''The FLOPs come from the log: known once the program ran.'''
 
     def extract_metrics(self, text):
         return parser.extract_metrics(text)

@@ -28,6 +28,8 @@ _ROW = re.compile(r'^\s+(\w+)\s+=\s+(.+?)\s*$', re.MULTILINE)
 _RUNTIME = re.compile(r'^(?:(\d+) days?, )?(\d+):(\d\d):(\d\d(?:\.\d+)?)$')
 _STEP = re.compile(r'\[hpcml\] step (\d+)/(\d+) time ([\d.]+) s samples (\d+)')
 _WORLD = re.compile(r'\[hpcml\] model .*? world size (\d+)')
+_SHAPE = re.compile(r'\[hpcml\] model .*? vocabulary (\d+), layers (\d+), '
+                    r'width (\d+), block size (\d+)')
 _LOG_DICT = re.compile(r"^\s*(\{'loss': .*\})\s*$", re.MULTILINE)
 
 
@@ -75,13 +77,21 @@ def losses(text):
     return values
 
 
+def model_shape(text):
+    '''(vocabulary, layers, width, block size) of the model the suite's
+    program built, from its ``[hpcml] model`` line; None without one.'''
+    match = _SHAPE.search(text)
+    return tuple(int(v) for v in match.groups()) if match else None
+
+
 def extract_metrics(text):
     '''Trainer's figures and the suite's steady-state rate.
 
     ``train_samples_per_second``, ``train_runtime`` (s), ``eval_loss``,
     ``perplexity``: Trainer's tables. ``samples_per_second``: global samples
     over the time of all steps but the first (warm-up), from the step
-    lines; ``samples_per_second_per_gpu``: that / world size.
+    lines; ``samples_per_second_per_gpu``: that / world size;
+    ``model_shape``: :func:`model_shape`.
     '''
     tables = metric_tables(text)
     train, evaluation = tables.get('train', {}), tables.get('eval', {})
@@ -98,6 +108,7 @@ def extract_metrics(text):
         'steps': len(steps),
         'max_steps': steps[-1][1] if steps else None,
         'world_size': world,
+        'model_shape': model_shape(text),
         'loss_first': loss_values[0] if loss_values else None,
         'loss_last': loss_values[-1] if loss_values else None,
         'losses_finite': all(math.isfinite(v) for v in loss_values),

@@ -12,3 +12,8 @@ two additions that change nothing on GPUs:
 It needs nothing but ``PYTHONPATH=src``, so it runs unchanged inside a
 container with the repository bind-mounted.
 """
+import pathlib
+
+#: The suite's OpenCLIP model configs (``CLIP-tiny``), registered with
+#: OpenCLIP before it builds a model.
+MODEL_CONFIGS = pathlib.Path(__file__).parent / 'model_configs'

@@ -1,8 +1,7 @@
 """Entry point: ``python -m clip_train [--] <open_clip_train arguments>``."""
-import pathlib
 import sys
 
-MODEL_CONFIGS = pathlib.Path(__file__).parent / 'model_configs'
+from clip_train import MODEL_CONFIGS
 
 
 def main(argv):

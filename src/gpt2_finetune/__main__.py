@@ -11,7 +11,10 @@ model's context, train with ``--do-train``, evaluate with ``--do-eval``.
 Trainer prints its metric tables (``***** train metrics *****``); each
 step's time goes to one line, ``[hpcml] step N/M time T s samples S``, so
 that steady-state throughput can be told from Trainer's (which includes
-start-up).
+start-up). The model line, ``[hpcml] model gpt2 N parameters, vocabulary
+V, layers L, width W, block size B, world size R, ...``, gives the shape
+that was built, from which the check computes FLOPs (the tiny tokenizer's
+vocabulary is whatever BPE learnt from the corpus, not a table's number).
 """
 import argparse
 import math
@@ -45,7 +48,7 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def tiny_model_and_data(args, workdir):
+def tiny_model_and_data(workdir):
     '''A tokenizer trained on the generated corpus, and a tiny GPT-2.'''
     from tokenizers import ByteLevelBPETokenizer
     from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
@@ -76,6 +79,26 @@ def tiny_model_and_data(args, workdir):
     model = GPT2LMHeadModel(config)
     data = ('text', {'data_files': files})
     return tokenizer, model, data
+
+
+def model_config(name):
+    '''The config of model *name*: from the Hugging Face cache (never the
+    network), else, for ``gpt2``, transformers' ``GPT2Config()``, whose
+    defaults are the published gpt2 (124M) config (12 layers, width 768,
+    12 heads, context 1024, vocabulary 50257).'''
+    from transformers import AutoConfig, GPT2Config
+    try:
+        return AutoConfig.from_pretrained(name, local_files_only=True)
+    except OSError:
+        if name == 'gpt2':
+            return GPT2Config()
+        raise
+
+
+def block_size_of(config):
+    '''Tokens per training block: the model's context, at most 1024
+    (run_clm's default).'''
+    return min(config.n_positions, 1024)
 
 
 def hub_model_and_data(args):
@@ -160,18 +183,21 @@ def main(argv=None):
     )
     with training_args.main_process_first(local=False):
         if args.tiny:
-            tokenizer, model, data = tiny_model_and_data(args, workdir)
+            tokenizer, model, data = tiny_model_and_data(workdir)
         else:
             tokenizer, model, data = hub_model_and_data(args)
-    block_size = args.block_size or min(model.config.n_positions, 1024)
+    block_size = args.block_size or block_size_of(model.config)
 
     datasets = lm_datasets(tokenizer, data, block_size,
                            training_args.main_process_first)
     world = training_args.world_size
     is_main = training_args.process_index == 0
     if is_main:
-        print(f'[hpcml] model {model.config.model_type} '
+        config = model.config
+        print(f'[hpcml] model {config.model_type} '
               f'{sum(p.numel() for p in model.parameters())} parameters, '
+              f'vocabulary {config.vocab_size}, layers {config.n_layer}, '
+              f'width {config.n_embd}, '
               f'block size {block_size}, world size {world}, '
               f'train blocks {len(datasets["train"])}, '
               f'validation blocks {len(datasets["validation"])}', flush=True)

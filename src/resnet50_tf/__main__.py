@@ -11,9 +11,13 @@ train under MultiWorkerMirroredStrategy with a custom ``strategy.run`` loop
 TF_CONFIG comes from ``cluster.py``.
 
 Every rank prints what tf_cnn_benchmarks prints per worker under Horovod,
-so one parser reads both: ``Step\\tImg/sec\\ttotal_loss``, one line per step
-``N\\timages/sec: X +/- U (jitter = J)\\tLOSS`` (the running mean after the
-warm-up steps), and ``total images/sec: X`` for this worker.
+with the same meaning, so one parser reads both: ``Step\\tImg/sec\\t
+total_loss``, one line per step ``N\\timages/sec: X +/- U (jitter = J)\\t
+LOSS`` (this worker's own running mean after the warm-up steps), and
+``total images/sec: X``, the whole job's rate as this worker measured it:
+workers x its own rate (tf_cnn_benchmarks' ``num_workers x local_step x
+batch_size / elapsed_time``; the workers step together, so each one's
+figure estimates the same job rate).
 """
 import argparse
 import os
@@ -74,6 +78,35 @@ def tfrecord_dataset(tf, directory, batch, size, context):
             .prefetch(tf.data.AUTOTUNE))
 
 
+def build_model(image_size):
+    '''The network trained: Keras' ResNet50 (v1), random init.'''
+    import keras
+    return keras.applications.ResNet50(
+        weights=None, input_shape=(image_size, image_size, 3),
+        classes=NUM_CLASSES)
+
+
+def forward_flops(model, image_size):
+    '''Forward FLOPs of one image through *model*, as TensorFlow's graph
+    profiler counts them (``float_ops`` of the frozen inference graph:
+    convolutions and matmuls as 2 per multiply-add, plus batch norm, bias
+    and activation arithmetic); None where the profiler is unavailable.'''
+    import tensorflow as tf
+    try:
+        from tensorflow.python.framework.convert_to_constants import \
+            convert_variables_to_constants_v2
+        profiler = tf.compat.v1.profiler
+    except (ImportError, AttributeError):
+        return None
+    forward = tf.function(lambda x: model(x, training=False))
+    graph = convert_variables_to_constants_v2(forward.get_concrete_function(
+        tf.TensorSpec([1, image_size, image_size, 3], tf.float32))).graph
+    options = profiler.ProfileOptionBuilder.float_operation()
+    options['output'] = 'none'
+    return profiler.profile(graph=graph, run_meta=tf.compat.v1.RunMetadata(),
+                            cmd='op', options=options).total_float_ops
+
+
 def timing(batch, times):
     '''tf_cnn_benchmarks' per-worker figures: mean images/s, its standard
     error, and the jitter (1.4826 x median absolute deviation).'''
@@ -110,9 +143,7 @@ def main(argv=None):
     global_batch = args.batch_size * world
 
     with strategy.scope():
-        model = keras.applications.ResNet50(
-            weights=None, input_shape=(args.image_size, args.image_size, 3),
-            classes=NUM_CLASSES)
+        model = build_model(args.image_size)
         # Goyal et al. 2017: lr 0.1 per 256 images.
         optimizer = keras.optimizers.SGD(learning_rate=0.1 * global_batch
                                          / 256, momentum=0.9)
@@ -182,7 +213,7 @@ def main(argv=None):
     print(f'[hpcml] timed region {timed_start:.3f} {time.time():.3f}')
     mean, _, _ = timing(args.batch_size, times)
     print('-' * 64)
-    print(f'total images/sec: {mean:.2f}')
+    print(f'total images/sec: {world * mean:.2f}')
     print('-' * 64, flush=True)
     if rank == 0:
         remove_rendezvous()
