@@ -124,13 +124,17 @@ class ResNet50Training(MLTrainingTest):
 
     @performance_function('images/s')
     def images_per_second(self):
-        '''Images/s over all ranks (sum of the workers' totals).'''
+        '''The job's images/s: each worker's ``total images/sec`` is its
+        measurement of the whole job's rate (tf_cnn_benchmarks' meaning);
+        the mean of them.'''
         return self.metric('images_per_second')
 
     @performance_function('images/s')
     def images_per_second_per_gpu(self):
+        '''The job's images/s / its devices (global / per-device batch).'''
         return self.metric('images_per_second_per_gpu')
 
     @performance_function('s')
     def time_per_step_secs(self):
+        '''Global batch / the job's images/s.'''
         return self.metric('time_per_step_secs')

@@ -58,14 +58,14 @@ def test_milliseconds_form_of_the_suites_own_run():
     assert [s['iteration'] for s in steps] == list(range(1, 9))
     assert all(s['time_s'] < 5 for s in steps)
     assert parser.world_size(text) == 2
-    assert parser.model_shape(text) == (2, 128, 128, 50304, 512, 2)
+    assert parser.model_shape(text) == (2, 256, 128, 50304, 1024, 2)
     m = EXTRACTORS['megatron'](text)
     assert m['iterations'] == 8 and m['iteration_last'] == 8
     assert m['tokens_per_second'] == pytest.approx(
         8 * 128 / m['time_per_iteration_secs'])
     assert m['tflops_per_gpu'] == pytest.approx(
         m['tokens_per_second'] * flops.megatron_gpt_flops_per_token(
-            2, 128, 128, 50304) / 2 / 1e12)
+            2, 256, 128, 50304) / 2 / 1e12)
     assert m['loss_all_finite']
     # Random tokens: the loss stays near ln(vocabulary).
     assert abs(m['loss_last'] - math.log(50304)) < 0.5

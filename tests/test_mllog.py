@@ -17,8 +17,10 @@ def test_run_time_is_run_stop_minus_run_start():
     assert m['run_time_secs'] / 60 == pytest.approx(7.713, abs=0.001)
     assert m['status'] == 'success'
     assert m['eval_accuracy'] == pytest.approx(0.7209873199462891)
-    # One tracked_stats event, no step times: its throughput as logged.
-    assert m['samples_per_second'] == pytest.approx(5013.945143642021)
+    # Its one tracked_stats comes after run_stop: the submitter's average
+    # over the whole run, not a steady-state training record.
+    assert m['samples_per_second'] is None
+    assert m['throughput_records'] == 0
     assert mllog.values(mllog.parse_events(read_data(
         'mllog', 'amd_rocm_blog_bert_mi300x_excerpt.log')),
         'eval_accuracy')[-1] == pytest.approx(0.72099, abs=1e-5)
@@ -41,13 +43,13 @@ def test_suites_bert_run_with_two_ranks():
     text = suite_run()
     m = EXTRACTORS['bert'](text)
     assert m['benchmark'] == 'bert'
-    assert m['world_size'] == 2 and m['global_batch_size'] == 16
+    assert m['world_size'] == 2 and m['global_batch_size'] == 64
     assert m['steps'] == 10 and m['status'] == 'success'
     stats = mllog.tracked_stats(mllog.parse_events(text))
     assert [step for step, _ in stats] == list(range(1, 11))
     steady = [s['step_time'] for _, s in stats[1:]]
     # Time-weighted over the steps after the first.
-    assert m['samples_per_second'] == pytest.approx(16 * 9 / sum(steady))
+    assert m['samples_per_second'] == pytest.approx(64 * 9 / sum(steady))
     assert 0 < m['run_time_secs'] < 60
     assert m['losses_finite']
 
@@ -63,7 +65,6 @@ def test_malformed_lines_are_skipped():
 
 
 def test_bert_large_is_about_one_teraflop_per_sequence():
-    layers, hidden, _, inter, vocab, seq, _ = bert.MODELS['bert-large']
-    per_sequence = flops.bert_pretraining_flops(seq, hidden, layers, vocab,
-                                                inter)
-    assert per_sequence == pytest.approx(1.1e12, rel=0.05)
+    # The masked-LM head at the 76 masked positions, as MLPerf's reference.
+    per_sequence = flops.training_flops(bert.forward_flops('bert-large'))
+    assert per_sequence == pytest.approx(1.02e12, rel=0.01)

@@ -45,18 +45,25 @@ def test_tf_cnn_benchmarks_log_from_upstream():
     assert m['losses_finite']
 
 
-def test_suites_program_with_two_workers_sums_their_totals():
+def test_suites_program_with_two_workers_prints_the_jobs_rate():
+    '''As tf_cnn_benchmarks: each worker's total is its measurement of the
+    job's rate (workers x its own rate), so the job's figure is their
+    mean, not their sum.'''
     text = read_data('tf_cnn_benchmarks',
                      'resnet50_tf_tiny_cpu_2ranks_torchrun.out')
     m = EXTRACTORS['resnet50'](text)
     totals = [float(line.split(':')[1]) for line in text.splitlines()
               if line.startswith('total images/sec')]
     assert m['workers'] == 2 and len(totals) == 2
-    assert m['images_per_second'] == pytest.approx(sum(totals))
-    assert m['images_per_second_per_gpu'] == pytest.approx(sum(totals) / 2)
+    last_rates = [float(line.split('images/sec:')[1].split()[0])
+                  for line in text.splitlines() if line.startswith('10\t')]
+    assert totals == pytest.approx([2 * r for r in last_rates], rel=0.02)
+    assert m['images_per_second'] == pytest.approx(sum(totals) / 2)
+    assert m['devices'] == 2
+    assert m['images_per_second_per_gpu'] == pytest.approx(sum(totals) / 4)
     assert m['global_batch_size'] == 16 and m['steps'] == 10
     assert m['time_per_step_secs'] == pytest.approx(
-        sum(8 / t for t in totals) / 2)
+        16 / m['images_per_second'])
 
 
 def test_rank_prefixes_and_a_nan_loss():
@@ -64,7 +71,7 @@ def test_rank_prefixes_and_a_nan_loss():
             '1: 1\timages/sec: 11.0 +/- 0.0 (jitter = 0.0)\tnan\n'
             '0: total images/sec: 10.00\n1: total images/sec: 11.00\n')
     m = EXTRACTORS['resnet50'](text)
-    assert m['workers'] == 2 and m['images_per_second'] == 21.0
+    assert m['workers'] == 2 and m['images_per_second'] == 10.5
     assert not m['losses_finite']
 
 

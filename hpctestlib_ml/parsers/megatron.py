@@ -38,15 +38,33 @@ def _number(text):
         return None
 
 
+def _count(fields, name):
+    value = fields.get(name, '')
+    return int(value) if value.isdigit() else None
+
+
 def parse_iterations(text):
     '''Logged iterations in order (each once), as dicts: ``iteration``,
-    ``train_iters``, ``time_s``, ``global_batch``, ``loss``, ``printed_tflops``
-    (None where the line has no TFLOP/s figure), ``consumed_samples``.'''
-    steps, seen = [], set()
+    ``train_iters``, ``time_s``, ``global_batch``, ``loss`` (None where the
+    interval printed none), ``printed_tflops`` (None where the line has no
+    TFLOP/s figure), ``consumed_samples``, ``skipped``, ``nan`` (the
+    interval's skipped and NaN iteration counts, None where not printed),
+    ``interval`` (iterations since the previous logged line) and
+    ``loss_finite`` (False only where the line shows a non-finite loss).
+
+    Only fields closed by a ``|`` are read, so a line cut short (a copy, a
+    killed job) gives no half-read number. Megatron prints the loss
+    averaged over the interval's advanced iterations: an interval whose
+    iterations the fp16 loss scaler all skipped has none (older versions
+    print no ``lm loss``, current upstream ``lm loss: 0.0``); that is not a
+    NaN. Non-finite: a NaN count above 0, a printed loss that is not
+    finite, or no loss although some iterations advanced (older versions
+    drop a NaN average from the line).'''
+    steps, seen, previous = [], set(), 0
     for match in _ITERATION.finditer(text):
         iteration = int(match.group(1))
         fields = {}
-        for part in match.group(3).split('|'):
+        for part in match.group(3).split('|')[:-1]:
             key, sep, value = part.partition(':')
             if sep:
                 fields[key.strip()] = value.strip()
@@ -58,6 +76,15 @@ def parse_iterations(text):
         if time_s is None or iteration in seen:
             continue
         seen.add(iteration)
+        interval, previous = iteration - previous, iteration
+        skipped = _count(fields, 'number of skipped iterations')
+        nan = _count(fields, 'number of nan iterations')
+        loss = _number(fields['lm loss']) if 'lm loss' in fields else None
+        all_skipped = skipped is not None and skipped >= interval
+        if all_skipped and loss == 0.0:
+            loss = None                 # current upstream's "no average"
+        advanced_without_loss = (loss is None and skipped is not None and
+                                 not all_skipped)
         printed = fields.get('throughput per GPU (TFLOP/s/GPU)',
                              fields.get('TFLOPs'))
         steps.append({
@@ -66,10 +93,16 @@ def parse_iterations(text):
             'time_s': time_s,
             'global_batch': int(fields['global batch size'])
             if 'global batch size' in fields else None,
-            'loss': _number(fields.get('lm loss', '')),
+            'loss': loss,
             'printed_tflops': _number(printed) if printed else None,
             'consumed_samples': int(fields['consumed samples'])
             if 'consumed samples' in fields else None,
+            'skipped': skipped,
+            'nan': nan,
+            'interval': interval,
+            'loss_finite': not ((nan or 0) > 0 or advanced_without_loss or
+                                (loss is not None and
+                                 not math.isfinite(loss))),
         })
     return steps
 
@@ -118,7 +151,10 @@ def extract_metrics(text, seq_length=None, flops_per_token=None,
     token (:func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token`) x
     tokens/s / GPUs; ``printed_tflops_per_gpu``: the program's figure, for
     information only (formulas differ between versions).
-    Shape and world size come from the arguments, else from the log.
+    ``loss_all_finite``: no logged interval shows a non-finite loss
+    (:func:`parse_iterations`); ``skipped_iterations``, ``nan_iterations``:
+    the intervals' counts summed. Shape and world size come from the
+    arguments, else from the log.
     '''
     steps = parse_iterations(text)
     layers, hidden, seq_log, vocab, ffn, world_log = model_shape(text)
@@ -129,13 +165,15 @@ def extract_metrics(text, seq_length=None, flops_per_token=None,
         flops_per_token = megatron_gpt_flops_per_token(layers, hidden,
                                                        seq_length, vocab, ffn)
 
+    losses = [s['loss'] for s in steps if s['loss'] is not None]
     metrics = {
         'iterations': len(steps),
         'iteration_last': steps[-1]['iteration'] if steps else None,
         'train_iters': steps[-1]['train_iters'] if steps else None,
-        'loss_last': steps[-1]['loss'] if steps else None,
-        'loss_all_finite': all(s['loss'] is not None and
-                               math.isfinite(s['loss']) for s in steps),
+        'loss_last': losses[-1] if losses else None,
+        'loss_all_finite': all(s['loss_finite'] for s in steps),
+        'skipped_iterations': sum(s['skipped'] or 0 for s in steps),
+        'nan_iterations': sum(s['nan'] or 0 for s in steps),
         'time_per_iteration_secs': None,
         'tokens_per_second': None,
         'tflops_per_gpu': None,

@@ -1,6 +1,7 @@
 """MLPerf logging (``:::MLLOG`` lines, the mlperf-logging package), shared by
-the workloads that log this way (BERT here; CosmoFlow, DeepCAM and OpenFold
-in MLPerf HPC).
+the workloads that log this way (BERT, CosmoFlow, DeepCAM, OpenFold), for
+the suite's programs and for MLPerf result logs (tested on submissions to
+MLPerf HPC v1.0-v3.0 and Training v1.0/v4.0, ``tests/data/mllog/``).
 
 One event per line, after any prefix (``[1,0]<stdout>:``, ``0:``)::
 
@@ -8,9 +9,29 @@ One event per line, after any prefix (``[1,0]<stdout>:``, ``0:``)::
     "INTERVAL_START", "key": "run_start", "value": null, "metadata":
     {"file": "...", "lineno": 73}}
 
-Throughput: from the ``tracked_stats`` events (metadata ``step``), the first
-skipped as warm-up: global batch x steps / their ``step_time`` sum where
-both are logged, else the mean of their ``throughput``; run time: ``run_stop`` minus ``run_start``, as MLPerf scores it.
+What real logs hold, and how it is read:
+
+- run time: ``run_stop`` minus ``run_start``, MLPerf's time to train (the
+  result summarizer's definition);
+- training throughput: the in-run records that carry a rate: a
+  ``tracked_stats`` value with ``throughput`` (samples/s over all ranks;
+  the suite's programs log one per step with its ``step_time``,
+  submitters one per epoch or block), or a ``throughput`` event (NVIDIA's
+  CosmoFlow v1.0). Other ``tracked_stats`` are not training steps
+  (OpenFold's ``staging_duration`` before ``run_start``, its data-loader
+  ``avg_perf_next_batch``), nor is anything after ``run_stop`` (a late
+  block, a run summary). The first training record is warm-up and
+  skipped, as every throughput figure of the suite;
+- training loss: the records' ``loss``, or ``train_loss`` events
+  (DeepCAM);
+- world size: ``number_of_ranks``, else ``number_of_nodes`` x
+  ``accelerators_per_node`` (the result summarizer's instance scale);
+  MLPerf Training logs carry neither (their scale is in the submission's
+  system description).
+
+MLPerf scores no samples/s: its HPC throughput metric is models trained per
+minute over many concurrent runs. The samples/s here are the logged
+auxiliary rates, for regression tracking.
 """
 import json
 import math
@@ -55,50 +76,129 @@ def _event(events, key):
     return next((e for e in events if e['key'] == key), None)
 
 
+def _metadata(event):
+    metadata = event.get('metadata')
+    return metadata if isinstance(metadata, dict) else {}
+
+
 def tracked_stats(events):
     '''(step, stats dict) of each ``tracked_stats`` event.'''
-    return [(e.get('metadata', {}).get('step'), e.get('value') or {})
+    return [(_metadata(e).get('step'), e.get('value') or {})
             for e in events if e['key'] == 'tracked_stats']
 
 
+def in_run(events):
+    '''The events between ``run_start`` and ``run_stop`` (all of them
+    where the log lacks either).'''
+    keys = [e['key'] for e in events]
+    start = keys.index('run_start') if 'run_start' in keys else -1
+    stop = keys.index('run_stop') if 'run_stop' in keys else len(events)
+    return events[start + 1:stop]
+
+
+def training_records(events):
+    '''The in-run training throughput records as (event, samples/s,
+    step time or None), in order.'''
+    records = []
+    for event in in_run(events):
+        value = event.get('value')
+        if event['key'] == 'tracked_stats' and isinstance(value, dict):
+            rate = value.get('throughput')
+            if isinstance(rate, (int, float)):
+                records.append((event, float(rate), value.get('step_time')))
+        elif event['key'] == 'throughput' and isinstance(value, (int, float)):
+            records.append((event, float(value), None))
+    return records
+
+
+def training_losses(events):
+    '''In-run training losses: the records' ``loss``, else ``train_loss``
+    events.'''
+    run = in_run(events)
+    losses = [e['value']['loss'] for e in run
+              if e['key'] == 'tracked_stats' and isinstance(e.get('value'),
+                                                            dict)
+              and isinstance(e['value'].get('loss'), (int, float))]
+    if not losses:
+        losses = [e['value'] for e in run if e['key'] == 'train_loss'
+                  and isinstance(e.get('value'), (int, float))]
+    return [float(v) for v in losses]
+
+
+def world_size(events):
+    '''``number_of_ranks``, else nodes x accelerators per node, else the
+    suite's older ``world_size`` event; None where the log has none.'''
+    ranks = first_value(events, 'number_of_ranks')
+    if isinstance(ranks, int) and ranks > 0:
+        return ranks
+    nodes = first_value(events, 'number_of_nodes')
+    per_node = first_value(events, 'accelerators_per_node')
+    if isinstance(nodes, int) and nodes > 0 and isinstance(per_node, int):
+        return nodes * max(per_node, 1)
+    return first_value(events, 'world_size')
+
+
+def training_steps(events):
+    '''Training steps done, where the log says (the largest ``step_num``
+    of its epoch, block and training events); None where it does not.'''
+    steps = [_metadata(e).get('step_num') for e in events
+             if e['key'] in ('epoch_stop', 'block_stop', 'train_loss')]
+    steps = [s for s in steps if isinstance(s, int)]
+    return max(steps) if steps else None
+
+
+def _ends(events, key):
+    '''How many *key* events the run logged (None for none).'''
+    return sum(e['key'] == key for e in events) or None
+
+
 def extract_metrics(text):
-    '''``samples_per_second`` (mean of tracked throughput, first skipped),
-    ``time_per_step_secs``, ``run_time_secs`` (run_stop - run_start),
-    ``status`` (run_stop's), ``steps``, ``loss_last``, ``losses_finite``,
-    ``global_batch_size``, ``world_size``, and the last ``eval_accuracy``
-    and ``eval_error`` (MLPerf's quality keys), where logged.'''
+    '''The metrics of an MLPerf log (see the module docstring):
+
+    ``samples_per_second`` (steady state: global batch x records / their
+    step times where every record has one, else the mean of the records'
+    rates, the first record skipped), ``time_per_step_secs``,
+    ``run_time_secs``, ``status`` (run_stop's), ``throughput_records``,
+    ``steps`` (training steps, from ``step_num``; None where not logged),
+    ``epochs`` (epoch ends logged, else block ends), ``loss_first``, ``loss_last``,
+    ``losses_finite`` (None where no loss is logged), ``global_batch_size``,
+    ``world_size``, ``benchmark``, the last ``eval_accuracy`` and
+    ``eval_error`` (MLPerf's quality keys), ``timed_window``.'''
     events = parse_events(text)
-    stats = tracked_stats(events)
+    records = training_records(events)
     start, stop = _event(events, 'run_start'), _event(events, 'run_stop')
-    losses = [s.get('loss') for _, s in stats if s.get('loss') is not None]
+    losses = training_losses(events)
     metrics = {
         'events': len(events),
         'benchmark': first_value(events, 'submission_benchmark'),
         'global_batch_size': first_value(events, 'global_batch_size'),
-        'world_size': first_value(events, 'world_size'),
+        'world_size': world_size(events),
         'eval_accuracy': last_value(events, 'eval_accuracy'),
         'eval_error': last_value(events, 'eval_error'),
-        'steps': len(stats),
-        'status': (stop.get('metadata', {}).get('status')
-                   if stop else None),
+        'throughput_records': len(records),
+        'steps': training_steps(events),
+        'epochs': _ends(events, 'epoch_stop') or _ends(events,
+                                                        'block_stop'),
+        'status': _metadata(stop).get('status') if stop else None,
         'run_time_secs': ((stop['time_ms'] - start['time_ms']) / 1000
                           if start and stop else None),
         'loss_first': losses[0] if losses else None,
         'loss_last': losses[-1] if losses else None,
-        'losses_finite': all(math.isfinite(v) for v in losses),
+        'losses_finite': (all(math.isfinite(v) for v in losses)
+                          if losses else None),
         'samples_per_second': None,
         'time_per_step_secs': None,
-        'timed_window': timed_window.from_mllog(events),
+        'timed_window': timed_window.from_mllog(events, [
+            event for event, _, _ in records]),
     }
-    steady = stats[1:] if len(stats) > 1 else stats
-    times = [s['step_time'] for _, s in steady if 'step_time' in s]
+    steady = records[1:] if len(records) > 1 else records
+    times = [t for _, _, t in steady if isinstance(t, (int, float))]
     batch = metrics['global_batch_size']
     if times and batch and len(times) == len(steady):
         # Time-weighted: samples over the steps' total time.
         metrics['samples_per_second'] = batch * len(times) / sum(times)
         metrics['time_per_step_secs'] = statistics.fmean(times)
-    else:
-        rates = [s['throughput'] for _, s in steady if 'throughput' in s]
-        if rates:
-            metrics['samples_per_second'] = statistics.fmean(rates)
+    elif steady:
+        metrics['samples_per_second'] = statistics.fmean(
+            rate for _, rate, _ in steady)
     return metrics

@@ -11,6 +11,14 @@ srun's labels), so nothing is anchored at the start of a line.
 
 The metrics follow the MMoCLIP benchmark (jubench-mmoclip, DESCRIPTION.md,
 "Results"): the first logged step includes start-up and is skipped.
+
+OpenCLIP logs every ``--log-every-n-steps`` steps (default 100; MMoCLIP
+requires 1). Its meters are reset after each line (``open_clip_train/
+train.py``), so ``Batch (t)`` is the mean batch time of the steps since the
+previous line, while ``/s`` and ``/s/gpu`` are the last batch's rates. A
+line's window is its sample count minus the previous line's over the
+global batch (``batch_size x world_size x accum_freq`` of the ``Params:``
+dump, else inferred from the sample counts and checked against the rates).
 """
 import math
 import re
@@ -93,42 +101,94 @@ def _mean(values):
     return statistics.fmean(values) if values else None
 
 
+def global_batch(text, steps):
+    '''Samples per optimizer step: from OpenCLIP's ``Params:`` dump, else
+    the largest common divisor of the logged sample counts, where a
+    one-step window's rate confirms it (gb / Batch (t) = the logged rate);
+    None where neither tells.'''
+    params = parse_params(text)
+    try:
+        return (int(params['batch_size']) * int(params['world_size']) *
+                int(params.get('accum_freq', 1)))
+    except (KeyError, ValueError):
+        pass
+    counts = [s['samples'] for s in steps[:1]] + [
+        b['samples'] - a['samples'] for a, b in zip(steps, steps[1:])
+        if b['epoch'] == a['epoch']]
+    counts = [c for c in counts if c > 0]
+    if not counts:
+        return None
+    batch = math.gcd(*counts)
+    for a, b in zip(steps, steps[1:]):
+        if b['samples'] - a['samples'] == batch and b['batch_time'] > 0:
+            rate = batch / b['batch_time']
+            if abs(rate / b['throughput'] - 1) > 0.05:
+                return None      # a "one-step" window that is not one
+    return batch
+
+
+def windows(steps, batch):
+    '''Steps in each logged line's window (the first line: None).'''
+    result = [None]
+    for a, b in zip(steps, steps[1:]):
+        done = b['samples'] - (a['samples'] if b['epoch'] == a['epoch']
+                               else 0)
+        result.append(done // batch if batch and done % batch == 0 and
+                      done > 0 else None)
+    return result
+
+
 def extract_metrics(text):
-    '''The MMoCLIP metrics of one OpenCLIP training log.
+    '''The MMoCLIP metrics of one OpenCLIP training log, the first logged
+    line (start-up) skipped:
 
-    - ``steps``: logged training steps;
-    - ``total_time_secs``: sum of ``Batch (t)`` over all logged steps but the
-      first (the benchmark's metric; equals the training time when every step
-      is logged, ``--log-every-n-steps 1``);
-    - ``time_per_iteration_secs_avg``: mean ``Batch (t)``, first step skipped;
-    - ``throughput_avg``: mean samples/s over all ranks, first step skipped;
-    - ``throughput_per_gpu_avg``: mean samples/s per rank, first step skipped
-      (OpenCLIP 1.x logs: ``throughput_avg / world_size`` where known);
-    - ``done_percent_last``: percent of the epoch done at the last logged step;
-    - ``loss_last``: the last logged loss; ``loss_all_finite``.
+    - ``steps``: logged training lines;
+    - ``total_time_secs``: the benchmark's metric, the training time after
+      the first line: the sum of ``Batch (t)`` x the steps of its window
+      (with every step logged, MMoCLIP's sum of ``Batch (t)``);
+    - ``time_per_iteration_secs_avg``: that time / its steps;
+    - ``throughput_avg``: samples/s over all ranks: with every step logged
+      the mean of the logged rates (JUBE's estimator, warm-up excluded);
+      with longer windows, samples / time (the logged rate is then the last
+      batch's only);
+    - ``throughput_per_gpu_avg``: per rank, likewise (OpenCLIP 1.x logs,
+      which lack ``/s/gpu``: ``throughput_avg / world_size``);
+    - ``log_every_n_steps``: steps per logged window (None if unknown);
+    - ``done_percent_last``; ``loss_last``; ``loss_all_finite``.
 
-    The steady-state figures need two logged steps; with fewer they are None.
-    (JUBE's ``throughput_avg`` column averages all steps, the first too: the
-    suite reports steady state, as DESIGN.md asks of every workload.)
+    Figures that need the windows are None where the global batch cannot
+    be known (an excerpt without the ``Params:`` dump whose counts do not
+    tell): no number rather than a wrong one.
     '''
     steps = parse_train_lines(text)
     steady = steps[1:]
     _, world_size = ranks_started(text)
-    throughput_avg = _mean([s['throughput'] for s in steady])
-    per_gpu = [s['throughput_per_gpu'] for s in steady]
-    if per_gpu and None not in per_gpu:
-        per_gpu_avg = _mean(per_gpu)
-    elif throughput_avg is not None and world_size:
-        per_gpu_avg = throughput_avg / world_size
-    else:
+    batch = global_batch(text, steps)
+    window = windows(steps, batch)[1:]
+    known = bool(steady) and None not in window
+    every_step = known and set(window) == {1}
+    total = (sum(s['batch_time'] * n for s, n in zip(steady, window))
+             if known else None)
+    if every_step:
+        throughput_avg = _mean([s['throughput'] for s in steady])
+        per_gpu = [s['throughput_per_gpu'] for s in steady]
+        per_gpu_avg = _mean(per_gpu) if None not in per_gpu else None
+    elif known and total:
+        throughput_avg = batch * sum(window) / total
         per_gpu_avg = None
+    else:
+        throughput_avg = per_gpu_avg = None
+    if per_gpu_avg is None and throughput_avg is not None:
+        world = world_size or _world_from_rates(steady)
+        per_gpu_avg = throughput_avg / world if world else None
 
     losses = [s['loss'] for s in steps if s['loss'] is not None]
     return {
         'steps': len(steps),
-        'total_time_secs': (round(sum(s['batch_time'] for s in steady), 6)
-                            if steady else None),
-        'time_per_iteration_secs_avg': _mean([s['batch_time'] for s in steady]),
+        'log_every_n_steps': (max(window) if known else None),
+        'total_time_secs': round(total, 6) if total is not None else None,
+        'time_per_iteration_secs_avg': (total / sum(window)
+                                        if total is not None else None),
         'throughput_avg': throughput_avg,
         'throughput_per_gpu_avg': per_gpu_avg,
         'done_percent_last': steps[-1]['percent'] if steps else None,
@@ -136,3 +196,11 @@ def extract_metrics(text):
         'loss_all_finite': all(math.isfinite(x) for x in losses) if losses else None,
         'timed_window': timed_window.from_open_clip(text),
     }
+
+
+def _world_from_rates(steps):
+    '''Ranks, from a line's ``/s`` over its ``/s/gpu``.'''
+    for s in steps:
+        if s['throughput_per_gpu']:
+            return round(s['throughput'] / s['throughput_per_gpu'])
+    return None

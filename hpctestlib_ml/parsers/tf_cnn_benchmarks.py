@@ -1,8 +1,13 @@
 """Logs of tf_cnn_benchmarks (tensorflow/benchmarks, as CARAML runs it) and
-of the suite's ``src/resnet50_tf``, which prints the same lines.
+of the suite's ``src/resnet50_tf``, which prints the same lines with the
+same meaning.
 
-Each worker (Horovod rank) prints, after its warm-up::
+Each process (a Horovod rank, or one process driving ``--num_gpus`` GPUs)
+prints its configuration, then, after its warm-up::
 
+    Batch size:  128 global
+                 64 per device
+    ...
     Step	Img/sec	total_loss
     1	images/sec: 154.5 +/- 0.0 (jitter = 0.0)	7.855
     ...
@@ -10,14 +15,22 @@ Each worker (Horovod rank) prints, after its warm-up::
     total images/sec: 308.45
     ----------------------------------------------------------------
 
-Step lines carry the running mean of that worker's images/s since the
-warm-up, its standard error and jitter (1.4826 x median absolute deviation);
-``total images/sec`` is that worker's final figure over its devices. With one
-worker per GPU, the job's throughput is the sum over the workers' totals.
-Lines may carry a launcher's rank prefix (``srun --label``: ``3: ``).
+What the numbers mean, from ``scripts/tf_cnn_benchmarks/benchmark_cnn.py``
+(tensorflow/benchmarks 00197155): a step line's images/sec is this
+process's own running mean since the warm-up (its batch, over all its GPUs,
+``get_perf_timing``), with its standard error and jitter (1.4826 x median
+absolute deviation). ``total images/sec`` is the whole job's rate:
+``num_workers x local_step x batch_size / elapsed_time``, where
+``num_workers`` is ``hvd.size()`` under Horovod. So under Horovod every
+rank prints its own estimate of the same job rate, not a share of it:
+summing them over-counts by the number of ranks (CARAML's JUBE averages
+them, as here). ``Batch size: G global`` and ``P per device`` give the
+job's device count, G / P. Lines may carry a launcher's rank prefix
+(``srun --label``: ``3: ``).
 """
 import math
 import re
+import statistics
 
 from hpctestlib_ml.parsers import timed_window
 
@@ -39,32 +52,37 @@ def _float(text):
 
 
 def extract_metrics(text):
-    '''``images_per_second`` (sum of the workers' totals), ``workers``
-    (how many printed a total), ``images_per_second_per_gpu``, ``steps``
-    (the last step number), ``time_per_step_secs`` (per-device batch over a
-    worker's images/s, mean over workers), ``loss_last``,
-    ``losses_finite``, ``model``, ``global_batch_size``.'''
+    '''``images_per_second``: the job's rate (the mean of the processes'
+    ``total images/sec``, each an estimate of it); ``workers``: how many
+    processes printed one; ``devices``: global batch / per-device batch
+    (else one per worker); ``images_per_second_per_gpu``: the job's rate /
+    devices; ``time_per_step_secs``: global batch / the job's rate;
+    ``steps`` (the last step number), ``loss_last``, ``losses_finite``,
+    ``model``, ``global_batch_size``.'''
     steps = STEP_LINE.findall(text)
     totals = [float(v) for v in TOTAL_LINE.findall(text)]
     losses = [_float(s[4]) for s in steps]
     batch = BATCH_LINE.search(text)
     per_device = PER_DEVICE_LINE.search(text)
     model = MODEL_LINE.search(text)
+    global_batch = int(batch.group(1)) if batch else None
+    devices = len(totals) or None
+    if global_batch and per_device and float(per_device.group(1)) > 0:
+        devices = round(global_batch / float(per_device.group(1)))
+    job_rate = statistics.fmean(totals) if totals else None
     metrics = {
         'model': model.group(1) if model else None,
-        'global_batch_size': int(batch.group(1)) if batch else None,
+        'global_batch_size': global_batch,
         'steps': max((int(s[0]) for s in steps), default=0),
         'workers': len(totals),
-        'images_per_second': sum(totals) if totals else None,
-        'images_per_second_per_gpu': (sum(totals) / len(totals)
-                                      if totals else None),
-        'time_per_step_secs': None,
+        'devices': devices,
+        'images_per_second': job_rate,
+        'images_per_second_per_gpu': (job_rate / devices
+                                      if job_rate and devices else None),
+        'time_per_step_secs': (global_batch / job_rate
+                               if job_rate and global_batch else None),
         'loss_last': losses[-1] if losses else None,
         'losses_finite': all(math.isfinite(v) for v in losses),
         'timed_window': timed_window.from_suite_line(text),
     }
-    if per_device and totals and all(totals):
-        local = float(per_device.group(1))
-        metrics['time_per_step_secs'] = (
-            sum(local / t for t in totals) / len(totals))
     return metrics

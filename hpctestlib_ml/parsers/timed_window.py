@@ -10,10 +10,11 @@ node of the same site as the compute nodes.
 import re
 import time
 
-_OPEN_CLIP = re.compile(r'^(\d{4}-\d\d-\d\d,\d\d:\d\d:\d\d) \| INFO \| Train Epoch',
-                        re.M)
-_MEGATRON = re.compile(r'\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] iteration\s+\d+/',
-                       re.M)
+# Lines may carry a launcher's or a copy's prefix ("[rank0]:", "> ").
+_OPEN_CLIP = re.compile(r'(\d{4}-\d\d-\d\d,\d\d:\d\d:\d\d) \| INFO \| Train Epoch')
+# Current Megatron-LM stamps microseconds too ("[2025-03-01 12:00:00.123456]").
+_MEGATRON = re.compile(r'\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)?\] '
+                       r'iteration\s+\d+/', re.M)
 #: Printed by the suite's programs that have no timestamped log of their
 #: own (src/resnet50_tf, src/gpt2_finetune).
 SUITE_LINE = re.compile(r'^\[hpcml\] timed region (\d+\.?\d*) (\d+\.?\d*)',
@@ -43,8 +44,14 @@ def from_megatron(text):
     return _local(_MEGATRON.findall(text), '%Y-%m-%d %H:%M:%S')
 
 
-def from_mllog(events):
-    '''MLPerf's run_start to run_stop (ms resolution).'''
+def from_mllog(events, records=()):
+    '''The steady-state training records' span: from the first training
+    record (the end of the warm-up step or block) to the last, where there
+    are two (*records*: those events); else MLPerf's run_start to run_stop,
+    which also holds staging and evaluations (ms resolution).'''
+    stamps = [e.get('time_ms') for e in records]
+    if len(stamps) >= 2 and None not in stamps and stamps[-1] > stamps[0]:
+        return stamps[0] / 1000, stamps[-1] / 1000
     times = {e['key']: e.get('time_ms') for e in events
              if e['key'] in ('run_start', 'run_stop')}
     if times.get('run_start') and times.get('run_stop'):

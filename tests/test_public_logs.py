@@ -1,0 +1,225 @@
+"""The parsers on public logs of the real world (tests/data/SOURCES.md): the
+values each gives are the upstream definition's, worked out by hand from
+the log (the comments say how)."""
+import pytest
+
+from conftest import read_data
+from hpctestlib_ml.parsers import (hf_trainer, megatron, mllog, open_clip,
+                                   tf_cnn_benchmarks)
+
+approx = pytest.approx
+
+
+def mlperf(name):
+    return mllog.extract_metrics(read_data('mllog', 'mlperf', name))
+
+
+# MLPerf results. samples/s: the in-run training throughput records, the
+# first dropped; world size: number_of_ranks, else nodes x accelerators.
+@pytest.mark.parametrize('name, expected', [
+    # Top-level `throughput` events, one per epoch (17), no tracked_stats;
+    # staging inside the run; eval_accuracy logged as -MAE.
+    ('cosmoflow_nvidia_v1.0_dgxa100_n16.log', dict(
+        run_time_secs=1456.298, samples_per_second=8590.669979,
+        throughput_records=17, world_size=128, global_batch_size=128,
+        eval_error=0.123414993, eval_accuracy=-0.123414993, epochs=17,
+        steps=None, loss_last=None, status='success')),
+    # tracked_stats per epoch (21); eval_error only; 128 nodes x 4.
+    ('cosmoflow_helmholtzai_v2.0_horeka_n512.log', dict(
+        run_time_secs=364.579, samples_per_second=33677.948,
+        throughput_records=21, world_size=512, eval_error=0.123703666,
+        eval_accuracy=None, status='success')),
+    # tracked_stats per epoch; the loss as `train_loss` events; 58 steps
+    # an epoch: epoch_stop's step_num 1392.
+    ('deepcam_nvidia_v3.0_eos_n256.log', dict(
+        run_time_secs=49.556, samples_per_second=62871.091,
+        throughput_records=24, steps=1392, world_size=2048,
+        global_batch_size=2048, eval_accuracy=0.8232905268669128,
+        loss_first=0.40792280435562134, loss_last=0.0039299968630075455,
+        losses_finite=True)),
+    # No throughput logged at all: no figure rather than a made-up one.
+    ('deepcam_anl_v1.0_thetagpu_n128_excerpt.log', dict(
+        run_time_secs=1949.456, samples_per_second=None, steps=4257,
+        world_size=128, global_batch_size=256,
+        eval_accuracy=0.8252960096360008, loss_last=0.006547477561980486)),
+    # tracked_stats holds staging (before run_start), per-block throughput
+    # and data-loader waits; one block is logged after run_stop: 13 steady
+    # blocks (2-14) in the mean, not the staging record's skip.
+    ('openfold_nvidia_v3.0_eos_n260.log', dict(
+        run_time_secs=502.748, samples_per_second=377.163,
+        throughput_records=14, world_size=2080, global_batch_size=256,
+        eval_accuracy=0.8044425807065434, losses_finite=None)),
+    # Only a staging record: no training throughput.
+    ('openfold_clemson_v3.0_18xr750.log', dict(
+        run_time_secs=15514.903, samples_per_second=None,
+        throughput_records=0, world_size=36, global_batch_size=144,
+        eval_accuracy=0.8014199387696054)),
+    # No throughput and no scale in MLLOG (the non-MLLOG summary's 885
+    # sequences/s counts max_steps, not the steps trained: not read).
+    ('bert_dell_v1.0_dss8440.log', dict(
+        run_time_secs=3954.25, samples_per_second=None, world_size=None,
+        global_batch_size=256, eval_accuracy=0.7202397584915161,
+        status='success')),
+    # 13 in-run records; the summary record after run_stop is not a step.
+    ('bert_asustek_v4.0_esc_n8a_excerpt.log', dict(
+        run_time_secs=260.264, samples_per_second=7509.268,
+        throughput_records=13, global_batch_size=768,
+        eval_accuracy=0.7202143669128418)),
+])
+def test_mlperf_result_logs(name, expected):
+    m = mlperf(name)
+    for key, value in expected.items():
+        if isinstance(value, float):
+            assert m[key] == approx(value, rel=1e-6), key
+        else:
+            assert m[key] == value, key
+
+
+def test_mlperf_energy_window_is_the_steady_training_records():
+    # OpenFold NVIDIA: from the first in-run block record to the last, not
+    # run_start..run_stop (which holds evaluations).
+    events = mllog.parse_events(read_data(
+        'mllog', 'mlperf', 'openfold_nvidia_v3.0_eos_n260.log'))
+    start, stop = mllog.extract_metrics(read_data(
+        'mllog', 'mlperf', 'openfold_nvidia_v3.0_eos_n260.log'))['timed_window']
+    run = [e['time_ms'] / 1000 for e in events
+           if e['key'] in ('run_start', 'run_stop')]
+    assert run[0] < start < stop < run[1]
+
+
+def megatron_log(name):
+    return read_data('megatron', 'public', name)
+
+
+@pytest.mark.parametrize('name, skipped', [
+    ('faib_gpt3_7b_core_r080_1node.log', 16),
+    ('faib_gpt3_7b_core_r080_2node.log', 15),
+    ('aws_gpt3_k8s_all_skipped.log', 3),
+    ('law_qa_tiny_all_skipped_upstream.log', 5),
+    ('nccl743_bert_first_interval_skipped.log', 10),
+])
+def test_megatron_skipped_intervals_are_not_nan(name, skipped):
+    '''fp16 loss-scale warm-up: intervals whose iterations were all skipped
+    print no loss; that is not a non-finite loss.'''
+    m = megatron.extract_metrics(megatron_log(name))
+    assert m['loss_all_finite'] is True
+    assert m['skipped_iterations'] == skipped and m['nan_iterations'] == 0
+
+
+def test_megatron_real_nan_is_still_found():
+    # A NaN average is dropped from the line although nothing was skipped.
+    m = megatron.extract_metrics(megatron_log('megds434_nan_loss_dropped.log'))
+    assert m['loss_all_finite'] is False
+
+
+@pytest.mark.parametrize('name, seq, tokens_per_second, printed, loss', [
+    # 1024 x 2048 / mean of iterations 20-100 (12.085 s).
+    ('faib_gpt3_7b_core_r080_1node.log', 2048, 173_535, 876.37, 5.847192),
+    # 96 x 2048 / mean of intervals 20-50 (5.407 s); jubench reports
+    # 36,055 tokens/s over a longer run; JUBE's own mean, the first
+    # interval included, is 34,063 on these 5 lines.
+    ('jubench_175B_description.log', 2048, 36_362, 135.855, 8.11027),
+    # 1024 x 2048 / mean of intervals 20-50 (35.135 s); the fifth line is
+    # cut after `lm loss: 8.` in the README: its loss is not read.
+    ('jubench_13B_readme.log', 2048, 59_688, 203.563, 8.486469),
+    # One interval: kept (nothing to skip); 2048 x 2048 / 105.22 s.
+    ('bigscience_tr11_176B_chronicles.log', 2048, 39_862, 149.02, 2.463556),
+])
+def test_megatron_throughput(name, seq, tokens_per_second, printed, loss):
+    m = megatron.extract_metrics(megatron_log(name), seq_length=seq)
+    assert m['tokens_per_second'] == approx(tokens_per_second, rel=1e-4)
+    assert m['printed_tflops_per_gpu'] == approx(printed, rel=1e-4)
+    assert m['loss_last'] == approx(loss, rel=1e-6)
+
+
+def test_megatron_current_upstream_timestamps_give_the_window():
+    # "[2024-04-... 02:59:36]" and newer "[... .123456]" both parse.
+    m = megatron.extract_metrics(megatron_log(
+        'nvidia_issue756_mixtral_8x7b_h100.log'))
+    assert m['timed_window'] is not None
+    line = (' [2025-03-01 12:00:00.123456] iteration       10/     100 | '
+            'elapsed time per iteration (ms): 1000.0 | global batch size: '
+            '    8 | lm loss: 1.0E+00 | number of skipped iterations:   0 | '
+            'number of nan iterations:   0 |\n')
+    later = line.replace('12:00:00.123456', '12:00:09.5').replace(
+        '   10/', '   20/')
+    start, stop = megatron.extract_metrics(line + later)['timed_window']
+    assert stop - start == 9
+
+
+@pytest.mark.parametrize('name, job, per_gpu, step, devices', [
+    # 2 Horovod workers each print the job's 264.26: not 528.52.
+    ('mpi_operator_hvd2_tf110.log', 264.26, 132.13, 128 / 264.26, 2),
+    ('mpi_operator_sc19_hvd2_tf114.log', 22.64, 11.32, 128 / 22.64, 2),
+    # 8 workers, 512 global / 64 per device; one total shown.
+    ('batchai_hvd8_resnet101.log', 224.96, 28.12, 512 / 224.96, 8),
+    # One process, --num_gpus=2: its total is over both GPUs.
+    ('t4_numgpus2_parameter_server.log', 242.60, 121.30, 128 / 242.60, 2),
+    # One worker; no "Batch size" lines in the excerpt: no step time.
+    ('horovod466_np1_resnet101.log', 204.75, 204.75, None, 1),
+])
+def test_tf_cnn_benchmarks_totals_are_the_jobs_rate(name, job, per_gpu, step,
+                                                    devices):
+    m = tf_cnn_benchmarks.extract_metrics(
+        read_data('tf_cnn_benchmarks', 'public', name))
+    assert m['images_per_second'] == approx(job)
+    assert m['images_per_second_per_gpu'] == approx(per_gpu)
+    assert m['time_per_step_secs'] == (approx(step) if step else None)
+    assert m['devices'] == devices
+
+
+def test_tf_cnn_benchmarks_steps_without_a_total():
+    m = tf_cnn_benchmarks.extract_metrics(read_data(
+        'tf_cnn_benchmarks', 'public', 'benchmarks30_numgpus4_steps_only.log'))
+    assert m['images_per_second'] is None and m['steps'] == 50
+
+
+@pytest.mark.parametrize('name, window, total, throughput, per_gpu', [
+    # Every step logged (MMoCLIP's rule): the sum of Batch (t) after the
+    # first line, the mean of the logged rates.
+    ('jubench_mmoclip_description.log', 1, 6.655 + 6.466,
+     (2461.78 + 2533.71) / 2, (76.9308 + 79.1783) / 2),
+    # Every 128 steps, global batch 8192: each Batch (t) is a 128-step
+    # mean (595 s and 576 s by the timestamps), /s only the last batch.
+    ('superclass11_clip_b16_8xv100.log', 128, 128 * (4.644 + 4.507),
+     2 * 128 * 8192 / (128 * (4.644 + 4.507)), None),
+    # OpenCLIP 1.x, every 100 steps of 64: 600 steps after the first line.
+    ('negclip_bows27_openclip1x.log', 100, 100 * 2.953,
+     64 * 600 / (100 * 2.953), None),
+])
+def test_open_clip_log_windows(name, window, total, throughput, per_gpu):
+    m = open_clip.extract_metrics(read_data('open_clip', 'public', name))
+    assert m['log_every_n_steps'] == window
+    assert m['total_time_secs'] == approx(total, rel=1e-6)
+    assert m['throughput_avg'] == approx(throughput, rel=1e-6)
+    if per_gpu:
+        assert m['throughput_per_gpu_avg'] == approx(per_gpu, rel=1e-6)
+
+
+def test_open_clip_prefixed_lines_keep_the_timed_window():
+    m = open_clip.extract_metrics(read_data(
+        'open_clip', 'public', 'superclass11_clip_b16_8xv100.log'))
+    start, stop = m['timed_window']
+    assert stop - start == (58 - 39) * 60 + 49 - 18    # 04:39:18-04:58:49
+
+
+@pytest.mark.parametrize('name, expected', [
+    # run_clm gpt2 on wikitext-2-raw-v1, zero-shot: perplexity exp(3.422).
+    ('gpt2_wikitext2_zeroshot_eval_4x4090_dp.log',
+     dict(eval_loss=3.422, perplexity=30.6306)),
+    # 200 steps x 8 samples / 72.41 s = 22.09: Trainer's figure.
+    ('gpt2_wikitext2_ddp2_max200_p2p_off.log',
+     dict(train_samples_per_second=22.094, train_runtime=72.41,
+          train_loss=3.2972)),
+    ('ezpz_llama32_1b_aurora.log',
+     dict(train_samples_per_second=70.544, train_runtime=27.21,
+          eval_loss=1.6779, perplexity=5.3542)),
+    # transformers 4.3 printed steps/s as "train_samples_per_second" in a
+    # dict: no table, so no figure rather than a wrong one.
+    ('mlengineering_disable_nvlink_tf430.log',
+     dict(train_samples_per_second=None, train_runtime=None)),
+])
+def test_hf_trainer_tables(name, expected):
+    m = hf_trainer.extract_metrics(read_data('hf_trainer', 'public', name))
+    for key, value in expected.items():
+        assert m[key] == (approx(value) if value is not None else None), key
