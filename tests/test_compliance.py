@@ -1,0 +1,83 @@
+"""MLPerf's own compliance checker on MLLOG output: real submissions pass
+it, a broken log does not, and the suite's programs meet every rule that a
+run of their length can meet (hpctestlib_ml.compliance)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, read_data
+from hpctestlib_ml import compliance
+
+
+@pytest.mark.parametrize('name, rules', [
+    ('deepcam_nvidia_v3.0_eos_n256.log', {}),
+    ('openfold_nvidia_v3.0_eos_n260.log', {}),
+    ('openfold_clemson_v3.0_18xr750.log', {}),
+    ('bert_asustek_v4.0_esc_n8a_excerpt.log',
+     {'usage': 'training', 'ruleset': '4.0.0'}),
+])
+def test_real_submissions_pass(name, rules):
+    report = compliance.check(read_data('mllog', 'mlperf', name), **rules)
+    assert report.passed, [f.message for f in report.findings]
+
+
+def test_a_missing_event_is_a_violation():
+    text = read_data('mllog', 'mlperf', 'deepcam_nvidia_v3.0_eos_n256.log')
+    broken = '\n'.join(line for line in text.splitlines()
+                       if '"cache_clear"' not in line and
+                       '"opt_eps"' not in line)
+    report = compliance.check(broken)
+    assert {f.key for f in report.violations} >= {'opt_eps'}
+    assert any('cache_clear' in f.message for f in report.violations)
+
+
+#: The suite's own 2-rank tiny logs (tests/data/mllog, written by the
+#: local suite): the open division's rules, all met but the quality target.
+@pytest.mark.parametrize('name', [
+    'cosmoflow_tiny_cpu_2ranks_torchrun.out',
+    'deepcam_tiny_cpu_2ranks_torchrun.out',
+    'alphafold2_tiny_cpu_2ranks_torchrun.out',
+    'bert_tiny_cpu_2ranks_torchrun.out',
+])
+def test_suites_tiny_logs_have_no_violation(name):
+    report = compliance.check(read_data('mllog', name))
+    assert report.violations == []
+    assert all(f.run_length_only for f in report.findings)
+
+
+def run_program(program, args, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, '-m', program, *args],
+        env={**os.environ, 'PYTHONPATH': str(REPO / 'src'),
+             'OMP_NUM_THREADS': str(os.cpu_count() or 1)},
+        capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize('program, args, usage', [
+    # The reference sizes with the benchmarks' hyperparameters, for two
+    # steps of one sample on this CPU (DeepCAM 25 s a step and 7 GB,
+    # BERT-Large 9 GB).
+    ('cosmoflow', ['--size', 'reference'], 'hpc'),
+    ('deepcam', ['--size', 'reference'], 'hpc'),
+    ('bert_pretrain', ['--model', 'bert-large', '--seq-length', '512',
+                       '--max-predictions', '76'], 'training'),
+])
+def test_benchmark_sizes_meet_the_closed_rules(program, args, usage,
+                                               tmp_path):
+    '''The closed division's rules (hyperparameter keys and the
+    reference's values) hold; what is left is what only a full run on the
+    benchmark's dataset meets: the quality target and, for DeepCAM, its
+    dataset's sample counts.'''
+    text = run_program(program, args + ['--steps', '2', '--batch-size', '1',
+                                        '--eval-batches', '1'], tmp_path)
+    report = compliance.check(text)
+    assert report.usage == usage
+    assert '"submission_division", "value": "closed"' in text
+    assert report.violations == [], [f.message for f in report.violations]
+    assert {f.key for f in report.findings} <= {None, 'train_samples',
+                                                'eval_samples'}
