@@ -8,6 +8,8 @@
     hpcml model-info WORKLOAD [--size S] [--json]
                                         parameters and forward FLOPs of the
                                         model a workload's program builds
+    hpcml compliance LOGFILE...         MLPerf's compliance checker on
+                                        MLLOG logs; exit 1 on a violation
 """
 import argparse
 import json
@@ -127,6 +129,38 @@ def _model_info(args):
     return 0
 
 
+def _compliance(args):
+    from hpctestlib_ml import compliance
+    if bool(args.usage) != bool(args.ruleset):
+        print('hpcml compliance: error: give --usage and --ruleset together '
+              '(or neither: the benchmark\'s rules)', file=sys.stderr)
+        return 2
+    status = 0
+    for path in args.logfiles:
+        try:
+            with open(path, errors='replace') as fp:
+                text = fp.read()
+            report = compliance.check(text, usage=args.usage,
+                                      ruleset=args.ruleset)
+        except (OSError, ValueError) as err:
+            print(f'hpcml compliance: {path}: {err}', file=sys.stderr)
+            status = 2
+            continue
+        verdict = ('passed' if report.passed else
+                   'violations' if report.violations else
+                   'passed but for what only a full run on the '
+                   "benchmark's data meets")
+        print(f'{path}: {report.usage} {report.ruleset}: {verdict}')
+        for finding in report.findings:
+            kind = ('full run only' if finding.run_length_only else
+                    'VIOLATION')
+            first = finding.message.strip().splitlines()[0]
+            print(f'  {kind}: {first}')
+        if report.violations:
+            status = max(status, 1)
+    return status
+
+
 def _report(args):
     from hpctestlib_ml import report
     try:
@@ -174,6 +208,16 @@ def parser():
                       help='one JSON object: params, analytic_forward_flops,'
                            ' measured_forward_flops, ...')
     info.set_defaults(func=_model_info)
+
+    check = commands.add_parser(
+        'compliance', help="MLPerf's compliance checker on MLLOG logs: "
+                           'violations, and what only a full run meets')
+    check.add_argument('logfiles', nargs='+', metavar='LOGFILE')
+    check.add_argument('--usage', choices=('hpc', 'training'),
+                       help='default: from the log\'s submission_benchmark')
+    check.add_argument('--ruleset', help='e.g. 3.0.0 (hpc), 5.0.0 '
+                                         '(training)')
+    check.set_defaults(func=_compliance)
 
     from hpctestlib_ml.report import add_arguments
     report = commands.add_parser(

@@ -33,6 +33,25 @@ def test_a_missing_event_is_a_violation():
     assert any('cache_clear' in f.message for f in report.violations)
 
 
+def test_command_exits_1_on_a_violation(tmp_path):
+    from conftest import BIN
+    text = read_data('mllog', 'mlperf', 'deepcam_nvidia_v3.0_eos_n256.log')
+    broken = tmp_path / 'broken.log'
+    broken.write_text('\n'.join(line for line in text.splitlines()
+                                if '"opt_eps"' not in line))
+    good = REPO / 'tests' / 'data' / 'mllog' / \
+        'deepcam_tiny_cpu_2ranks_torchrun.out'
+    run = lambda *files: subprocess.run(
+        [str(BIN / 'hpcml'), 'compliance', *map(str, files)],
+        capture_output=True, text=True, timeout=120)
+    proc = run(good)
+    assert proc.returncode == 0 and 'full run only' in proc.stdout
+    proc = run(good, broken)
+    assert proc.returncode == 1
+    assert "VIOLATION: Required EXACTLY_ONE occurrence of 'opt_eps'" in \
+        proc.stdout
+
+
 #: The suite's own 2-rank tiny logs (tests/data/mllog, written by the
 #: local suite): the open division's rules, all met but the quality target.
 @pytest.mark.parametrize('name', [

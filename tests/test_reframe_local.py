@@ -82,6 +82,22 @@ def test_workload_logs_real_numbers_in_one_and_two_processes(local_suite,
     assert two['procs_per_node'] == '2'
 
 
+@pytest.mark.parametrize('check', ['BERTLarge', 'CosmoFlow', 'DeepLabV3Plus',
+                                   'AlphaFold2'])
+def test_mllog_of_the_local_runs_meets_mlperfs_rules(local_suite, check):
+    '''MLPerf's compliance checker on every MLLOG log the suite wrote: no
+    violation; what remains is what only a full run meets.'''
+    from hpctestlib_ml import compliance
+    _, var = local_suite
+    outputs = sorted((var / 'output').glob(f'**/{check}_*/rfm_job.out'))
+    assert len(outputs) == 3
+    for path in outputs:
+        report = compliance.check(path.read_text())
+        assert report.violations == [], (path, [f.message for f in
+                                                report.violations])
+        assert all(f.run_length_only for f in report.findings)
+
+
 def test_clip_figures_are_consistent(local_suite):
     _, var = local_suite
     rows = read_perflog(var / 'perflogs' / 'local' / 'cpu' / 'MMoCLIP.log')
