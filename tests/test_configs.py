@@ -124,6 +124,19 @@ def test_references_file_is_valid_reframe_yaml():
         1260, None, 0.0, 's']
 
 
+def test_jubench_reference_holds_for_its_own_batch_only():
+    '''jubench's 175B figure was measured at micro batch 1 and global
+    batch 96; the check's default batch is another run.'''
+    import yaml
+    refs = yaml.safe_load((REPO_ROOT / 'config' / 'references' /
+                           'megatron.yaml').read_text())['MegatronGPT']
+    assert refs['$index'] == ['$partition', 'model_size', 'num_nodes',
+                              'batch_size', 'global_batch_size']
+    booster = refs['juwels-booster:booster']['175B'][96]
+    assert list(booster) == [1] and list(booster[1]) == [96]
+    assert booster[1][96]['tokens_per_second'][0] == 36055.39
+
+
 def fake_nvidia_smi(tmp_path, monkeypatch, names):
     '''Put an nvidia-smi that lists *names* first on PATH.'''
     bin_dir = tmp_path / 'bin'
