@@ -104,8 +104,9 @@ def _on(device):
         yield
 
 
-# One function per workload: (size as the user wrote it, the check's size
-# table) -> ModelInfo. Each resolves the size the way the check does.
+# One function per workload: (size as the user wrote it, device or None)
+# -> ModelInfo. Each resolves the size through its check's size table, as
+# the check does, and builds the model with the program's own code.
 
 def _clip(size, device):
     from hpctestlib_ml import clip
@@ -276,7 +277,6 @@ def _bert(size, device):
     from hpctestlib_ml import bert
     name = _named_size(size, bert.BertPretraining.sizes, 'model')
     _programs_importable()
-    import torch
     from bert_pretrain import data, model as program
     layers, hidden, _, _, vocab, seq, predictions = bert.MODELS[name]
     device = device or ('cpu' if name == 'tiny' else 'meta')
