@@ -66,7 +66,7 @@ def tiny_model_and_data(workdir):
         tok_dir.mkdir(parents=True, exist_ok=True)
         bpe = ByteLevelBPETokenizer()
         bpe.train(files=[files['train']], vocab_size=2000, min_frequency=2,
-                  special_tokens=['<|endoftext|>'])
+                  special_tokens=['<|endoftext|>'], show_progress=False)
         bpe.save_model(str(tok_dir))
     # GPT2TokenizerFast(vocab_file=..., merges_file=...) yields a 1-token
     # vocabulary in transformers 5.x; from_pretrained(dir) reads them right.
