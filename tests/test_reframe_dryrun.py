@@ -188,10 +188,12 @@ def test_megatron_caraml_sizes_on_juwels(workload_scripts):
     assert {n.split('model_size=')[1] for n in names} == {'800M', '13B'}
     line = run_line(workload_scripts[
         'MegatronGPT%scale=2_nodes%launch_mode=per_task%model_size=13B'])
+    # CARAML's model arguments, RoPE included (its NVIDIA systems' args).
     assert ('-m gpt_pretrain --num-layers 40 --hidden-size 5120 '
             '--num-attention-heads 32 --seq-length 2048 '
-            '--max-position-embeddings 2048 --micro-batch-size 2 '
-            '--global-batch-size 2048') in line
+            '--max-position-embeddings 2048 --position-embedding-type rope '
+            '--micro-batch-size 2 --global-batch-size 2048') in line
+    assert '--untie-embeddings-and-output-weights' not in line
     assert ('--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2'
             in line)
     assert line.endswith('--mock-data --tokenizer-type NullTokenizer '
