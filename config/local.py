@@ -1,7 +1,8 @@
 """The embedded default: this machine, local scheduler.
 
 ``reframe -C config/local.py -c checks -r`` runs the suite here: a ``cpu``
-partition always, and a ``gpu`` partition when ``nvidia-smi`` lists GPUs;
+partition always, and a ``gpu`` partition when ``nvidia-smi`` (or, for AMD
+GPUs, ``amd-smi``/``rocm-smi``) lists GPUs;
 the ``*Container`` checks where ``apptainer`` is on PATH.
 Jobs use the Python that runs ReFrame (the project's virtual environment).
 Everything a run writes goes under ``var/`` in the project (or
@@ -9,6 +10,7 @@ Everything a run writes goes under ``var/`` in the project (or
 """
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -18,31 +20,52 @@ from hpctestlib_ml.siteconfig import (CACHE_DIR, container_environment,
                                       local_general, make_site_configuration,
                                       system_dirs, with_apptainer)
 
-#: nvidia-smi product names -> keys of hpctestlib_ml.constants.DEVICE_PEAK_FLOPS
+#: GPU product names -> keys of hpctestlib_ml.constants.DEVICE_PEAK_FLOPS
 _GPU_MODELS = (('GH200', 'GH200'), ('H200', 'H200'), ('H100 PCIe', 'H100-PCIe'),
-               ('H100', 'H100-SXM'), ('A100', 'A100'))
+               ('H100', 'H100-SXM'), ('A100', 'A100'),
+               # An MI250(X) shows as two devices, one per compute die.
+               ('MI300X', 'MI300X'), ('MI250', 'MI250-GCD'))
+
+#: The product name in ``amd-smi static --asic`` (``MARKET_NAME: AMD
+#: Instinct MI300X``) and ``rocm-smi --showproductname`` (``GPU[0] : Card
+#: Series: AMD Instinct MI300X``): one line per GPU.
+_AMD_PRODUCT = re.compile(r'(?:MARKET_NAME|Card [Ss]eries)\s*:\s*(.+)')
+
+
+def _run(command):
+    '''*command*'s output, or None where it is missing or fails.'''
+    if shutil.which(command[0]) is None:
+        return None
+    try:
+        return subprocess.run(command, capture_output=True, text=True,
+                              timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _model(names):
+    return next((key for pattern, key in _GPU_MODELS
+                 if names and pattern in names[0]), None)
 
 
 def local_gpus():
-    '''(count, model) of this machine's NVIDIA GPUs; (0, None) without any.'''
-    if shutil.which('nvidia-smi') is None:
-        return 0, None
-    try:
-        names = subprocess.run(
-            ['nvidia-smi', '--query-gpu=name', '--format=csv,noheader'],
-            capture_output=True, text=True, timeout=20, check=True
-        ).stdout.split('\n')
-    except (OSError, subprocess.SubprocessError):
-        return 0, None
-
-    names = [n.strip() for n in names if n.strip()]
-    model = next((key for pattern, key in _GPU_MODELS
-                  if names and pattern in names[0]), None)
-    return len(names), model
+    '''(count, model, vendor) of this machine's GPUs: NVIDIA's from
+    nvidia-smi, else AMD's from amd-smi or rocm-smi; (0, None, None)
+    without any.'''
+    text = _run(['nvidia-smi', '--query-gpu=name', '--format=csv,noheader'])
+    names = [n.strip() for n in (text or '').split('\n') if n.strip()]
+    if names:
+        return len(names), _model(names), 'nvidia'
+    for command in (['amd-smi', 'static', '--asic'],
+                    ['rocm-smi', '--showproductname']):
+        names = [n.strip() for n in _AMD_PRODUCT.findall(_run(command) or '')]
+        if names:
+            return len(names), _model(names), 'amd'
+    return 0, None, None
 
 
 _num_cpus = os.cpu_count()
-_num_gpus, _gpu_model = local_gpus()
+_num_gpus, _gpu_model, _gpu_vendor = local_gpus()
 _python_bin = os.path.dirname(sys.executable)
 
 _cpu_partition = {
@@ -77,7 +100,8 @@ if _num_gpus:
         'devices': [{'type': 'gpu', 'num_devices': _num_gpus,
                      **({'model': _gpu_model} if _gpu_model else {})}],
         'features': ['gpu'],
-        'extras': {'max_nodes': 1, 'rendezvous_address': '127.0.0.1'},
+        'extras': {'max_nodes': 1, 'rendezvous_address': '127.0.0.1',
+                   'gpu_vendor': _gpu_vendor},
     })
 
 if shutil.which('apptainer'):

@@ -157,6 +157,51 @@ def test_local_gpu_partition_appears_with_gpus(tmp_path, monkeypatch):
     assert gpu['devices'][0]['model'] in DEVICE_PEAK_FLOPS
 
 
+AMD_SMI_STATIC_ASIC = '''GPU: 0
+    ASIC:
+        MARKET_NAME: AMD Instinct MI300X
+        VENDOR_ID: 0x1002
+        DEVICE_ID: 0x74a1
+
+GPU: 1
+    ASIC:
+        MARKET_NAME: AMD Instinct MI300X
+        VENDOR_ID: 0x1002
+        DEVICE_ID: 0x74a1
+'''
+
+#: rocm-smi --showproductname as ROCm prints it (one MI250X card: two
+#: compute dies, two devices).
+ROCM_SMI_PRODUCTS = '''
+============================ ROCm System Management Interface ============================
+====================================== Product Info ======================================
+GPU[0]          : Card Series:          AMD Instinct MI250X
+GPU[0]          : Card Model:           0x740c
+GPU[1]          : Card Series:          AMD Instinct MI250X
+GPU[1]          : Card Model:           0x740c
+==========================================================================================
+'''
+
+
+@pytest.mark.parametrize('tool, output, count, model', [
+    ('amd-smi', AMD_SMI_STATIC_ASIC, 2, 'MI300X'),
+    ('rocm-smi', ROCM_SMI_PRODUCTS, 2, 'MI250-GCD'),
+])
+def test_local_gpu_partition_appears_with_amd_gpus(tmp_path, monkeypatch,
+                                                   tool, output, count,
+                                                   model):
+    fake_nvidia_smi(tmp_path, monkeypatch, [])     # no NVIDIA GPU
+    script = tmp_path / 'bin' / tool
+    script.write_text(f"#!/bin/sh\ncat <<'EOF'\n{output}EOF\n")
+    script.chmod(0o755)
+    site = load('config/local.py', 'local')
+    cpu, gpu = site.get('systems/0/partitions')
+    assert gpu['devices'] == [{'type': 'gpu', 'num_devices': count,
+                               'model': model}]
+    assert gpu['extras']['gpu_vendor'] == 'amd'
+    assert model in DEVICE_PEAK_FLOPS
+
+
 def test_no_gpu_partition_without_gpus(tmp_path, monkeypatch):
     fake_nvidia_smi(tmp_path, monkeypatch, [])
     site = load('config/local.py', 'local')
