@@ -36,6 +36,13 @@ from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
 #: Training steps of a ``tiny`` run where its size names none.
 DEFAULT_STEPS = 8
 
+#: What ``short`` changes of a workload's ``benchmark`` size: the
+#: benchmark's model, per-device batch, precision and options for this many
+#: steps (``-S steps=`` changes them), with a time limit to match. A
+#: workload's ``sizes['short']`` changes this in turn (a None value removes
+#: a benchmark setting, e.g. MMoCLIP's 3.2M samples).
+SHORT_SIZE = {'steps': 100, 'time_limit': '1h'}
+
 
 class BadInputError(ReframeError):
     '''A test variable or site setting that cannot work; the message names the fix.'''
@@ -87,8 +94,11 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     #: torchrun per node starts the node's ranks).
     launch_mode = parameter(list(LAUNCH_MODES))
 
-    #: ``tiny``, ``benchmark`` or ``auto`` (``benchmark`` on partitions with
-    #: the ``gpu`` feature, else ``tiny``).
+    #: ``tiny``, ``short``, ``benchmark`` or ``auto`` (``benchmark`` on
+    #: partitions with the ``gpu`` feature, else ``tiny``). ``short``: the
+    #: benchmark's model, per-device batch and options for a fixed number of
+    #: steps (:data:`SHORT_SIZE`), the nightly regression run; on partitions
+    #: without GPUs only when ``-S steps=`` asks for it.
     #:
     #: :type: :class:`str`
     size = variable(str, value='auto')
@@ -122,8 +132,9 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     #: :type: :class:`str` or :obj:`None`
     precision = variable(str, type(None), value=None)
 
-    #: Training steps of a ``tiny`` run; default: the size's, else 8
-    #: (benchmark sizes follow the benchmark's rules).
+    #: Training steps; default: the size's, else 8. At ``benchmark`` size a
+    #: workload whose benchmark fixes the work (MMoCLIP's samples, GPT-2's
+    #: epochs) refuses another value (:meth:`fixed_work`).
     #:
     #: :type: :class:`int`
     steps = variable(str, int, type(None), value=None)
@@ -264,21 +275,41 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
         size = self.size
         if size == 'auto':
             size = self.default_size(part)
-        if size not in SIZES or size not in self.sizes:
-            known = ', '.join(s for s in SIZES if s == 'auto' or s in self.sizes)
+        sizes = self.size_table()
+        if size not in SIZES or size not in sizes:
+            known = ', '.join(s for s in SIZES if s == 'auto' or s in sizes)
             raise BadInputError(f'unknown size {self.size!r} for {self.workload}'
                                 f': use -S size= one of {known}')
         self.resolved_size = size
         self.device = 'cuda' if self.uses_gpus else 'cpu'
+        asked_steps, asked_precision = self.steps, self.precision
+        if asked_steps is not None and size == 'benchmark':
+            fixed = self.fixed_work()
+            if fixed:
+                raise BadInputError(
+                    f'-S steps={asked_steps} at size benchmark: {fixed}, so '
+                    f'other steps would not be the benchmark; for '
+                    f'{asked_steps} steps of its model use --mode short '
+                    f'(-S size=short)')
 
-        for name, value in self.sizes[size].items():
+        for name, value in sizes[size].items():
             if name == 'time_limit':
                 if self.time_limit is None:
                     self.time_limit = value
             elif getattr(self, name) is None:
                 setattr(self, name, value)
 
-        if self.precision is None:
+        if size == 'short' and not self.uses_gpus and asked_steps is None:
+            self.skip(f'size short runs the benchmark model of '
+                      f'{self.workload} at its per-GPU batch '
+                      f'({self.batch_size}) for {self.steps} steps: it is '
+                      f'meant for GPU partitions; to run it on '
+                      f'{part.fullname} anyway, ask for the steps '
+                      f'(-S steps=N) and a batch that fits (-S batch_size=N)')
+        if self.precision is None or (not self.uses_gpus and
+                                      asked_precision is None):
+            # The sizes' mixed precisions are for GPUs; CPUs train fp32
+            # unless -S precision= says otherwise.
             self.precision = 'fp32'
         self.batch_size = count('batch_size', self.batch_size)
         # The first logged step is warm-up: steady state needs two.
@@ -494,6 +525,33 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     # What each workload provides
     #: Name of the metric that is samples/s over all ranks (for MFU).
     throughput_metric = 'throughput_avg'
+
+    #: Metrics of the whole run (MMoCLIP's total time, MLPerf's run time):
+    #: not reported at size ``short``, whose figures are the steady-state
+    #: ones.
+    whole_run_metrics = ()
+
+    def size_table(self):
+        ''':attr:`sizes` with ``short`` derived from ``benchmark``
+        (:data:`SHORT_SIZE`, then the workload's own ``short`` entry).'''
+        sizes = dict(self.sizes)
+        if 'benchmark' in sizes:
+            short = {**sizes['benchmark'], **SHORT_SIZE,
+                     **sizes.get('short', {})}
+            sizes['short'] = {k: v for k, v in short.items()
+                              if v is not None}
+        return sizes
+
+    def fixed_work(self):
+        '''Why the benchmark's own rules fix its amount of work (so that
+        ``-S steps=`` is refused at ``benchmark`` size), or None.'''
+        return None
+
+    @run_before('performance')
+    def drop_whole_run_metrics(self):
+        if self.resolved_size == 'short':
+            for name in self.whole_run_metrics:
+                self.perf_variables.pop(name, None)
 
     def default_size(self, part):
         '''The size ``auto`` means on *part*: ``benchmark`` with the

@@ -123,7 +123,11 @@ class ClipTraining(MLTrainingTest):
         'benchmark': {'model': MMOCLIP_RULES['model'], 'batch_size': 512,
                       'train_num_samples': 3_200_000,
                       'grad_checkpointing': True, 'precision': 'amp'},
+        # The benchmark's run for `steps` steps: not its 3.2M samples.
+        'short': {'train_num_samples': None},
     }
+
+    whole_run_metrics = ('total_time_secs', 'done_percent_last')
 
     #: OpenCLIP model name; default: the size's.
     #:
@@ -146,6 +150,10 @@ class ClipTraining(MLTrainingTest):
     #:
     #: :type: :class:`int` or :obj:`None`
     workers = variable(int, type(None), value=None)
+
+    def fixed_work(self):
+        return (f"MMoCLIP's rules fix {int(MMOCLIP_RULES['train_num_samples']):,} "
+                f"samples in {MMOCLIP_RULES['epochs']} epoch")
 
     def global_batch(self):
         return self.batch_size * self.layout.world_size

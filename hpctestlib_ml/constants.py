@@ -33,9 +33,11 @@ SCALES = {
 LAUNCH_MODES = ('per_task', 'torchrun')
 
 #: ``tiny``: a small model, few steps, runs anywhere (CPU CI);
+#: ``short``: the benchmark's model, per-device batch and options for a few
+#: minutes of steady state (nightly regression on GPU partitions);
 #: ``benchmark``: the benchmark's own configuration (GPU partitions).
 #: ``auto`` picks ``benchmark`` on partitions with the ``gpu`` feature.
-SIZES = ('auto', 'tiny', 'benchmark')
+SIZES = ('auto', 'tiny', 'short', 'benchmark')
 
 #: Partition feature that marks GPU partitions.
 GPU_FEATURE = 'gpu'

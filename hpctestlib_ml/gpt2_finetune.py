@@ -40,10 +40,16 @@ class Gpt2FineTuning(MLTrainingTest):
     #: :type: :class:`str` or :obj:`None`
     model = variable(str, type(None), value=None)
 
+    whole_run_metrics = ('train_runtime', 'train_samples_per_second')
+
     #: Epochs at benchmark size (run_clm's default: 3).
     #:
     #: :type: :class:`float`
     epochs = variable(float, value=3.0)
+
+    def fixed_work(self):
+        return (f'the benchmark fine-tunes {self.epochs:g} epochs of '
+                f'WikiText-2 (run_clm\'s default; -S epochs= changes them)')
 
     def runs_on(self, part):
         return self.train_precision == 'fp32' or GPU_FEATURE in part.features
@@ -68,8 +74,10 @@ class Gpt2FineTuning(MLTrainingTest):
             args += ['--tiny', '--max-steps', self.steps]
         else:
             args += ['--model', self.model, '--dataset', 'wikitext',
-                     '--dataset-config', 'wikitext-2-raw-v1',
-                     '--num-train-epochs', self.epochs]
+                     '--dataset-config', 'wikitext-2-raw-v1']
+            args += (['--num-train-epochs', self.epochs]
+                     if self.resolved_size == 'benchmark' else
+                     ['--max-steps', self.steps])
         return [str(a) for a in args]
 
     def model_flops_per_sample(self):

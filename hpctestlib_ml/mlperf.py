@@ -13,6 +13,7 @@ class MLLogTraining(MLTrainingTest):
     ``tracked_stats`` per step, and the world size it ran with.'''
 
     throughput_metric = 'samples_per_second'
+    whole_run_metrics = ('run_time_secs',)
 
     #: Partition extras key naming a dataset for :attr:`data`.
     data_extra = None

@@ -166,6 +166,8 @@ def httpjson_handlers():
 def modes():
     return [
         {'name': 'smoke', 'options': ['-S', 'size=tiny']},
+        # The benchmarks' models for a few minutes: nightly regression.
+        {'name': 'short', 'options': ['-S', 'size=short']},
         {'name': 'benchmark', 'options': ['-S', 'size=benchmark']},
     ]
 

@@ -150,23 +150,20 @@ def test_local_gpu_partition_runs_the_benchmark_size(run_reframe, tmp_path):
     assert 'mfu' in proc.stdout and 'hfu' in proc.stdout
 
 
-@pytest.fixture(scope='module')
-def workload_scripts(tmp_path_factory, cache_dir):
-    '''Job scripts of the workloads other than CLIP on JUWELS Booster: by
-    display name (without spaces, as -n matches).'''
+def juwels_scripts(var, cache_dir, pattern, *options):
+    '''reframe --dry-run on JUWELS Booster: {display name without
+    spaces: job script}.'''
+    import json
     import os
     import subprocess
-    var = tmp_path_factory.mktemp('juwels-workloads') / 'var'
     env = {**os.environ, 'HPCML_VAR_DIR': str(var),
            'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'jscbenchmark'}
     proc = subprocess.run(
         [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
-         '-c', REPO / 'checks', '-n',
-         '^(MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow|DeepLabV3Plus|AlphaFold2|ResNet50TF)%',
-         '--dry-run', '--report-file', var / 'report.json'], env=env,
+         '-c', REPO / 'checks', '-n', pattern, *options, '--dry-run',
+         '--report-file', var / 'report.json'], env=env,
         capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
-    import json
     report = json.loads((var / 'report.json').read_text())
     scripts = {}
     for run in report['runs']:
@@ -175,6 +172,64 @@ def workload_scripts(tmp_path_factory, cache_dir):
             scripts[name] = (pathlib.Path(case['stagedir']) /
                              'rfm_job.sh').read_text()
     return scripts
+
+
+@pytest.fixture(scope='module')
+def workload_scripts(tmp_path_factory, cache_dir):
+    '''Job scripts of the workloads other than CLIP on JUWELS Booster: by
+    display name (without spaces, as -n matches).'''
+    return juwels_scripts(
+        tmp_path_factory.mktemp('juwels-workloads') / 'var', cache_dir,
+        '^(MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow|DeepLabV3Plus|'
+        'AlphaFold2|ResNet50TF)%')
+
+
+@pytest.fixture(scope='module')
+def short_scripts(tmp_path_factory, cache_dir):
+    '''Every workload's job at one node with --mode short.'''
+    return juwels_scripts(
+        tmp_path_factory.mktemp('juwels-short') / 'var', cache_dir,
+        '^(MMoCLIP|MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow|'
+        'DeepLabV3Plus|AlphaFold2|ResNet50TF)%scale=1_node%'
+        'launch_mode=per_task', '--mode', 'short')
+
+
+#: Per check, what its short job runs: the benchmark's model and options,
+#: a few steps.
+SHORT_ARGS = {
+    # 100 steps of 512 per GPU on 4 GPUs, not MMoCLIP's 3.2M samples.
+    'MMoCLIP': ('--train-num-samples 204800 --epochs 1 --batch-size=512 '
+                '--model ViT-L-14 --local-loss --gather-with-grad '
+                '--grad-checkpointing', '--precision amp'),
+    'MegatronGPT%model_size=800M': ('--num-layers 16 --hidden-size 2048',
+                                    '--train-iters 20'),
+    'GPT2FineTune%train_precision=bf16': (
+        '--model gpt2 --dataset wikitext --dataset-config '
+        'wikitext-2-raw-v1', '--max-steps 100'),
+    'BERTLarge': ('--model bert-large --seq-length 512 --max-predictions 76 '
+                  '--batch-size 24 --steps 100', '--precision bf16'),
+    'CosmoFlow': ('--size reference --batch-size 4 --steps 100',
+                  '--precision bf16'),
+    'DeepLabV3Plus': ('--size reference --batch-size 2 --steps 100',
+                      '--precision bf16'),
+    'AlphaFold2': ('--size reference --batch-size 1 --steps 100',
+                   '--precision bf16'),
+    'ResNet50TF': ('--image-size 224 --batch-size 64 --steps 100',
+                   '--precision fp16'),
+}
+
+
+@pytest.mark.parametrize('check', sorted(SHORT_ARGS))
+def test_short_mode_writes_the_benchmark_models_short_job(short_scripts,
+                                                          check):
+    name, _, param = check.partition('%')
+    matches = [text for n, text in short_scripts.items()
+               if n.startswith(name + '%') and param in n]
+    assert len(matches) == 1, sorted(short_scripts)
+    line = run_line(matches[0])
+    for expected in SHORT_ARGS[check]:
+        assert expected in line, line
+    assert '3200000' not in line and '--num-train-epochs' not in line
 
 
 def run_line(text):
