@@ -10,6 +10,9 @@
                                         model a workload's program builds
     hpcml compliance LOGFILE...         MLPerf's compliance checker on
                                         MLLOG logs; exit 1 on a violation
+    hpcml prepare [WORKLOAD...] [--dir DIR]
+                                        fetch what workloads would take
+                                        from a hub (run where it is reachable)
 """
 import argparse
 import json
@@ -161,6 +164,25 @@ def _compliance(args):
     return status
 
 
+def _prepare(args):
+    from hpctestlib_ml import prepare
+    root = args.dir or prepare.default_dir()
+    try:
+        done = prepare.prepare(args.workloads, root)
+    except prepare.PrepareError as err:
+        print(f'hpcml prepare: error: {err}', file=sys.stderr)
+        return 2
+    for workload, result in done:
+        if isinstance(result, str):
+            print(f'{workload}: {result}')
+        else:
+            print(f'{workload}: ' + ', '.join(map(str, result)))
+    print(f'prepared under {root}: jobs read it offline (set '
+          f'HPCML_PREPARED_DIR or a partition\'s extras[\'prepared_dir\'] '
+          f'to it where it is not the default)')
+    return 0
+
+
 def _report(args):
     from hpctestlib_ml import report
     try:
@@ -218,6 +240,15 @@ def parser():
     check.add_argument('--ruleset', help='e.g. 3.0.0 (hpc), 5.0.0 '
                                          '(training)')
     check.set_defaults(func=_compliance)
+
+    prep = commands.add_parser(
+        'prepare', help='fetch, once, what workloads read from a hub '
+                        '(GPT-2 and WikiText-2) for offline jobs')
+    prep.add_argument('workloads', nargs='*', metavar='WORKLOAD',
+                      help='default: all')
+    prep.add_argument('--dir', help='default: $HPCML_PREPARED_DIR, else '
+                                    '<HPCML_VAR_DIR>/prepared')
+    prep.set_defaults(func=_prepare)
 
     from hpctestlib_ml.report import add_arguments
     report = commands.add_parser(

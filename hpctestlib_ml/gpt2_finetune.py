@@ -2,16 +2,18 @@
 of transformers' run_clm example, as NVIDIA and others publish it).
 
 Benchmark size: ``gpt2`` (124M) on ``wikitext-2-raw-v1``, per-device batch 8,
-blocks of 1024 tokens, 3 epochs, from the Hugging Face cache (jobs run with
-``HF_HUB_OFFLINE=1``; a site fills the cache once, see README). Tiny size: a
+blocks of 1024 tokens, 3 epochs, from the directory ``hpcml prepare
+gpt2_finetune`` fills once on a machine with internet (jobs run offline;
+a case whose directory lacks them fails at setup, naming that command;
+:mod:`hpctestlib_ml.prepare`). Tiny size: a
 random-init 2-layer GPT-2, a corpus and tokenizer the program generates,
 the same Trainer and datasets code. Precision is a parameter: fp32, fp16,
 bf16 (CPU partitions: fp32 only).
 """
 from reframe.core.builtins import parameter, performance_function, variable
 
-from hpctestlib_ml import flops
-from hpctestlib_ml.base import MLTrainingTest
+from hpctestlib_ml import flops, prepare
+from hpctestlib_ml.base import BadInputError, MLTrainingTest
 from hpctestlib_ml.constants import GPU_FEATURE
 from hpctestlib_ml.parsers import hf_trainer as parser
 
@@ -42,6 +44,13 @@ class Gpt2FineTuning(MLTrainingTest):
 
     whole_run_metrics = ('train_runtime', 'train_samples_per_second')
 
+    #: Where ``hpcml prepare`` put the model and dataset; default: the
+    #: partition's ``extras['prepared_dir']``, else ``$HPCML_PREPARED_DIR``,
+    #: else ``<HPCML_VAR_DIR>/prepared``.
+    #:
+    #: :type: :class:`str` or :obj:`None`
+    prepared_dir = variable(str, type(None), value=None)
+
     #: Epochs at benchmark size (run_clm's default: 3).
     #:
     #: :type: :class:`float`
@@ -58,9 +67,14 @@ class Gpt2FineTuning(MLTrainingTest):
         self.precision = self.train_precision
         self.env_vars['HF_HUB_OFFLINE'] = '1'
         self.env_vars['HF_DATASETS_OFFLINE'] = '1'
-        hf_home = self.current_partition.extras.get('hf_home')
-        if hf_home:
-            self.env_vars['HF_HOME'] = hf_home
+        if self.model != 'tiny':
+            self.prepared_dir = str(
+                self.prepared_dir or
+                self.current_partition.extras.get('prepared_dir') or
+                prepare.default_dir())
+            missing = prepare.gpt2_missing(self.prepared_dir, self.model)
+            if missing:
+                raise BadInputError(missing)
 
     def program_args(self):
         args = ['--do-train', '--do-eval',
@@ -73,8 +87,9 @@ class Gpt2FineTuning(MLTrainingTest):
         if self.model == 'tiny':
             args += ['--tiny', '--max-steps', self.steps]
         else:
-            args += ['--model', self.model, '--dataset', 'wikitext',
-                     '--dataset-config', 'wikitext-2-raw-v1']
+            model_dir, data_dir = prepare.gpt2_paths(self.prepared_dir,
+                                                     self.model)
+            args += ['--model', model_dir, '--dataset-dir', data_dir]
             args += (['--num-train-epochs', self.epochs]
                      if self.resolved_size == 'benchmark' else
                      ['--max-steps', self.steps])

@@ -150,6 +150,18 @@ def test_local_gpu_partition_runs_the_benchmark_size(run_reframe, tmp_path):
     assert 'mfu' in proc.stdout and 'hfu' in proc.stdout
 
 
+def prepared_dir(root):
+    '''A directory as `hpcml prepare gpt2_finetune` leaves it (only the
+    files the check looks for: the dry-run reads nothing else).'''
+    from hpctestlib_ml import prepare
+    model_dir, data_dir = prepare.gpt2_paths(root)
+    for path, name in ((model_dir, 'config.json'),
+                       (data_dir, 'dataset_dict.json')):
+        path.mkdir(parents=True)
+        (path / name).write_text('{}')
+    return root
+
+
 def juwels_scripts(var, cache_dir, pattern, *options):
     '''reframe --dry-run on JUWELS Booster: {display name without
     spaces: job script}.'''
@@ -157,7 +169,8 @@ def juwels_scripts(var, cache_dir, pattern, *options):
     import os
     import subprocess
     env = {**os.environ, 'HPCML_VAR_DIR': str(var),
-           'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'jscbenchmark'}
+           'HPCML_CACHE_DIR': str(cache_dir), 'HPCML_ACCOUNT': 'jscbenchmark',
+           'HPCML_PREPARED_DIR': str(prepared_dir(var.parent / 'prepared'))}
     proc = subprocess.run(
         [BIN / 'reframe', '-C', REPO / 'config/systems/juwels_booster.py',
          '-c', REPO / 'checks', '-n', pattern, *options, '--dry-run',
@@ -204,8 +217,8 @@ SHORT_ARGS = {
     'MegatronGPT%model_size=800M': ('--num-layers 16 --hidden-size 2048',
                                     '--train-iters 20'),
     'GPT2FineTune%train_precision=bf16': (
-        '--model gpt2 --dataset wikitext --dataset-config '
-        'wikitext-2-raw-v1', '--max-steps 100'),
+        'gpt2_finetune/models/gpt2 --dataset-dir', 'wikitext-2-raw-v1',
+        '--max-steps 100'),
     'BERTLarge': ('--model bert-large --seq-length 512 --max-predictions 76 '
                   '--batch-size 24 --steps 100', '--precision bf16'),
     'CosmoFlow': ('--size reference --batch-size 4 --steps 100',
@@ -269,8 +282,11 @@ def test_gpt2_precisions_and_offline_cache_on_juwels(workload_scripts):
         assert 'export HF_DATASETS_OFFLINE=1' in text
         assert (f'--per-device-train-batch-size 8 --per-device-eval-batch-size'
                 f' 8 --precision {precision}') in run_line(text)
-        assert ('--model gpt2 --dataset wikitext --dataset-config '
-                'wikitext-2-raw-v1 --num-train-epochs 3.0') in run_line(text)
+        # What hpcml prepare fetched, read offline.
+        assert re.search(r'--model \S+/prepared/gpt2_finetune/models/gpt2 '
+                         r'--dataset-dir \S+/prepared/gpt2_finetune/datasets/'
+                         r'wikitext-2-raw-v1 --num-train-epochs 3.0',
+                         run_line(text))
 
 
 def test_bert_large_on_juwels(workload_scripts):

@@ -145,6 +145,19 @@ def test_missing_open_clip_is_reported(run_reframe, tmp_path):
             in reason(proc))
 
 
+def test_missing_prepared_data_fails_at_setup(run_reframe, tmp_path):
+    '''GPT-2's model and data at short size come from hpcml prepare: where
+    they are missing, the case fails before a job exists, naming it.'''
+    empty = tmp_path / 'prepared'
+    proc, var = run_reframe(
+        HPCML, 'suite', '-n', 'GPT2FineTune.*1_proc.*per_task', '-S',
+        'size=short', '-S', 'steps=2', env={'HPCML_PREPARED_DIR': str(empty)})
+    assert proc.returncode == 1
+    assert (f'run `hpcml prepare gpt2_finetune --dir {empty}` once on a '
+            f'machine with internet') in reason(proc)
+    assert not list((var / 'stage').glob('**/rfm_job.sh'))
+
+
 def test_selecting_no_test_fails(run_reframe):
     proc, _ = run_reframe(HPCML, 'suite', '-n', 'NoSuchTest')
     assert proc.returncode == 2

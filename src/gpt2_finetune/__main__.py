@@ -1,8 +1,9 @@
 """python -m gpt2_finetune [options]: fine-tune a causal LM with HF Trainer.
 
 Data and model, as run_clm's: ``--model gpt2 --dataset wikitext
---dataset-config wikitext-2-raw-v1`` from the Hugging Face cache (set
-HF_HUB_OFFLINE=1 on compute nodes), or ``--tiny``: a random-init tiny
+--dataset-config wikitext-2-raw-v1`` from the Hugging Face cache, or the
+directories ``hpcml prepare`` writes (``--model DIR --dataset-dir DIR``;
+the suite's jobs, offline), or ``--tiny``: a random-init tiny
 GPT-2, a corpus generated here (gpt2_finetune.corpus) and a byte-level BPE
 trained on it, so nothing comes from a hub. Both go through the same
 ``datasets`` pipeline: load, tokenize, concatenate into blocks of the
@@ -29,6 +30,8 @@ def parse_args(argv):
     p.add_argument('--model', default='gpt2')
     p.add_argument('--dataset', default='wikitext')
     p.add_argument('--dataset-config', default='wikitext-2-raw-v1')
+    p.add_argument('--dataset-dir', help='a dataset saved with '
+                   'save_to_disk (hpcml prepare), instead of --dataset')
     p.add_argument('--tiny', action='store_true',
                    help='random-init tiny GPT-2 on a generated corpus')
     p.add_argument('--per-device-train-batch-size', type=int, default=8)
@@ -102,9 +105,14 @@ def block_size_of(config):
 
 
 def hub_model_and_data(args):
+    '''The model and tokenizer *args.model* (a name in the Hugging Face
+    cache or a directory, e.g. one ``hpcml prepare`` wrote) and the
+    dataset: ``--dataset-dir`` (``save_to_disk``'s) or the named one.'''
     from transformers import AutoModelForCausalLM, AutoTokenizer
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     model = AutoModelForCausalLM.from_pretrained(args.model)
+    if args.dataset_dir:
+        return tokenizer, model, ('from_disk', args.dataset_dir)
     return tokenizer, model, (args.dataset, {'name': args.dataset_config})
 
 
@@ -113,7 +121,8 @@ def lm_datasets(tokenizer, data, block_size, main_first):
     remainder of each map batch is dropped), labels = inputs.'''
     import datasets
     name, kwargs = data
-    raw = datasets.load_dataset(name, **kwargs)
+    raw = (datasets.load_from_disk(kwargs) if name == 'from_disk' else
+           datasets.load_dataset(name, **kwargs))
 
     def tokenize(batch):
         return tokenizer(batch['text'])

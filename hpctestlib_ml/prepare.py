@@ -1,0 +1,110 @@
+"""``hpcml prepare``: what the workloads would fetch from a hub, fetched
+once on a machine with internet (a login node) into a directory the
+compute nodes read offline.
+
+Only GPT-2 fine-tuning needs anything at its benchmark and short sizes:
+the ``gpt2`` model and tokenizer and the ``wikitext-2-raw-v1`` dataset.
+They are stored as plain directories (transformers' ``save_pretrained``,
+datasets' ``save_to_disk``), which the program loads with
+``from_pretrained(DIR)`` and ``load_from_disk(DIR)``: no hub, no cache
+lookup that could reach for the network. The other workloads train on
+synthetic or generated data (or a site's dataset, named in its config).
+
+The directory: ``-S prepared_dir=``, else the partition's
+``extras['prepared_dir']``, else ``$HPCML_PREPARED_DIR``, else
+``<HPCML_VAR_DIR>/prepared``; it must be visible from the compute nodes.
+"""
+import os
+import pathlib
+
+#: What GPT-2 fine-tuning's benchmark reads (run_clm's model and data).
+GPT2_MODEL = 'gpt2'
+GPT2_DATASET = ('wikitext', 'wikitext-2-raw-v1')
+
+#: Workloads with nothing to fetch, and why.
+NOTHING_TO_FETCH = {
+    'clip': "OpenCLIP's synthetic dataset",
+    'megatron': "Megatron's mock data (or a site's indexed dataset)",
+    'bert': 'synthetic token batches (or a site\'s text and tokenizer)',
+    'cosmoflow': 'synthetic cubes (or a site\'s NumPy samples)',
+    'deeplabv3plus': 'synthetic climate fields (or a site\'s samples)',
+    'alphafold2': 'synthetic proteins',
+    'resnet50': 'synthetic images (or a site\'s ImageNet TFRecords)',
+}
+
+
+class PrepareError(Exception):
+    '''Something to prepare is missing or cannot be fetched; the message
+    names the fix.'''
+
+
+def default_dir():
+    from hpctestlib_ml.siteconfig import VAR_DIR
+    return pathlib.Path(os.environ.get('HPCML_PREPARED_DIR') or
+                        pathlib.Path(VAR_DIR) / 'prepared')
+
+
+def gpt2_paths(root, model=GPT2_MODEL, dataset=GPT2_DATASET[1]):
+    '''(model directory, dataset directory) of GPT-2 fine-tuning under
+    *root*.'''
+    base = pathlib.Path(root) / 'gpt2_finetune'
+    return base / 'models' / model, base / 'datasets' / dataset
+
+
+def gpt2_missing(root, model=GPT2_MODEL):
+    '''Why GPT-2 fine-tuning's model or data are not ready under *root*,
+    naming the command that prepares them; None if they are.'''
+    model_dir, data_dir = gpt2_paths(root, model)
+    missing = [str(path) for path, marker in ((model_dir, 'config.json'),
+                                              (data_dir, 'dataset_dict.json'))
+               if not (path / marker).is_file()]
+    if not missing:
+        return None
+    return (f'{model} and WikiText-2 are not prepared ({", ".join(missing)} '
+            f'missing): run `hpcml prepare gpt2_finetune --dir {root}` once '
+            f'on a machine with internet (e.g. a login node)')
+
+
+def prepare_gpt2_finetune(root, model=GPT2_MODEL, source=None,
+                          dataset=None):
+    '''Fetch *model* (from *source*, default the hub's model of that name)
+    and the dataset (*dataset*: ``(builder, kwargs)`` for
+    ``datasets.load_dataset``, default WikiText-2 raw) into *root*; the
+    directories written.'''
+    import datasets
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    model_dir, data_dir = gpt2_paths(root, model)
+    source = source or model
+    builder, kwargs = dataset or (GPT2_DATASET[0],
+                                  {'name': GPT2_DATASET[1]})
+    try:
+        AutoTokenizer.from_pretrained(source).save_pretrained(model_dir)
+        AutoModelForCausalLM.from_pretrained(source).save_pretrained(
+            model_dir)
+        raw = datasets.load_dataset(builder, **kwargs)
+    except OSError as err:
+        raise PrepareError(f'cannot fetch {source} or the dataset: {err} '
+                           f'(run this where the Hugging Face hub is '
+                           f'reachable)') from None
+    raw.save_to_disk(str(data_dir))
+    return [model_dir, data_dir]
+
+
+#: Workload -> function(root) -> directories written.
+PREPARERS = {'gpt2_finetune': prepare_gpt2_finetune}
+
+
+def prepare(workloads, root):
+    '''Prepare *workloads* (all if empty) under *root*: [(workload,
+    directories written or the reason there is nothing)].'''
+    done = []
+    for workload in workloads or sorted({*PREPARERS, *NOTHING_TO_FETCH}):
+        if workload in PREPARERS:
+            done.append((workload, PREPARERS[workload](root)))
+        elif workload in NOTHING_TO_FETCH:
+            done.append((workload, f'nothing to fetch: '
+                                   f'{NOTHING_TO_FETCH[workload]}'))
+        else:
+            raise PrepareError(f'unknown workload {workload!r}: use '
+                               f'{", ".join(sorted({*PREPARERS, *NOTHING_TO_FETCH}))}')
+    return done
