@@ -89,3 +89,47 @@ def test_padded_vocab_and_data_parallel_size():
 def test_no_iterations_no_numbers():
     m = parser.extract_metrics('Traceback (most recent call last):\n')
     assert m['iterations'] == 0 and m['tokens_per_second'] is None
+
+
+def megatron_core_losses(tmp_path, procs, pp=1, tp=1, port=29610):
+    '''The fallback (Megatron-Core alone) for 6 iterations of a tiny GPT
+    under torchrun with gloo; its logged losses.'''
+    import os
+    import subprocess
+    import sys
+    from conftest import REPO
+    proc = subprocess.run(
+        [sys.executable, '-m', 'torch.distributed.run', '--nproc-per-node',
+         str(procs), '--master-port', str(port), '-m', 'gpt_pretrain',
+         '--num-layers', '2', '--hidden-size', '256', '--num-attention-heads',
+         '4', '--seq-length', '128', '--max-position-embeddings', '128',
+         '--micro-batch-size', '2', '--global-batch-size', '8',
+         '--train-iters', '6', '--lr', '1e-3', '--mock-data',
+         # A vocabulary that pads alike at TP 1 and 2 (4096), no dropout:
+         # the same tokens and arithmetic in every layout.
+         '--vocab-size', '4096', '--hidden-dropout', '0',
+         '--attention-dropout', '0', '--position-embedding-type', 'rope',
+         '--pipeline-model-parallel-size', str(pp),
+         '--tensor-model-parallel-size', str(tp)],
+        env={**os.environ, 'PYTHONPATH': str(REPO / 'src'),
+             'OMP_NUM_THREADS': '1'},
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout + proc.stderr
+    assert f'pipeline-model-parallel size: {pp}' in text
+    return [s['loss'] for s in parser.parse_iterations(text)]
+
+
+@pytest.mark.integration
+def test_pipeline_and_tensor_parallel_follow_one_rank(tmp_path):
+    '''PP=2 and TP=2 with Megatron-Core alone (no Megatron-LM), on this
+    CPU with gloo: the same loss curve as one rank from the same seed
+    (the weights do not depend on the layout).'''
+    one = megatron_core_losses(tmp_path, 1, port=29611)
+    pipeline = megatron_core_losses(tmp_path, 2, pp=2, port=29612)
+    tensor = megatron_core_losses(tmp_path, 2, tp=2, port=29613)
+    assert len(one) == 6 and all(math.isfinite(x) for x in one)
+    assert pipeline == pytest.approx(one, rel=1e-5)
+    assert tensor == pytest.approx(one, rel=1e-5)
+    # Random weights on random tokens: the first loss is ln(vocabulary).
+    assert one[0] == pytest.approx(math.log(4096), rel=0.02)

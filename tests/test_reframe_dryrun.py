@@ -50,7 +50,7 @@ def sbatch(text):
 
 def test_all_scales_both_modes(job_scripts):
     scripts, _ = job_scripts
-    assert set(scripts) == {(n, m) for n in (1, 2, 4, 8)
+    assert set(scripts) == {(n, m) for n in (1, 2, 4, 8, 16)
                             for m in ('per_task', 'torchrun')}
 
 
@@ -250,10 +250,18 @@ def run_line(text):
 
 
 def test_megatron_caraml_sizes_on_juwels(workload_scripts):
-    # 800M (TP1/PP1) runs from 1 node, 13B (TP2/PP2) from 1 node; 175B
-    # (TP8/PP8, 64 GPUs) fits none of JUWELS' listed scales: -S num_nodes.
+    # Every CARAML size without a Megatron-LM checkout (the Megatron-Core
+    # fallback runs TP x PP x DP): 800M (TP1/PP1) and 13B (TP2/PP2) from 1
+    # node, 175B (TP8/PP8, 64 GPUs) at 16 nodes, as CARAML runs it.
     names = [n for n in workload_scripts if n.startswith('MegatronGPT')]
-    assert {n.split('model_size=')[1] for n in names} == {'800M', '13B'}
+    assert {n.split('model_size=')[1] for n in names} == {'800M', '13B',
+                                                          '175B'}
+    line = run_line(workload_scripts[
+        'MegatronGPT%scale=16_nodes%launch_mode=per_task%model_size=175B'])
+    assert '--num-layers 96 --hidden-size 12288' in line
+    assert ('--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8'
+            in line)
+    assert '--megatron-lm' not in line
     line = run_line(workload_scripts[
         'MegatronGPT%scale=2_nodes%launch_mode=per_task%model_size=13B'])
     # CARAML's model arguments, RoPE included (its NVIDIA systems' args).

@@ -59,7 +59,8 @@ site_configuration = make_site_configuration(
             'features': ['gpu', 'cuda'],
             'extras': {
                 'max_nodes': 936,
-                'scales': ['1_node', '2_nodes', '4_nodes', '8_nodes'],
+                # 16 nodes: CARAML's 175B GPT (TP 8 x PP 8 = 64 GPUs).
+                'scales': ['1_node', '2_nodes', '4_nodes', '8_nodes', '16_nodes'],
                 'rendezvous_address': '{hostname}i',
             },
         }, os.environ.get('HPCML_CONTAINER_DIR'))],

@@ -2,11 +2,18 @@
 pretrain_gpt.py arguments and printing its iteration line.
 
 Where Megatron-LM is not installed (this CPU, pip-only sites) the suite
-still trains the real Megatron-Core model with tensor parallelism: the
-parts of Megatron-LM's loop that matter for the measurement are here
-(mock tokens, micro-batches, data-parallel gradient all-reduce, Adam), and
-the log line has Megatron-LM's format (megatron/training/training.py,
-``training_log``), so one parser reads both programs.
+still trains the real Megatron-Core model with tensor, pipeline and data
+parallelism, with Megatron-Core's own parts: its parallel state for TP x
+PP x DP, its GPT model split into pipeline stages (pre-/post-process), its
+pipeline schedules (``get_forward_backward_func``: no pipelining, or 1F1B
+across the stages). The rest of Megatron-LM's loop that matters for the
+measurement is here: mock tokens, micro-batches, the data-parallel
+gradient all-reduce and the tied embeddings' all-reduce between the first
+and last stage (Megatron's ``finalize_model_grads``), Adam; and the log
+line has Megatron-LM's format (megatron/training/training.py,
+``training_log``), so one parser reads both programs. Weights are drawn
+per parameter of the unsplit model (:mod:`gpt_pretrain.layout_init`), so a
+seed gives the same model in every layout.
 
 The model is the one Megatron-LM's ``pretrain_gpt.py`` builds from the same
 arguments with its defaults (megatron/training/arguments.py): learned
@@ -17,8 +24,8 @@ weights = not untie``, as pretrain_gpt.py's model provider passes it). At
 CARAML's 800M shape and the GPT-2 vocabulary padded to 50304 that is
 912,953,344 parameters (``hpcml model-info megatron --size 800M``).
 
-Not here (use Megatron-LM): pipeline parallelism, indexed datasets,
-distributed optimizer, mixed-precision loss scaling.
+Not here (use Megatron-LM): indexed datasets, interleaved pipelines, the
+distributed optimizer, mixed-precision loss scaling and fp32 main weights.
 """
 import argparse
 import contextlib
@@ -39,7 +46,8 @@ _KNOWN = ('num_layers', 'hidden_size', 'num_attention_heads',
           'log_interval', 'mock_data', 'data_path', 'vocab_size',
           'make_vocab_size_divisible_by', 'seed', 'bf16', 'fp16',
           'log_throughput', 'untie_embeddings_and_output_weights',
-          'position_embedding_type')
+          'position_embedding_type', 'init_method_std', 'hidden_dropout',
+          'attention_dropout')
 
 
 def parse_args(argv):
@@ -74,6 +82,9 @@ def parse_args(argv):
                         'word embeddings, as Megatron-LM)')
     p.add_argument('--position-embedding-type', default='learned_absolute',
                    choices=('learned_absolute', 'rope', 'none'))
+    p.add_argument('--init-method-std', type=float, default=0.02)
+    p.add_argument('--hidden-dropout', type=float, default=0.1)
+    p.add_argument('--attention-dropout', type=float, default=0.1)
     args, ignored = p.parse_known_args(argv)
     args.ignored = ignored
     return args
@@ -116,6 +127,7 @@ def build_model(args, vocab, device=None):
     (the local layer spec; Transformer Engine's has the same parameters).
     *device* ``meta``: shapes only, no initialisation (``hpcml
     model-info``); parallel state must be initialised either way.'''
+    from megatron.core import parallel_state
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import \
         get_gpt_layer_local_spec
@@ -129,7 +141,12 @@ def build_model(args, vocab, device=None):
         num_attention_heads=args.num_attention_heads,
         ffn_hidden_size=args.ffn_hidden_size,
         tensor_model_parallel_size=args.tensor_model_parallel_size,
-        pipeline_model_parallel_size=1,
+        pipeline_model_parallel_size=args.pipeline_model_parallel_size,
+        init_method_std=args.init_method_std,
+        hidden_dropout=args.hidden_dropout,
+        attention_dropout=args.attention_dropout,
+        # gloo sends stage to stage one by one (no batched p2p on CPUs).
+        batch_p2p_comm=torch.cuda.is_available(),
         use_cpu_initialization=not torch.cuda.is_available() or meta,
         perform_initialization=not meta,
         params_dtype=dtype, pipeline_dtype=dtype,
@@ -144,6 +161,8 @@ def build_model(args, vocab, device=None):
             share_embeddings_and_output_weights=(
                 not args.untie_embeddings_and_output_weights),
             position_embedding_type=args.position_embedding_type,
+            pre_process=parallel_state.is_pipeline_first_stage(),
+            post_process=parallel_state.is_pipeline_last_stage(),
         )
     if meta:
         # RoPE's frequency table is not a parameter and is made on an
@@ -197,33 +216,77 @@ def iteration_line(iteration, args, consumed, elapsed_ms, tflops, lr, loss):
     return line
 
 
-def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.pipeline_model_parallel_size != 1:
-        fail('pipeline parallelism needs Megatron-LM itself; set the '
-             "check's megatron_lm path, or -S pipeline_parallel=1")
-    if args.data_path and not args.mock_data:
-        fail('indexed datasets need Megatron-LM itself; this fallback '
-             'trains on --mock-data')
-
-    from gpt_pretrain import cpu_patches
-    patched = cpu_patches.apply()
-    from megatron.core import parallel_state
-
-    rank, world = init_distributed()
-    tp = args.tensor_model_parallel_size
-    if world % tp:
-        fail(f'world size {world} is not a multiple of tensor parallel '
-             f'size {tp}')
-    dp = world // tp
+def layout(args, world):
+    '''(data parallel size, micro-batches per iteration) of *world* ranks
+    in TP x PP groups; a one-line error where they do not divide.'''
+    tp, pp = args.tensor_model_parallel_size, args.pipeline_model_parallel_size
+    if world % (tp * pp):
+        fail(f'world size {world} is not a multiple of tensor parallel {tp} '
+             f'x pipeline parallel {pp}')
+    if args.num_layers % pp:
+        fail(f'{args.num_layers} layers do not split into {pp} pipeline '
+             f'stages')
+    dp = world // (tp * pp)
     per_step = args.micro_batch_size * dp
     if args.global_batch_size % per_step:
         fail(f'global batch {args.global_batch_size} is not a multiple of '
              f'micro batch {args.micro_batch_size} x data parallel {dp}')
-    num_micro = args.global_batch_size // per_step
+    return dp, args.global_batch_size // per_step
 
+
+def forward_step(args, vocab, generator, device):
+    '''The schedules' ``forward_step_func``: one mock micro-batch (every
+    stage draws the same, each uses its part), the stage's forward, and
+    on the last stage the mean token loss.'''
+    def step(data_iterator, model):
+        tokens, position_ids, mask, labels = mock_batch(args, vocab,
+                                                        generator, device)
+        output = model(tokens, position_ids, mask, labels=labels)
+
+        def loss_func(per_token):
+            loss = per_token.float().mean()
+            # The schedule divides the loss it is given by the number of
+            # micro-batches, in place: report a copy.
+            return loss, {'lm loss': loss.detach().clone()}
+        return output, loss_func
+    return step
+
+
+def reduce_gradients(model, dp):
+    '''What Megatron's ``finalize_model_grads`` does for this loop: sum
+    the tied word-embedding/output gradients of the first and last
+    pipeline stages, and average every gradient over data parallel.'''
+    from megatron.core import parallel_state
+    if (parallel_state.get_pipeline_model_parallel_world_size() > 1 and
+            model.share_embeddings_and_output_weights and
+            (model.pre_process or model.post_process)):
+        shared = model.shared_embedding_or_output_weight()
+        dist.all_reduce(shared.grad,
+                        group=parallel_state.get_embedding_group())
+    if dp > 1:
+        group = parallel_state.get_data_parallel_group()
+        for param in model.parameters():
+            if param.grad is not None:
+                dist.all_reduce(param.grad, group=group)
+                param.grad.div_(dp)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.data_path and not args.mock_data:
+        fail('indexed datasets need Megatron-LM itself; this fallback '
+             'trains on --mock-data')
+
+    from gpt_pretrain import cpu_patches, layout_init
+    patched = cpu_patches.apply()
+    from megatron.core import parallel_state
+    from megatron.core.pipeline_parallel import get_forward_backward_func
+
+    rank, world = init_distributed()
+    tp, pp = args.tensor_model_parallel_size, args.pipeline_model_parallel_size
+    dp, num_micro = layout(args, world)
     parallel_state.initialize_model_parallel(
-        tensor_model_parallel_size=tp, pipeline_model_parallel_size=1)
+        tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp)
     torch.manual_seed(args.seed)
     if not patched:
         from megatron.core.tensor_parallel import \
@@ -236,56 +299,59 @@ def main(argv=None):
         # Megatron-LM's own line (megatron/training/arguments.py).
         print(f'using world size: {world}, data-parallel size: {dp}, '
               f'context-parallel size: 1, tensor-model-parallel size: {tp}, '
-              f'pipeline-model-parallel size: 1', flush=True)
+              f'pipeline-model-parallel size: {pp}', flush=True)
         print_arguments(args, world)
         print(f' > padded vocab (size: {args.vocab_size}) with '
               f'{vocab - args.vocab_size} dummy tokens (new size: {vocab})',
               flush=True)
     model = build_model(args, vocab)
+    layout_init.initialise(
+        model, args.seed, args.init_method_std, args.num_layers,
+        parallel_state.get_tensor_model_parallel_rank(), tp)
     params = sum(p.numel() for p in model.parameters())
     last = rank == world - 1
     if rank == 0:
         print(f'> Megatron-Core GPTModel (no Megatron-LM): {world} ranks, '
-              f'tensor parallel {tp}, data parallel {dp}, '
-              f'{num_micro} micro-batches of {args.micro_batch_size}'
+              f'tensor parallel {tp}, pipeline parallel {pp}, data parallel '
+              f'{dp}, {num_micro} micro-batches of {args.micro_batch_size}'
               f'{" (CPU patches applied)" if patched else ""}', flush=True)
         if args.ignored:
             print(f'> ignored Megatron-LM-only arguments: '
                   f'{" ".join(args.ignored)}', flush=True)
     print(f' > number of parameters on (tensor, pipeline) model parallel '
-          f'rank ({parallel_state.get_tensor_model_parallel_rank()}, 0): '
+          f'rank ({parallel_state.get_tensor_model_parallel_rank()}, '
+          f'{parallel_state.get_pipeline_model_parallel_rank()}): '
           f'{params}', flush=True)
 
     device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    dp_group = parallel_state.get_data_parallel_group()
-    # The same tokens on the ranks of a tensor-parallel group, different
-    # ones across data-parallel replicas.
+    # The same tokens on the ranks of a tensor-parallel group and the
+    # stages of a pipeline, different ones across data-parallel replicas.
     generator = torch.Generator().manual_seed(
         args.seed + parallel_state.get_data_parallel_rank())
+    step_func = forward_step(args, vocab, generator, device)
+    forward_backward = get_forward_backward_func()
     flops_per_token = training_flops_per_token(args, vocab)
     tokens_per_iter = args.global_batch_size * args.seq_length
 
     interval_start, interval_losses = time.time(), []
     for iteration in range(1, args.train_iters + 1):
         optimizer.zero_grad(set_to_none=True)
-        losses = []
-        for _ in range(num_micro):
-            tokens, position_ids, mask, labels = mock_batch(
-                args, vocab, generator, device)
-            loss = model(tokens, position_ids, mask, labels=labels).mean()
-            (loss / num_micro).backward()
-            losses.append(loss.detach())
-        if dp > 1:
-            for p in model.parameters():
-                if p.grad is not None:
-                    dist.all_reduce(p.grad, group=dp_group)
-                    p.grad.div_(dp)
+        losses = forward_backward(
+            forward_step_func=step_func, data_iterator=None, model=[model],
+            num_microbatches=num_micro, seq_length=args.seq_length,
+            micro_batch_size=args.micro_batch_size)
+        reduce_gradients(model, dp)
         optimizer.step()
 
-        loss = torch.stack(losses).mean()
-        dist.all_reduce(loss, group=dp_group)
-        interval_losses.append(loss.item() / dp)
+        # The mean loss of the iteration, on the last stage, over data
+        # parallel replicas; printed by the last rank (a last stage's).
+        loss = torch.zeros(1)
+        if parallel_state.is_pipeline_last_stage():
+            loss = torch.stack([x['lm loss'] for x in losses]).mean()
+            dist.all_reduce(loss, group=parallel_state.get_data_parallel_group())
+            loss = loss / dp
+        interval_losses.append(float(loss))
         if iteration % args.log_interval == 0:
             elapsed = (time.time() - interval_start) / len(interval_losses)
             tflops = (flops_per_token * tokens_per_iter / elapsed / world /
