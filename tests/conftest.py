@@ -10,6 +10,18 @@ DATA = REPO / 'tests' / 'data'
 BIN = pathlib.Path(sys.executable).parent
 
 
+def pytest_collection_modifyitems(config, items):
+    '''The fullsize tests run only when -m names them: they take about 20
+    minutes and most of this machine's memory.'''
+    if 'fullsize' in (config.getoption('-m') or ''):
+        return
+    skip = pytest.mark.skip(reason='opt-in (about 20 min): pytest -m '
+                                   'fullsize')
+    for item in items:
+        if 'fullsize' in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def data():
     return DATA

@@ -281,6 +281,29 @@ def test_megatron_caraml_sizes_on_juwels(workload_scripts):
     assert '--micro-batch-size 4 --global-batch-size 2048' in line
 
 
+@pytest.mark.parametrize('name, gpus', [
+    ('MegatronGPT%scale=2_nodes%launch_mode=per_task%model_size=13B', 8),
+    ('MegatronGPT%scale=16_nodes%launch_mode=per_task%model_size=175B', 64),
+])
+def test_megatron_core_accepts_the_large_jobs_arguments(workload_scripts,
+                                                        name, gpus):
+    '''13B and 175B cannot train on this machine: their generated
+    arguments go through the fallback's own parser and layout checks
+    (their models are built on the meta device by model-info).'''
+    import shlex
+    import sys
+    sys.path.insert(0, str(REPO / 'src'))
+    from gpt_pretrain import mcore_train
+    argv = shlex.split(run_line(workload_scripts[name]).split(
+        '-m gpt_pretrain ', 1)[1])
+    args = mcore_train.parse_args(argv)
+    dp, micro = mcore_train.layout(args, gpus)
+    assert dp * args.tensor_model_parallel_size * \
+        args.pipeline_model_parallel_size == gpus
+    assert micro * args.micro_batch_size * dp == args.global_batch_size
+    assert args.position_embedding_type == 'rope'
+
+
 def test_gpt2_precisions_and_offline_cache_on_juwels(workload_scripts):
     for precision in ('fp32', 'fp16', 'bf16'):
         text = workload_scripts[

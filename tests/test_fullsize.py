@@ -1,0 +1,87 @@
+"""Every benchmark configuration starts and trains, on this CPU.
+
+Each case runs a workload's real program through ReFrame at ``--mode
+short``: the benchmark's model and options, changed only where a CPU must
+(``-S steps=2``, a batch of one, fp32 where the benchmark trains in mixed
+precision on GPUs). So the options are accepted by the upstream program
+(OpenCLIP's parser, HF Trainer, Megatron-Core's model), the shapes divide,
+the first steps run and the log parses. Megatron's 13B and 175B cannot fit
+this machine: their generated arguments go through the fallback's parser
+and layout checks, and model-info builds them on the meta device
+(tests/test_model_info.py).
+
+Opt-in (``-m fullsize``): about 20 minutes and up to ~20 GiB on a 2-core
+machine, more than CI's budget allows (README, Tests).
+"""
+import math
+
+import pytest
+
+from conftest import BIN, REPO
+from perflog import read_perflog
+
+pytestmark = pytest.mark.fullsize
+
+HPCML = BIN / 'hpcml'
+
+#: check (and parameter) -> (options besides --mode short -S steps=2,
+#: its throughput column).
+CASES = {
+    # Two samples: the sanity check expects loss ln(global batch).
+    'MMoCLIP': (['-S', 'batch_size=2'], 'throughput_avg'),
+    # One micro-batch per iteration (the benchmark's 2048 would be hours).
+    'MegatronGPT%model_size=800M': (['-S', 'batch_size=1', '-S',
+                                     'global_batch_size=1'],
+                                    'tokens_per_second'),
+    'GPT2FineTune%train_precision=fp32': (['-S', 'batch_size=1'],
+                                          'samples_per_second'),
+    'BERTLarge': (['-S', 'batch_size=1'], 'samples_per_second'),
+    'CosmoFlow': (['-S', 'batch_size=1'], 'samples_per_second'),
+    'DeepLabV3Plus': (['-S', 'batch_size=1'], 'samples_per_second'),
+    'AlphaFold2': (['-S', 'batch_size=1'], 'samples_per_second'),
+    'ResNet50TF': (['-S', 'batch_size=1'], 'images_per_second'),
+}
+
+
+@pytest.fixture(scope='module')
+def prepared(tmp_path_factory):
+    '''What `hpcml prepare gpt2_finetune` would fetch, from local sources:
+    the published gpt2 config (124M, random weights) and a generated
+    corpus.'''
+    import sys
+    sys.path.insert(0, str(REPO / 'src'))
+    from gpt2_finetune.__main__ import model_config, tiny_model_and_data
+    from hpctestlib_ml import prepare
+    from transformers import GPT2LMHeadModel
+    root = tmp_path_factory.mktemp('prepare')
+    tokenizer, _, (_, data) = tiny_model_and_data(root / 'work')
+    source = root / 'hub' / 'gpt2'
+    tokenizer.save_pretrained(source)
+    GPT2LMHeadModel(model_config('gpt2')).save_pretrained(source)
+    prepare.prepare_gpt2_finetune(root / 'prepared', source=str(source),
+                                  dataset=('text', data))
+    return root / 'prepared'
+
+
+@pytest.mark.parametrize('check', list(CASES))
+def test_benchmark_configuration_trains(run_reframe, prepared, check):
+    name, _, param = check.partition('%')
+    options, throughput = CASES[check]
+    pattern = f'^{name}%scale=1_proc%launch_mode=per_task'
+    if param:
+        pattern += f'%{param}'
+    proc, var = run_reframe(
+        HPCML, 'suite', '-n', pattern, '--mode', 'short', '-S', 'steps=2',
+        *options, env={'HPCML_PREPARED_DIR': str(prepared)}, timeout=3000)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    row, = read_perflog(var / 'perflogs' / 'local' / 'cpu' / f'{name}.log')
+    assert row['result'] == 'pass' and row['resolved_size'] == 'short'
+    assert math.isfinite(float(row[f'{throughput}_value']))
+    assert float(row[f'{throughput}_value']) > 0
+    outputs = list((var / 'output').glob(f'**/{name}_*/rfm_job.out'))
+    text = outputs[0].read_text()
+    if ':::MLLOG' in text:
+        from hpctestlib_ml import compliance
+        report = compliance.check(text)
+        assert report.violations == [], [f.message for f in
+                                          report.violations]
