@@ -218,7 +218,7 @@ def main(outfile, rssfile=None):
         while True:
             if sources:
                 values = [s.joules() for s in sources]
-                out.write(f'{time.time():.3f},' +
+                out.write(f'{time.time():.6f},' +
                           ','.join(f'{v:.3f}' for v in values) + '\n')
                 out.flush()
             if rssfile:

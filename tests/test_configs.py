@@ -87,7 +87,7 @@ def test_juwels_booster_site_facts(monkeypatch):
         '--gres=gpu:{num_gpus_per_node}']
     assert booster['extras']['rendezvous_address'] == '{hostname}i'
     assert booster['extras']['scales'] == ['1_node', '2_nodes', '4_nodes',
-                                           '8_nodes']
+                                           '8_nodes', '16_nodes']
     assert 'gpu' in booster['features']
 
 

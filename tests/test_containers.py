@@ -168,8 +168,8 @@ def test_juwels_container_job_script_is_golden(juwels_container_scripts):
 def test_juwels_container_runs_use_the_image_not_the_modules(
         juwels_container_scripts):
     scripts, _ = juwels_container_scripts
-    # 1, 2, 4 and 8 nodes in both launch modes.
-    assert len(scripts) == 8
+    # 1, 2, 4, 8 and 16 nodes in both launch modes.
+    assert len(scripts) == 10
     image = '/p/project/jscbenchmark/hpcml/images/pytorch.sif'
     for text in scripts.values():
         run_line = text.strip().splitlines()[-1]

@@ -9,7 +9,7 @@ Site facts the checks need, all here and none in the checks:
 - the account comes from ``$HPCML_ACCOUNT`` (or JSC's ``$BUDGET_ACCOUNTS``);
 - a node is reached over InfiniBand at its host name plus ``i``
   (``jwb0001`` -> ``jwb0001i``): ``rendezvous_address``;
-- the MMoCLIP benchmark runs at 1, 2, 4 and 8 nodes.
+- the checks run at 1, 2, 4, 8 and 16 nodes (16: CARAML's 175B GPT).
 
 Environment: JSC's software stage with PyTorch from modules, plus the
 suite's extras in a virtual environment at ``$HPCML_VENV`` when set.
