@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
 		-e '.[pytorch,tensorflow,test]'
+	$(VENV)/bin/python -m hpctestlib_ml.venv_config
 	touch $@
 
 suite: $(STAMP)

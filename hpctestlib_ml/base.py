@@ -60,6 +60,28 @@ def count(name, value, minimum=1):
     return number
 
 
+#: ReFrame's built-in configuration's system (no config file was found).
+BUILTIN_SYSTEM = 'generic'
+
+
+def warn_if_no_partition_fits():
+    '''On ReFrame's built-in ``generic`` system no check of the suite runs
+    (its one environment has none of their features): say once what to
+    pass, instead of ReFrame's bare "Found 0 check(s)".'''
+    if rt.runtime().system.name != BUILTIN_SYSTEM or _warned_no_config:
+        return
+    _warned_no_config.append(True)
+    getlogger().warning(
+        "hpcml: ReFrame found no configuration and runs its built-in "
+        "'generic' system, where these checks do not run: pass "
+        "-C config/local.py (this machine) or a site config "
+        "(config/slurm.py, config/systems/), or run inside the project's "
+        ".venv, where config/local.py is the default")
+
+
+_warned_no_config = []
+
+
 def partition_facts(part):
     '''The :class:`PartitionFacts` of a ReFrame partition.'''
     scheduler = part.scheduler.registered_name
@@ -220,6 +242,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
         candidates = rt.valid_sysenv_comb(self.valid_systems,
                                           self.valid_prog_environs,
                                           check_environs=False)
+        warn_if_no_partition_fits()
         self.valid_systems = [
             part.fullname for part in candidates
             if runs_scale(self.scale, partition_facts(part), self.launch_mode)

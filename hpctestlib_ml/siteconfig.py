@@ -4,7 +4,7 @@ systems and call :func:`make_site_configuration` with them.
 """
 import os
 
-from hpctestlib_ml import REPO_ROOT
+from hpctestlib_ml import REPO_ROOT, sessions
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
                                      FRAMEWORKS)
 
@@ -102,12 +102,12 @@ def container_environment(system):
 
 
 def system_dirs():
-    '''``prefix``, ``stagedir`` and ``outputdir`` of a system under VAR_DIR.'''
-    return {
-        'prefix': VAR_DIR,
-        'stagedir': os.path.join(VAR_DIR, 'stage'),
-        'outputdir': os.path.join(VAR_DIR, 'output'),
-    }
+    """``prefix`` of a system: VAR_DIR. Stage and output directories are
+    ReFrame's defaults under it (``<prefix>/stage``, ``<prefix>/output``),
+    so ``--prefix``, ``--stage`` and ``--output`` move them as ReFrame
+    users expect; a session that finds another one running on VAR_DIR gets
+    its own (:func:`sessions.claim_var_dir`)."""
+    return {'prefix': VAR_DIR, **sessions.session_dirs(VAR_DIR)}
 
 
 #: Level of ReFrame's own log file (``reframe.log``): ``info`` unless
@@ -133,7 +133,12 @@ def logging_config():
         ],
         'handlers_perflog': [*httpjson_handlers(), {
             'type': 'filelog',
-            'basedir': os.path.join(VAR_DIR, 'perflogs'),
+            # Relative to the system's prefix (VAR_DIR, or --prefix);
+            # --perflogdir moves it.
+            'basedir': 'perflogs',
+            # Sessions that overlap on one VAR_DIR append whole lines
+            # under ReFrame's file lock (and write one header).
+            'locking_enable': True,
             'prefix': '%(check_system)s/%(check_partition)s',
             'level': 'info',
             'format': _PERFLOG_FORMAT,

@@ -49,11 +49,14 @@ def test_config_validates_and_writes_under_var(path, system, tmp_path):
     site = load(path, system)
     var = str(tmp_path / 'var')
     assert site.get('systems/0/prefix') == var
-    assert site.get('systems/0/stagedir').startswith(var)
+    # Stage, output and perflogs under the prefix, so that --prefix moves
+    # them (tests/test_reframe_local.py runs it).
+    assert not site.get('systems/0/stagedir')
+    assert not site.get('systems/0/outputdir')
     assert site.get('storage/0/enable') is True
     assert site.get('storage/0/sqlite_db_file').startswith(var)
-    perflog = site.get('logging/0/handlers_perflog/0/basedir')
-    assert perflog.startswith(var)
+    assert site.get('logging/0/handlers_perflog/0/basedir') == 'perflogs'
+    assert site.get('logging/0/handlers_perflog/0/locking_enable') is True
     modes = {m['name'] for m in site.get('modes')}
     assert {'smoke', 'benchmark'} <= modes
     for part in site.get('systems/0/partitions'):

@@ -1,0 +1,98 @@
+"""ReFrame sessions that overlap on one VAR_DIR run apart.
+
+Two sessions staging into the same directories delete each other's files
+(ReFrame cleans a test's stage directory before it uses it). So the first
+ReFrame session on a VAR_DIR holds an exclusive lock on
+``VAR_DIR/.session.lock`` for its whole life and uses the usual
+``VAR_DIR/stage`` and ``VAR_DIR/output``. A session that starts while
+another holds it gets directories of its own,
+``VAR_DIR/stage/session-<time>-<pid>`` and ``VAR_DIR/output/session-...``
+(the layout of ReFrame's ``--timestamp``), and says so in one line. Where
+the user chose the directories (``--prefix``, ``--stage``, ``--output`` or
+their ``RFM_*`` variables), they are left as chosen.
+
+What the sessions share stays whole: perflog lines are appended under
+ReFrame's file lock (``locking_enable`` of the perflog handler) and the
+results database is written under ReFrame's own lock
+(``tests/test_sessions.py`` runs two sessions at once and reads both back).
+"""
+import fcntl
+import os
+import sys
+import time
+
+LOCK_NAME = '.session.lock'
+
+#: Options and variables with which the user chose the directories.
+_USER_DIR_OPTIONS = ('--prefix', '--stage', '-s', '--output', '-o')
+_USER_DIR_VARIABLES = ('RFM_PREFIX', 'RFM_STAGE_DIR', 'RFM_OUTPUT_DIR')
+
+#: The lock of this process's session: (VAR_DIR, open file), or None. Kept
+#: here, not in a config file, because ReFrame may import a config file
+#: more than once, and a second flock on another descriptor of this same
+#: process would find the lock taken.
+_held = {}
+
+
+def _in_reframe_session():
+    '''Whether this process is ReFrame's command (not a test or a tool
+    that loads a config file to read it).'''
+    return 'reframe.frontend.cli' in sys.modules
+
+
+def _user_chose_dirs(argv=None, environ=None):
+    argv = sys.argv[1:] if argv is None else argv
+    environ = os.environ if environ is None else environ
+    if any(environ.get(name) for name in _USER_DIR_VARIABLES):
+        return True
+    for arg in argv:
+        if arg.split('=', 1)[0] in _USER_DIR_OPTIONS:
+            return True
+        if arg[:2] in ('-s', '-o') and len(arg) > 2:      # -sDIR, -oDIR
+            return True
+    return False
+
+
+def claim_var_dir(var_dir):
+    '''Take *var_dir*'s session lock for this process if it is free.
+    Returns None if this process holds it now, else the pid (or '?') of
+    the session that holds it.'''
+    if var_dir in _held:
+        return None
+    os.makedirs(var_dir, exist_ok=True)
+    path = os.path.join(var_dir, LOCK_NAME)
+    fp = open(path, 'a+')
+    try:
+        fcntl.flock(fp, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fp.seek(0)
+        holder = fp.read().strip() or '?'
+        fp.close()
+        return holder
+    fp.seek(0)
+    fp.truncate()
+    fp.write(str(os.getpid()))
+    fp.flush()
+    _held[var_dir] = fp          # open, so locked, until the process ends
+    return None
+
+
+def session_dirs(var_dir, in_session=None, user_chose=None):
+    '''``stagedir``/``outputdir`` settings of a system on *var_dir*: none
+    (ReFrame's defaults under the prefix) unless another session is
+    running there, then this session's own, announced on stderr.'''
+    in_session = _in_reframe_session() if in_session is None else in_session
+    user_chose = _user_chose_dirs() if user_chose is None else user_chose
+    if not in_session or user_chose:
+        return {}
+    holder = claim_var_dir(var_dir)
+    if holder is None:
+        return {}
+    name = f'session-{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}'
+    dirs = {'stagedir': os.path.join(var_dir, 'stage', name),
+            'outputdir': os.path.join(var_dir, 'output', name)}
+    print(f'hpcml: another ReFrame session (pid {holder}) is running on '
+          f'{var_dir}: this one stages in {dirs["stagedir"]} and writes '
+          f'its outputs to {dirs["outputdir"]} (perflogs and the results '
+          f'database are shared)', file=sys.stderr)
+    return dirs
