@@ -1,0 +1,104 @@
+"""Nothing lost: ReFrame sessions that overlap on one VAR_DIR, and sessions
+stopped by Ctrl-C or SIGTERM, keep every result they wrote readable."""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from conftest import BIN, REPO
+from hpctestlib_ml import sessions
+from hpctestlib_ml.report import history
+
+pytestmark = pytest.mark.integration
+
+COSMOFLOW = ('-c', REPO / 'checks/cosmoflow.py', '-n', '^CosmoFlow%')
+
+
+def start(var, cache_dir, out, *args):
+    env = {**os.environ, 'HPCML_VAR_DIR': str(var),
+           'HPCML_CACHE_DIR': str(cache_dir)}
+    return subprocess.Popen(
+        [str(BIN / 'reframe'), '-C', str(REPO / 'config/local.py'),
+         *map(str, args), '-r'], cwd=var.parent, env=env, stdout=out,
+        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def stored_sessions(db):
+    with sqlite3.connect(db) as conn:
+        assert conn.execute('PRAGMA integrity_check').fetchone() == ('ok',)
+        return [json.loads(blob) for blob, in
+                conn.execute('SELECT json_blob FROM sessions')]
+
+
+def test_two_sessions_on_one_var_dir_run_apart(tmp_path, cache_dir):
+    '''Started 2 s apart, as two users or CI beside a manual run: every
+    case of both passes, and the perflog and results DB hold all of them.'''
+    var = tmp_path / 'var'
+    outs = [open(tmp_path / f'session{i}.out', 'w+') for i in (1, 2)]
+    first = start(var, cache_dir, outs[0], *COSMOFLOW)
+    time.sleep(2)
+    second = start(var, cache_dir, outs[1], *COSMOFLOW)
+    assert first.wait(600) == 0 and second.wait(600) == 0, [
+        (o.seek(0), o.read()[-2000:])[1] for o in outs]
+    texts = [(o.seek(0), o.read())[1] for o in outs]
+    for text in texts:
+        assert 'Ran 3/3 test case(s)' in text and '0 failure(s)' in text
+    notes = [line for line in texts[1].splitlines()
+             if line.startswith('hpcml: another ReFrame session')]
+    assert len(notes) == 1 and 'session-' in notes[0]
+    assert list((var / 'output').glob('session-*/local/cpu/python/*'))
+
+    data = history.read_perflogs([var / 'perflogs'])
+    assert len(data.runs) == 6 and data.unreadable_lines == 0
+    assert all(r.result == 'pass' for r in data.runs)
+    stored = stored_sessions(var / 'results.db')
+    assert len(stored) == 2
+    assert [len(s['runs'][0]['testcases']) for s in stored] == [3, 3]
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_session_keeps_what_it_wrote(tmp_path, cache_dir, signum):
+    var = tmp_path / 'var'
+    out = open(tmp_path / 'session.out', 'w+')
+    proc = start(var, cache_dir, out, *COSMOFLOW)
+    deadline = time.monotonic() + 300
+    while '(1/3)' not in (out.seek(0), out.read())[1]:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.2)
+    time.sleep(1.0)               # inside the second case's job
+    proc.send_signal(signum)
+    assert proc.wait(120) != 0
+    text = (out.seek(0), out.read())[1]
+    assert 'ABORTED' in text, text[-2000:]
+
+    data = history.read_perflogs([var / 'perflogs'])
+    assert len(data.runs) >= 1 and data.unreadable_lines == 0
+    stored = stored_sessions(var / 'results.db')
+    assert len(stored) == 1
+    report = subprocess.run(
+        [str(BIN / 'hpcml'), 'report', '--db', str(var / 'results.db')],
+        capture_output=True, text=True, env={**os.environ,
+                                             'HPCML_VAR_DIR': str(var)})
+    assert 'cosmoflow' in report.stdout, report.stdout + report.stderr
+
+
+def test_only_reframe_itself_takes_the_session_lock(tmp_path):
+    var = str(tmp_path / 'var')
+    assert sessions.session_dirs(var, in_session=False) == {}
+    assert not (tmp_path / 'var').exists()
+    assert sessions.session_dirs(var, in_session=True,
+                                 user_chose=False) == {}
+    assert (tmp_path / 'var' / sessions.LOCK_NAME).read_text() == \
+        str(os.getpid())
+
+
+def test_directories_the_user_chose_are_left_alone():
+    chose = sessions._user_chose_dirs
+    assert chose(['-r', '--prefix', '/p'], {})
+    assert chose(['--stage=/s'], {}) and chose(['-o/out'], {})
+    assert chose(['-r'], {'RFM_PREFIX': '/p'})
+    assert not chose(['-r', '-n', 'x', '-S', 'steps=4'], {})
