@@ -18,11 +18,12 @@ import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
-from reframe.core.exceptions import ReframeError, SanityError
+from reframe.core.exceptions import (PerformanceError, ReframeError,
+                                     SanityError)
 from reframe.core.logging import getlogger
 
-from hpctestlib_ml import (REFERENCES_DIR, SRC_DIR, container, energy,
-                          launch, provenance)
+from hpctestlib_ml import (SRC_DIR, container, energy, launch, provenance,
+                           references)
 from hpctestlib_ml.parsers import failures
 from hpctestlib_ml.flops import RECOMPUTE_FACTOR, TRAINING_FACTOR
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
@@ -99,7 +100,7 @@ def partition_facts(part):
     )
 
 
-class MLTrainingTest(rfm.RunOnlyRegressionTest):
+class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     '''Base of the suite's training tests (see the module docstring).
 
     Derived classes set :attr:`workload`, :attr:`program`, :attr:`sizes`
@@ -225,6 +226,28 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     resolved_size = variable(str, type(None), value=None)
     device = variable(str, value='cpu')
 
+    #: What this case is on its partition, for references from history
+    #: (``$index: [$partition, reference_case]``): size, nodes x ranks per
+    #: node, launch mode, batch, precision, the test's own parameters and
+    #: :meth:`reference_case_options`; set at setup, logged with every
+    #: result. E.g. ``tiny 1x1 per_task batch=4 fp32``.
+    #:
+    #: :type: :class:`str`
+    reference_case = variable(str, value='')
+
+    #: The first logged training losses (fixed seeds), logged with every
+    #: result: ``hpcml references`` makes a reference curve of them, and a
+    #: run whose curve leaves it fails (a numerics regression).
+    #:
+    #: :type: :class:`str`
+    loss_curve = variable(str, value='')
+
+    #: The references file of this test (``<workload>.yaml`` in
+    #: :data:`~hpctestlib_ml.REFERENCES_DIR`).
+    #:
+    #: :type: :class:`str`
+    references_file = variable(str, value='')
+
     valid_systems = ['*']
     valid_prog_environs = ['+torch']
 
@@ -257,9 +280,9 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
 
     @run_after('init')
     def use_reference_file(self):
-        ref_file = REFERENCES_DIR / f'{self.workload}.yaml'
-        if ref_file.is_file():
-            self.reference = {'$ref': str(ref_file)}
+        self.references_file = references.references_file(self.workload)
+        if os.path.isfile(self.references_file):
+            self.reference = {'$ref': self.references_file}
 
     @property
     def uses_gpus(self):
@@ -269,6 +292,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
     def configure_job(self):
         '''Size, layout, job resources, launch command and MFU, in order.'''
         self.resolve_size_and_layout()
+        self.reference_case = self.reference_case_key()
         self.set_job_layout()
         self.set_launch_command()
         if self.runs_in_container:
@@ -486,6 +510,37 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
             sn.make_performance_function(
                 lambda: joules / seconds / self.metric(throughput), 'J')
 
+    @run_before('performance')
+    def record_loss_curve(self):
+        self.loss_curve = references.format_loss_curve(
+            self.metrics().get('losses') or [])
+
+    def check_performance(self):
+        '''ReFrame's performance check, then the loss curve against its
+        reference. A figure below a reference from history fails naming
+        the runs it came from; a loss curve that leaves its reference
+        fails as a numerics regression, with the step.'''
+        source, curve = references.history_entry(
+            self.references_file, type(self).__name__,
+            self.current_partition.fullname, self.reference_case)
+        try:
+            super().check_performance()
+        except PerformanceError as err:
+            if source:
+                raise PerformanceError(
+                    f'{err}; reference from {self.references_file} '
+                    f'({self.reference_case!r}): {source}') from None
+            raise
+        if self.is_dry_run():
+            return
+        departure = references.loss_curve_departure(
+            self.metrics().get('losses') or [], curve)
+        if departure:
+            raise PerformanceError(
+                f'numerics regression: {departure} (reference curve of '
+                f'{curve["runs"]} runs in {self.references_file}, '
+                f'{self.reference_case!r})')
+
     def _utilisation(self, flops_per_sample, peak_per_node, nodes):
         throughput = self.metrics()[self.throughput_metric]
         return 100 * throughput * flops_per_sample / (peak_per_node * nodes)
@@ -564,6 +619,27 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest):
             sizes['short'] = {k: v for k, v in short.items()
                               if v is not None}
         return sizes
+
+    def reference_case_key(self):
+        ''':attr:`reference_case` of this case (see there).'''
+        layout = self.layout
+        parts = [self.resolved_size,
+                 f'{layout.num_nodes}x{layout.procs_per_node}',
+                 self.launch_mode, f'batch={self.batch_size}',
+                 self.precision]
+        parts += [f'{name}={getattr(self, name)}'
+                  for name in type(self).param_space.params
+                  if name not in ('scale', 'launch_mode')]
+        parts += [f'{name}={value}' for name, value in
+                  self.reference_case_options().items()]
+        if self.runs_in_container:
+            parts.append('container')
+        return ' '.join(map(str, parts))
+
+    def reference_case_options(self):
+        '''Settings of a workload beyond :attr:`reference_case`'s that make
+        another case (Megatron's global batch and parallel layout).'''
+        return {}
 
     def fixed_work(self):
         '''Why the benchmark's own rules fix its amount of work (so that

@@ -190,6 +190,10 @@ class GptPretraining(MLTrainingTest):
         if self.batch_size is None and self.model_size != 'tiny':
             self.batch_size = MODELS[self.model_size]['micro_batch']
 
+    def reference_case_options(self):
+        return {'global_batch_size': self.global_batch_size,
+                'tp': self.tp, 'pp': self.pp}
+
     def finalize_settings(self):
         model = MODELS[self.model_size]
         self.model = model

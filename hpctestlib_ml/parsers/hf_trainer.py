@@ -111,6 +111,7 @@ def extract_metrics(text):
         'model_shape': model_shape(text),
         'loss_first': loss_values[0] if loss_values else None,
         'loss_last': loss_values[-1] if loss_values else None,
+        'losses': loss_values,
         'losses_finite': all(math.isfinite(v) for v in loss_values),
         'samples_per_second': None,
         'samples_per_second_per_gpu': None,

@@ -151,7 +151,8 @@ def extract_metrics(text, seq_length=None, flops_per_token=None,
     token (:func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token`) x
     tokens/s / GPUs; ``printed_tflops_per_gpu``: the program's figure, for
     information only (formulas differ between versions).
-    ``loss_all_finite``: no logged interval shows a non-finite loss
+    ``losses``: the intervals' losses, in order (intervals without one
+    left out); ``loss_all_finite``: no logged interval shows a non-finite loss
     (:func:`parse_iterations`); ``skipped_iterations``, ``nan_iterations``:
     the intervals' counts summed. Shape and world size come from the
     arguments, else from the log.
@@ -171,6 +172,7 @@ def extract_metrics(text, seq_length=None, flops_per_token=None,
         'iteration_last': steps[-1]['iteration'] if steps else None,
         'train_iters': steps[-1]['train_iters'] if steps else None,
         'loss_last': losses[-1] if losses else None,
+        'losses': losses,
         'loss_all_finite': all(s['loss_finite'] for s in steps),
         'skipped_iterations': sum(s['skipped'] or 0 for s in steps),
         'nan_iterations': sum(s['nan'] or 0 for s in steps),

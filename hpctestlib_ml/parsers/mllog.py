@@ -161,6 +161,7 @@ def extract_metrics(text):
     ``run_time_secs``, ``status`` (run_stop's), ``throughput_records``,
     ``steps`` (training steps, from ``step_num``; None where not logged),
     ``epochs`` (epoch ends logged, else block ends), ``loss_first``, ``loss_last``,
+    ``losses`` (the in-run training losses, in order),
     ``losses_finite`` (None where no loss is logged), ``global_batch_size``,
     ``world_size``, ``benchmark``, the last ``eval_accuracy`` and
     ``eval_error`` (MLPerf's quality keys), ``timed_window``.'''
@@ -184,6 +185,7 @@ def extract_metrics(text):
                           if start and stop else None),
         'loss_first': losses[0] if losses else None,
         'loss_last': losses[-1] if losses else None,
+        'losses': losses,
         'losses_finite': (all(math.isfinite(v) for v in losses)
                           if losses else None),
         'samples_per_second': None,

@@ -154,7 +154,8 @@ def extract_metrics(text):
     - ``throughput_per_gpu_avg``: per rank, likewise (OpenCLIP 1.x logs,
       which lack ``/s/gpu``: ``throughput_avg / world_size``);
     - ``log_every_n_steps``: steps per logged window (None if unknown);
-    - ``done_percent_last``; ``loss_last``; ``loss_all_finite``.
+    - ``done_percent_last``; ``loss_last``; ``losses`` (every logged
+      training loss, in order); ``loss_all_finite``.
 
     Figures that need the windows are None where the global batch cannot
     be known (an excerpt without the ``Params:`` dump whose counts do not
@@ -193,6 +194,7 @@ def extract_metrics(text):
         'throughput_per_gpu_avg': per_gpu_avg,
         'done_percent_last': steps[-1]['percent'] if steps else None,
         'loss_last': losses[-1] if losses else None,
+        'losses': losses,
         'loss_all_finite': all(math.isfinite(x) for x in losses) if losses else None,
         'timed_window': timed_window.from_open_clip(text),
     }

@@ -57,7 +57,8 @@ def extract_metrics(text):
     processes printed one; ``devices``: global batch / per-device batch
     (else one per worker); ``images_per_second_per_gpu``: the job's rate /
     devices; ``time_per_step_secs``: global batch / the job's rate;
-    ``steps`` (the last step number), ``loss_last``, ``losses_finite``,
+    ``steps`` (the last step number), ``loss_last``, ``losses`` (every
+    logged step's loss, in order), ``losses_finite``,
     ``model``, ``global_batch_size``.'''
     steps = STEP_LINE.findall(text)
     totals = [float(v) for v in TOTAL_LINE.findall(text)]
@@ -82,6 +83,7 @@ def extract_metrics(text):
         'time_per_step_secs': (global_batch / job_rate
                                if job_rate and global_batch else None),
         'loss_last': losses[-1] if losses else None,
+        'losses': losses,
         'losses_finite': all(math.isfinite(v) for v in losses),
         'timed_window': timed_window.from_suite_line(text),
     }

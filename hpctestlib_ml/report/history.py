@@ -20,7 +20,10 @@ import sqlite3
 #: Test parameters that identify a case beside its display name.
 CASE_FIELDS = ('workload', 'resolved_size', 'scale', 'launch_mode',
                'num_nodes', 'procs_per_node', 'gpus_per_node', 'batch_size',
-               'precision')
+               'precision', 'reference_case')
+
+#: Fields of a run's result beside its figures (the first logged losses).
+RESULT_FIELDS = ('loss_curve',)
 
 _METRIC_COLUMN = re.compile(r'^(?P<name>.+)_(?P<part>value|unit|ref|'
                             r'lower_thres|upper_thres)$')
@@ -174,7 +177,7 @@ def _run_from_row(row, index, metric_columns):
     if not metrics and result == 'pass':
         return 'dry-run'
     params = {name: row[i] for name, i in index.items()
-              if name in CASE_FIELDS or name in PROVENANCE_FIELDS}
+              if name in CASE_FIELDS + PROVENANCE_FIELDS + RESULT_FIELDS}
     return Run(when, system, partition, field('display_name'), result,
                params, metrics)
 
@@ -238,7 +241,8 @@ def _run_from_case(case, session):
     if not metrics and result == 'pass':
         return 'dry-run'
     params = {name: '' if case.get(name) is None else str(case.get(name))
-              for name in CASE_FIELDS + PROVENANCE_FIELDS if name in case}
+              for name in CASE_FIELDS + PROVENANCE_FIELDS + RESULT_FIELDS
+              if name in case}
     when = case.get('job_completion_time_unix') or 0.0
     return Run(float(when), case.get('system', ''), case.get('partition', ''),
                case.get('display_name', ''), result, params, metrics, session)
