@@ -162,6 +162,14 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     #: :type: :class:`int`
     steps = variable(str, int, type(None), value=None)
 
+    #: OpenMP threads per rank (``OMP_NUM_THREADS``); None: the node's CPUs
+    #: shared between its ranks. Not part of :attr:`reference_case`: fewer
+    #: threads is the same case on a slower machine, as a regression would
+    #: be (``-S threads_per_rank=1`` is how the tests make a real slowdown).
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    threads_per_rank = variable(int, type(None), value=None)
+
     #: Directories put before ``src/`` on the program's PYTHONPATH (a
     #: program installed outside the suite, e.g. tf_cnn_benchmarks).
     #:
@@ -389,7 +397,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
             raise BadInputError(f'{self.current_partition.fullname}: {err}') \
                 from None
 
-        self.prerun_cmds += launch.thread_env(self.layout.cpus_per_proc)
+        self.prerun_cmds += launch.thread_env(self.threads_per_rank or
+                                              self.layout.cpus_per_proc)
         self.job.launcher.options += launch.launcher_options(
             self.current_partition.launcher_type.registered_name)
         path = ':'.join([*map(str, self.python_path), str(SRC_DIR)])

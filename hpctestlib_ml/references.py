@@ -135,6 +135,7 @@ class CaseReference:
     last: float
     source: str             # where the runs came from (files)
     loss_curve: dict = None  # {'losses': [...], 'tolerance': [...], 'runs': n}
+    workload: str = ''      # the references file it goes to
 
     def describe(self):
         return (f'median of the last {self.runs} of {self.passing} passing '
@@ -204,7 +205,7 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source=''):
         references.append(CaseReference(
             check, where, case, metrics, spreads, len(chosen), len(passed),
             chosen[0].time, chosen[-1].time, source,
-            _loss_reference(chosen)))
+            _loss_reference(chosen), chosen[-1].workload))
     return references, notes
 
 
@@ -430,3 +431,106 @@ def loss_curve_departure(losses, reference):
 
 def references_file(workload, directory=None):
     return os.path.join(directory or REFERENCES_DIR, f'{workload}.yaml')
+
+
+# The command
+
+def _targets(references, write):
+    '''Workload -> the references file its entries go to: ``<write>/
+    <workload>.yaml`` for a directory, *write* itself for a ``.yaml`` file
+    (then every entry must be of one workload).'''
+    workloads = sorted({r.workload for r in references})
+    if write.endswith(('.yaml', '.yml')) and not os.path.isdir(write):
+        if len(workloads) > 1:
+            raise ReferencesError(
+                f'--write {write}: one file, but the runs are of '
+                f'{len(workloads)} workloads ({", ".join(workloads)}): pass '
+                f'--workload NAME, or a directory to --write')
+        return {w: write for w in workloads}
+    if not os.path.isdir(write):
+        raise ReferencesError(f'--write {write}: no such directory (give the '
+                              f'references directory, or a .yaml file)')
+    return {w: references_file(w, write) for w in workloads}
+
+
+def preview(references):
+    '''The generated block *references* would make, as text.'''
+    block = {'references': {}, 'sources': {}, 'loss_curves': {}}
+    for ref in references:
+        if not ref.metrics:
+            continue
+        for section, value in (('references', ref.metrics),
+                               ('sources', ref.describe()),
+                               ('loss_curves', ref.loss_curve)):
+            if value is not None:
+                block[section].setdefault(ref.check, {}).setdefault(
+                    ref.partition, {})[ref.case] = value
+    return render_block(block)
+
+
+def run(args, out=print):
+    '''``hpcml references``; returns the exit status.'''
+    from hpctestlib_ml import report
+    from hpctestlib_ml.report import analysis
+    data = report.load(args)
+    since = analysis.parse_since(args.since) if args.since else None
+    runs = analysis.select(data.runs, args.system, None, args.workload,
+                           since)
+    out(f'{len(runs)} runs of {args.system} selected of {len(data.runs)} '
+        f'read from {len(data.files)} files')
+    if not runs:
+        raise ReferencesError(
+            f'no runs of {args.system} in {", ".join(data.files) or "the input"}'
+            f' (--system takes system or system:partition as the perflogs '
+            f'name them; check --since and --workload)')
+    source = ', '.join(sorted({os.path.dirname(f) if f.endswith(
+        ('.log',)) or '.log.h' in f else f for f in data.files}))
+    refs, notes = derive(runs, args.last, args.min_runs, source)
+    for note in notes:
+        out(f'  {note}')
+    if not any(r.metrics for r in refs):
+        raise ReferencesError(
+            f'no case of {args.system} has {args.min_runs} passing runs with '
+            f'figures: run the suite more often, or lower --min-runs')
+    for ref in refs:
+        spread = ', '.join(f'{n} {100 * s:.1f}%' for n, s in
+                           sorted(ref.spreads.items()))
+        out(f'{ref.check} {ref.partition} {ref.case!r}: {ref.runs} runs; '
+            f'robust spread: {spread}')
+    if not args.write:
+        out('')
+        out(preview(refs))
+        out('(not written: pass --write [DIR|FILE] to merge these into the '
+            'references files the checks read)')
+        return 0
+    for workload, path in sorted(_targets(refs, args.write).items()):
+        chosen = [r for r in refs if r.workload == workload]
+        for line in merge_into_file(path, workload, chosen):
+            out(f'  {path}: {line}')
+    return 0
+
+
+def add_arguments(parser):
+    parser.add_argument('--system', required=True, metavar='SYS[:PART]',
+                        help='the system (and partition) to derive for')
+    parser.add_argument('--perflogs', nargs='+', metavar='PATH',
+                        help='perflog files or directories (default: '
+                             '$HPCML_VAR_DIR/perflogs, else var/perflogs)')
+    parser.add_argument('--db', metavar='FILE',
+                        help="ReFrame's results database; alone, or with "
+                             '--perflogs')
+    parser.add_argument('--workload')
+    parser.add_argument('--since', metavar='WHEN',
+                        help='only runs since: 30d, 12h, or an ISO date')
+    parser.add_argument('--last', type=int, default=DEFAULT_LAST,
+                        metavar='N', help='passing runs in the median '
+                                          f'(default {DEFAULT_LAST})')
+    parser.add_argument('--min-runs', type=int, default=DEFAULT_MIN_RUNS,
+                        metavar='N', help='passing runs a case needs '
+                                          f'(default {DEFAULT_MIN_RUNS})')
+    parser.add_argument('--write', nargs='?', const=str(REFERENCES_DIR),
+                        metavar='DIR|FILE',
+                        help='merge into the references files (default '
+                             'directory: the one the checks read, '
+                             'HPCML_REFERENCES_DIR or config/references); '
+                             'without it, print what would be written')

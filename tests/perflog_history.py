@@ -59,7 +59,9 @@ def generate(directory, days=60, seed=1, dry_runs=5, slowdown=None,
              start=1.79e9):
     '''Write the history under *directory*/<system>/<partition>/; return
     the number of lines written (runs and dry-run lines). *slowdown*:
-    (check, nodes, factor) applied to booster's last 10 days.'''
+    (check, nodes, factor) applied to booster's last 10 days, when
+    booster's GPU driver goes from 550.54 to 560.28 (every case gets the
+    new driver; one case is slower with it).'''
     rng = random.Random(seed)
     lines = 0
     for (system, partition), speed in SYSTEMS.items():
@@ -80,7 +82,10 @@ def generate(directory, days=60, seed=1, dry_runs=5, slowdown=None,
                         'batch_size': '64', 'precision': 'bf16',
                         'suite_version': '0.1.0+gabc1234',
                         'framework_versions': 'torch=2.5.1',
-                        'energy_counter': 'nvml(4 GPUs)'}
+                        'energy_counter': 'nvml(4 GPUs)',
+                        'gpu_driver': ('560.28' if slowdown and
+                                       system == 'booster' and
+                                       day >= days - 10 else '550.54')}
                     value = rate * nodes * speed * (0.93 ** (nodes.bit_length() - 1))
                     value *= rng.gauss(1.0, 0.02)
                     if (slowdown and system == 'booster' and

@@ -58,6 +58,40 @@ def test_table_counts_failures_and_sees_a_slowdown(generated):
     assert max(abs(c) for c in others) < 0.05
 
 
+def test_the_slowdown_is_flagged_dated_and_its_cause_named(generated):
+    '''booster's driver update 10 days before the end slowed one case by
+    20 %: only that case is flagged, dated to the first slow run, with the
+    driver named first; every other case (2 % noise, 60 days, a driver
+    update that did not slow it) is not a false alarm.'''
+    root, _ = generated
+    runs = history.read_perflogs([root / 'perflogs']).runs
+    rows = analysis.table(runs, analysis.load_weights(), last=10)
+    flagged = [r for r in rows if r.flagged]
+    assert [(r.workload, r.where) for r in flagged] == [('bert',
+                                                         'booster:gpu')]
+    bert4, = flagged
+    assert 'scale=4_nodes' in bert4.case
+    found = bert4.detected
+    assert found.worse and found.low < -0.15 and found.high > -0.25
+    assert found.low <= found.effect <= found.high
+    slow = [r for r in runs if r.display_name == bert4.case and
+            r.where == 'booster:gpu' and r.result == 'pass' and
+            r.params.get('gpu_driver') == '560.28']
+    assert found.when == min(r.time for r in slow)
+    assert bert4.cause.startswith('gpu_driver 550.54 -> 560.28')
+
+
+def test_report_leads_with_what_changed(generated):
+    root, _ = generated
+    result = report('--perflogs', root / 'perflogs', '--system',
+                    'booster:gpu')
+    text = result.stdout
+    assert text.index('What changed:') < text.index('workload  ')
+    changed = text[text.index('What changed:'):text.index('workload  ')]
+    assert 'bert booster:gpu' in changed and 'slower' in changed
+    assert 'what changed: gpu_driver 550.54 -> 560.28' in changed
+
+
 def test_score_of_the_faster_system_against_the_baseline(generated, tmp_path):
     root, _ = generated
     logs = root / 'perflogs'

@@ -77,6 +77,10 @@ def run(args, out=print):
                           '--workload, --since, --until)')
 
     rows = analysis.table(runs, headlines, args.last)
+    out('')
+    out('What changed:')
+    out('\n'.join(render.change_lines(rows)))
+    out('')
     out(render.text_table(render.TABLE_COLUMNS, render.table_cells(rows)))
     sections = []
     stats = analysis.case_stats(runs, headlines)

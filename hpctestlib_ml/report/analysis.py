@@ -121,10 +121,40 @@ class Row:
     median: float
     minimum: float
     maximum: float
-    change: float          # median of the last N / median of the N before - 1
+    change: float          # the latest change's effect (see .changes), else
+    #                        median of the last N / median of the N before - 1
     ref: float
     status: str            # the latest run's verdict (ReFrame's, references
     #                        included)
+    mfu: float = None      # medians of the last N passing runs
+    energy: float = None   # energy_per_sample_J
+    detected: object = None  # the latest .changes.Change, or None
+    cause: str = ''        # provenance differences across a flagged change
+
+    @property
+    def flagged(self):
+        return bool(self.detected and self.detected.flagged)
+
+
+def _recent_median(runs, metric, last):
+    values = passed_values(runs, metric)[-last:]
+    return statistics.median(values) if values else None
+
+
+def detect_change(case_runs, chosen, last=10):
+    '''(:class:`~.changes.Change` or None, cause line) of one case's
+    headline metric over its passing runs.'''
+    from hpctestlib_ml.report import causes, changes
+    ok = [r for r in case_runs if r.result == 'pass'
+          and chosen.metric in r.metrics]
+    values = [r.metrics[chosen.metric].value for r in ok]
+    found = changes.latest_change(values, [r.time for r in ok],
+                                  chosen.higher_is_better, window=last)
+    if not found or not found.flagged:
+        return found, ''
+    before = ok[found.index - found.before:found.index]
+    after = ok[found.index:found.index + found.after]
+    return found, causes.likely_cause(before, after)
 
 
 def table(runs, headlines, last=10):
@@ -142,8 +172,13 @@ def table(runs, headlines, last=10):
         latest_metric = next((r.metrics[chosen.metric] for r in
                               reversed(case_runs)
                               if chosen.metric in r.metrics), None)
-        change = (statistics.median(recent) / statistics.median(before) - 1
-                  if recent and before and statistics.median(before) else None)
+        detected, cause = detect_change(case_runs, chosen, last)
+        if detected:
+            change = detected.effect
+        else:
+            change = (statistics.median(recent) / statistics.median(before)
+                      - 1 if recent and before and statistics.median(before)
+                      else None)
         rows.append(Row(
             workload, where, name, size, chosen.metric,
             latest_metric.unit if latest_metric else '', len(case_runs),
@@ -151,7 +186,9 @@ def table(runs, headlines, last=10):
             statistics.median(recent) if recent else None,
             min(values) if values else None, max(values) if values else None,
             change, latest_metric.ref if latest_metric else 0.0,
-            case_runs[-1].result))
+            case_runs[-1].result, _recent_median(case_runs, 'mfu', last),
+            _recent_median(case_runs, 'energy_per_sample_J', last),
+            detected, cause))
     return rows
 
 

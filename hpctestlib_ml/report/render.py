@@ -7,7 +7,7 @@ import time
 
 TABLE_COLUMNS = ('workload', 'system:partition', 'case', 'size', 'metric',
                  'runs', 'fails', 'latest', 'median', 'min', 'max',
-                 'change', 'ref', 'latest result')
+                 'MFU %', 'J/sample', 'change', 'ref', 'latest result')
 
 
 def _fmt(value, digits=4):
@@ -18,16 +18,49 @@ def _fmt(value, digits=4):
     return str(value)
 
 
-def _change(value):
-    return '-' if value is None else f'{100 * value:+.1f}%'
+def _change(row):
+    '''The change cell: a flagged change with its interval and date, else
+    the drift of the last N against the N before (not significant).'''
+    if row.flagged:
+        found = row.detected
+        return (f'{100 * found.effect:+.1f}% [{100 * found.low:+.1f}, '
+                f'{100 * found.high:+.1f}] since {_day(found.when)} !')
+    return '-' if row.change is None else f'{100 * row.change:+.1f}%'
+
+
+def _day(seconds):
+    return time.strftime('%Y-%m-%d %H:%M', time.gmtime(seconds))
 
 
 def table_cells(rows):
     return [(r.workload, r.where, _case(r.case), r.size,
              f'{r.metric} ({r.unit})' if r.unit else r.metric, str(r.runs),
              str(r.failures), _fmt(r.latest), _fmt(r.median),
-             _fmt(r.minimum), _fmt(r.maximum), _change(r.change),
-             _fmt(r.ref) if r.ref else '-', r.status) for r in rows]
+             _fmt(r.minimum), _fmt(r.maximum), _fmt(r.mfu, 3),
+             _fmt(r.energy, 3), _change(r), _fmt(r.ref) if r.ref else '-',
+             r.status) for r in rows]
+
+
+def change_lines(rows):
+    '''What changed, worst first: one line per flagged change (effect, 95 %
+    interval, p, when it began, how many runs on each side) and the
+    provenance that changed with it.'''
+    flagged = sorted((r for r in rows if r.flagged),
+                     key=lambda r: (not r.detected.worse,
+                                    -abs(r.detected.effect)))
+    if not flagged:
+        return ['No significant change: every case is within its own '
+                'noise (change-point test and Mann-Whitney U, p < 0.01, '
+                'and at least 5%).']
+    out = []
+    for r in flagged:
+        found = r.detected
+        out.append(f'{r.workload} {r.where} {_case(r.case)} [{r.size}]: '
+                   f'{r.metric} {found.describe()}, since '
+                   f'{_day(found.when)} ({found.before} runs before, '
+                   f'{found.after} after)')
+        out.append(f'    what changed: {r.cause}')
+    return out
 
 
 def _case(display_name):
@@ -85,8 +118,12 @@ def _html_table(header, cells):
 
 def html_page(title, summary, table_rows, text_sections, images):
     '''The whole report in one file: tables, text sections, PNGs inlined.'''
+    changed = change_lines(table_rows)
     parts = [f'<h1>{html.escape(title)}</h1>',
              f'<p>{html.escape(summary)}</p>',
+             '<h2>What changed</h2>',
+             f'<pre class="changes">{html.escape(chr(10).join(changed))}'
+             f'</pre>',
              '<h2>Results</h2>',
              _html_table(TABLE_COLUMNS, table_cells(table_rows))]
     for heading, lines in text_sections:
