@@ -16,6 +16,7 @@ import os
 import reframe as rfm
 import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import (PerformanceError, ReframeError,
@@ -173,8 +174,10 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     #: Directories put before ``src/`` on the program's PYTHONPATH (a
     #: program installed outside the suite, e.g. tf_cnn_benchmarks).
     #:
-    #: :type: :class:`list`
-    python_path = variable(list, value=[])
+    #: ``-S python_path=DIR[,DIR...]`` on the command line.
+    #:
+    #: :type: :class:`List[str]`
+    python_path = variable(typ.List[str], value=[])
 
     #: Python interpreter that runs the program on the compute nodes.
     #:
@@ -638,7 +641,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
                  self.precision]
         parts += [f'{name}={getattr(self, name)}'
                   for name in type(self).param_space.params
-                  if name not in ('scale', 'launch_mode')]
+                  if name not in ('scale', 'launch_mode')
+                  and not name.startswith('.')]    # ReFrame's (--repeat)
         parts += [f'{name}={value}' for name, value in
                   self.reference_case_options().items()]
         if self.runs_in_container:

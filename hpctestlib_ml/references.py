@@ -71,7 +71,7 @@ LOSS_CURVE_POINTS = 20
 #: Loss-curve tolerance per step: LOSS_K x the largest deviation of the
 #: reference runs from their median, at least LOSS_FLOOR x |loss|.
 LOSS_K = 3.0
-LOSS_FLOOR = 1e-3
+LOSS_FLOOR = 1e-4
 
 
 class ReferencesError(ValueError):
@@ -232,9 +232,12 @@ def _owners(data):
     return owners
 
 
-def _published(data, owner, block):
-    '''Partitions of *owner*'s mapping that are not from the block.'''
-    mapping = data.get(owner) or {}
+def _published(data, name, block):
+    '''Partitions of *name*'s mapping that are not from the block (which
+    keys its entries by the class owning the mapping: a YAML alias such as
+    ``CosmoFlowContainer: *cosmoflow`` shares CosmoFlow's).'''
+    mapping = data.get(name) or {}
+    owner = _owners(data).get(name, name)
     generated = set((block.get('references') or {}).get(owner) or {})
     return {k: v for k, v in mapping.items()
             if k != '$index' and k not in generated}
