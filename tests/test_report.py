@@ -199,3 +199,31 @@ def test_results_db_sessions(tmp_path):
     proc = report('--db', db, '--compare', 'session:aaaa', 'session:bbbb')
     assert proc.returncode == 0, proc.stderr
     assert '1.200' in proc.stdout
+
+
+def test_damaged_perflog_lines_are_skipped_and_counted_with_why(tmp_path):
+    '''A session killed mid-line, a line from another version (an extra
+    field) and a column this version does not know: every whole line is
+    read, and the report says what it skipped and why.'''
+    logs = tmp_path / 'perflogs' / 'sys' / 'gpu'
+    logs.mkdir(parents=True)
+    header = ('job_completion_time|display_name|system|partition|result|'
+              'a_field_from_the_future|samples_per_second_value|'
+              'samples_per_second_unit')
+    good = [f'2026-11-0{d}T10:00:00+0000|CosmoFlow %scale=1_node|sys|gpu|'
+            f'pass|x|{100 + d}|samples/s' for d in range(1, 6)]
+    text = '\n'.join([header, *good[:3],
+                      good[3] + '|an extra field',
+                      '"' + good[4],               # a stray quote
+                      good[4],
+                      '2026-11-06T10:00:00+0000|CosmoFlow %scale=1_no'])
+    (logs / 'CosmoFlow.log').write_text(text)
+    data = history.read_perflogs([tmp_path / 'perflogs'])
+    assert len(data.runs) == 4 and data.unreadable_lines == 3
+    assert data.skipped == {'short': 1, 'long': 1, 'time': 1}
+    result = report('--perflogs', tmp_path / 'perflogs')
+    assert result.returncode == 0, result.stderr
+    assert '4 runs selected of 4' in result.stdout
+    assert '3 unreadable lines skipped (1 with more fields than their ' \
+           'header' in result.stdout
+    assert '1 cut short: fewer fields than their header' in result.stdout

@@ -65,8 +65,7 @@ def run(args, out=print):
                            since, until)
     summary = (f'{len(runs)} runs selected of {len(data.runs)} read from '
                f'{len(data.files)} files; ignored: {data.dry_run_lines} '
-               f'dry-run lines (no values), {data.unreadable_lines} '
-               f'unreadable lines')
+               f'dry-run lines (no values), {data.skipped_text()}')
     out(summary)
     if not data.runs:
         raise ReportError(f'no results in {", ".join(data.files) or "the input"}'

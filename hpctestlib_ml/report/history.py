@@ -77,12 +77,38 @@ class History:
     dry_run_lines: int = 0
     unreadable_lines: int = 0
     files: list = dataclasses.field(default_factory=list)
+    #: Why lines were skipped: reason -> count (see :data:`SKIP_REASONS`).
+    skipped: dict = dataclasses.field(default_factory=dict)
 
     def extend(self, other):
         self.runs += other.runs
         self.dry_run_lines += other.dry_run_lines
         self.unreadable_lines += other.unreadable_lines
         self.files += other.files
+        for reason, count in other.skipped.items():
+            self.skipped[reason] = self.skipped.get(reason, 0) + count
+
+    def skip(self, reason):
+        self.unreadable_lines += 1
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def skipped_text(self):
+        '''``N unreadable lines (a truncated, b ...)``.'''
+        if not self.unreadable_lines:
+            return '0 unreadable lines'
+        reasons = ', '.join(f'{n} {SKIP_REASONS[r]}' for r, n in
+                            sorted(self.skipped.items()))
+        return f'{self.unreadable_lines} unreadable lines skipped ({reasons})'
+
+
+#: Why a perflog line is skipped, as the report says it.
+SKIP_REASONS = {
+    'short': 'cut short: fewer fields than their header (a session killed '
+             'while writing, or a full disk)',
+    'long': 'with more fields than their header (written by another '
+            'version of the suite or ReFrame into this file?)',
+    'time': 'without a readable job_completion_time',
+}
 
 
 def _number(text):
@@ -125,7 +151,7 @@ def read_perflog(path):
     '''A :class:`History` of one perflog file.'''
     history = History(files=[str(path)])
     with open(path, newline='', errors='replace') as fp:
-        reader = csv.reader(fp, delimiter='|')
+        reader = csv.reader(fp, delimiter='|', quoting=csv.QUOTE_NONE)
         header = next(reader, None)
         if not header:
             return history
@@ -138,12 +164,12 @@ def read_perflog(path):
         index = {name: i for i, name in enumerate(names)}
         for row in reader:
             if len(row) != len(header):
-                history.unreadable_lines += 1
+                history.skip('short' if len(row) < len(header) else 'long')
                 continue
             row = [_plain_value(h, v) for h, v in zip(header, row)]
             run = _run_from_row(row, index, metric_columns)
             if run is None:
-                history.unreadable_lines += 1
+                history.skip('time')
             elif run == 'dry-run':
                 history.dry_run_lines += 1
             else:
