@@ -50,16 +50,32 @@ def _pairs(text):
 
 
 def facts(run):
-    '''One run's provenance, pair fields split: ``{field: value}``.'''
+    '''One run's provenance, pair fields split: ``{name: value}`` for every
+    field its perflog logged (an older header lacks some).'''
     out = {}
-    for name in FIELD_ORDER:
-        value = (run.params.get(name) or '').strip()
-        if name in PAIR_FIELDS:
+    for field in FIELD_ORDER:
+        if field not in run.params:
+            continue
+        value = (run.params.get(field) or '').strip()
+        if field in PAIR_FIELDS:
+            out[field] = ''             # logged: its names may be absent
             for key, item in _pairs(value).items():
-                out[f'{name.split("_")[0]}/{key}'] = item
+                out[f'{_prefix(field)}/{key}'] = item
         else:
-            out[name] = value
+            out[field] = value
     return out
+
+
+def _prefix(field):
+    return field.split('_')[0]
+
+
+def _field(name):
+    '''The provenance field behind an entry of :func:`facts`.'''
+    if '/' not in name:
+        return name
+    prefix = name.split('/')[0]
+    return next(f for f in PAIR_FIELDS if _prefix(f) == prefix)
 
 
 def _ordered(values):
@@ -70,31 +86,29 @@ def _ordered(values):
 
 
 def _rank(name):
-    base = {'framework': 'framework_versions',
-            'env': 'env_switches'}.get(name.split('/')[0], name)
-    return FIELD_ORDER.index(base) if base in FIELD_ORDER else len(FIELD_ORDER)
+    field = _field(name)
+    return FIELD_ORDER.index(field) if field in FIELD_ORDER else \
+        len(FIELD_ORDER)
 
 
 def differences(before_runs, after_runs):
-    '''Every provenance field whose values differ between the sides, as
-    :class:`Difference`, most likely cause first.'''
+    '''Every provenance entry whose values differ between the sides, as
+    :class:`Difference`, most likely cause first. Runs whose perflog did
+    not log a field say nothing about it.'''
     before = [facts(r) for r in before_runs]
     after = [facts(r) for r in after_runs]
-    if not before or not after:
-        return []
-    names = {n for f in before + after for n in f}
+    names = {n for f in before + after for n in f if n not in PAIR_FIELDS}
     found = []
     for name in names:
-        b = [f.get(name, '') for f in before]
-        a = [f.get(name, '') for f in after]
-        if set(a) == set(b):
+        field = _field(name)
+        b = [f.get(name, '') for f in before if field in f]
+        a = [f.get(name, '') for f in after if field in f]
+        if not a or not b or set(a) == set(b):
             continue
         new_after = sum(v not in set(b) for v in a) / len(a)
         gone_before = sum(v not in set(a) for v in b) / len(b)
-        score = new_after * gone_before
-        if new_after == 0 and gone_before == 0:
-            continue
-        found.append(Difference(name, _ordered(b), _ordered(a), score))
+        found.append(Difference(name, _ordered(b), _ordered(a),
+                                new_after * gone_before))
     return sorted(found, key=lambda d: (-d.score, _rank(d.field), d.field))
 
 

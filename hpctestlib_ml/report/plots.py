@@ -1,10 +1,11 @@
 """The report's figures (matplotlib, PNG): the headline metric over time per
-system:partition with its reference band, scaling curves with ideal
-scaling and parallel efficiency, and a comparison of two result sets."""
+system:partition with its reference band and its flagged change (dotted
+red), scaling curves with ideal scaling and parallel efficiency, and a
+comparison of two result sets."""
 import os
 import statistics
 
-from hpctestlib_ml.report.analysis import group, headline
+from hpctestlib_ml.report.analysis import detect_change, group, headline
 
 #: Cases drawn per workload in the time-series figure (the most-run first).
 MAX_PANELS = 9
@@ -76,6 +77,12 @@ def timeseries(runs, headlines, out_dir):
                                    color=line.get_color())
                         ax.axhline(latest.ref, ls='--', lw=0.8,
                                    color=line.get_color())
+                found, _ = detect_change(runs_here, chosen)
+                if found and found.flagged:
+                    ax.axvline(_date(found.when), color='red', ls=':',
+                               lw=1.2, label=f'{where} change '
+                               f'{100 * found.effect:+.0f}%')
+            _pad_time_axis(ax, [r.time for r in case_runs])
             ax.set_title(f'{_short(name)} [{size}]', fontsize=8)
             ax.set_ylabel(f'{chosen.metric} ({unit})', fontsize=8)
             ax.tick_params(labelsize=7)
@@ -87,6 +94,16 @@ def timeseries(runs, headlines, out_dir):
         paths.append(_save(fig, os.path.join(out_dir,
                                              f'timeseries_{workload}.png')))
     return paths
+
+
+def _pad_time_axis(ax, times):
+    '''Limits around the runs: matplotlib puts a single date in the middle
+    of a four-year axis, and two runs minutes apart at its ends.'''
+    if not times:
+        return
+    first, last = min(times), max(times)
+    pad = max(0.08 * (last - first), 1800.0)
+    ax.set_xlim(_date(first - pad), _date(last + pad))
 
 
 def _date(t):
