@@ -514,17 +514,8 @@ def run(args, out=print):
 
 
 def add_arguments(parser):
-    parser.add_argument('--system', required=True, metavar='SYS[:PART]',
-                        help='the system (and partition) to derive for')
-    parser.add_argument('--perflogs', nargs='+', metavar='PATH',
-                        help='perflog files or directories (default: '
-                             '$HPCML_VAR_DIR/perflogs, else var/perflogs)')
-    parser.add_argument('--db', metavar='FILE',
-                        help="ReFrame's results database; alone, or with "
-                             '--perflogs')
-    parser.add_argument('--workload')
-    parser.add_argument('--since', metavar='WHEN',
-                        help='only runs since: 30d, 12h, or an ISO date')
+    from hpctestlib_ml.report import add_history_arguments
+    add_history_arguments(parser, system_required=True)
     parser.add_argument('--last', type=int, default=DEFAULT_LAST,
                         metavar='N', help='passing runs in the median '
                                           f'(default {DEFAULT_LAST})')

@@ -125,17 +125,25 @@ def run(args, out=print):
     return 1 if any(r.status != 'pass' for r in rows) else 0
 
 
-def add_arguments(parser):
+def add_history_arguments(parser, system_required=False):
+    '''Where the history is read from and which runs are selected: the
+    options ``hpcml report`` and ``hpcml references`` share (:func:`load`,
+    :func:`~.analysis.select`).'''
     parser.add_argument('--perflogs', nargs='+', metavar='PATH',
                         help='perflog files or directories (default: '
                              '$HPCML_VAR_DIR/perflogs, else var/perflogs)')
     parser.add_argument('--db', metavar='FILE',
                         help="ReFrame's results database (results.db); "
                              'alone, or with --perflogs')
-    parser.add_argument('--system', metavar='SYS[:PART]')
+    parser.add_argument('--system', metavar='SYS[:PART]',
+                        required=system_required)
     parser.add_argument('--workload')
     parser.add_argument('--since', metavar='WHEN',
                         help='7d, 12h, 30m ago, or an ISO date')
+
+
+def add_arguments(parser):
+    add_history_arguments(parser)
     parser.add_argument('--until', metavar='WHEN')
     parser.add_argument('--last', type=int, default=10, metavar='N',
                         help='runs in the median, and in each period of '
