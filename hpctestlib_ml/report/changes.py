@@ -28,7 +28,6 @@ import random
 import statistics
 
 import numpy
-from scipy import stats
 
 #: Significance level of the change-point and the window tests.
 ALPHA = 0.01
@@ -40,6 +39,10 @@ MIN_SEGMENT = 3
 #: the first ones after it).
 WINDOW = 10
 BOOTSTRAP = 2000
+#: Halvings of a segment that shows no change as a whole.
+MAX_HALVINGS = 2
+#: Runs of a case searched for changes (its latest).
+MAX_HISTORY = 100
 #: Random orders in the change point's permutation test.
 PERMUTATIONS = 999
 
@@ -64,6 +67,35 @@ class Change:
                 f'{100 * self.high:+.1f}] ({sign}), p={self.p_value:.2g}')
 
 
+def rankdata(values):
+    '''Ranks 1..n, ties given their average rank (as scipy's default;
+    scipy.stats itself takes seconds to import, the report's whole budget).'''
+    x = numpy.asarray(values, dtype=float)
+    order = numpy.argsort(x, kind='mergesort')
+    ranks = numpy.empty(len(x))
+    ranks[order] = numpy.arange(1, len(x) + 1)
+    for value in numpy.unique(x):
+        tied = x == value
+        if tied.sum() > 1:
+            ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def mann_whitney_p(after, before, rounds=PERMUTATIONS * 10, seed=0):
+    '''Two-sided p of the Mann-Whitney U test of *after* against
+    *before*, by permutation (exact for small windows and ties, where the
+    normal approximation is not).'''
+    ranks = rankdata(list(after) + list(before))
+    m, n = len(after), len(before)
+    expected = m * (m + n + 1) / 2
+    observed = abs(ranks[:m].sum() - expected)
+    rng = numpy.random.default_rng(seed)
+    shuffled = rng.permuted(numpy.tile(ranks, (rounds, 1)), axis=1)
+    extreme = numpy.sum(numpy.abs(shuffled[:, :m].sum(axis=1) - expected)
+                        >= observed - 1e-9)
+    return float((extreme + 1) / (rounds + 1))
+
+
 def _split_z(ranks, min_segment):
     '''(splits, |z| per split) for each row of *ranks* (n ranks a row).'''
     n = ranks.shape[-1]
@@ -86,7 +118,7 @@ def split_statistic(values, min_segment=MIN_SEGMENT):
     runs ago is seen.'''
     if len(values) < 2 * min_segment:
         return None, 0.0
-    k, z = _split_z(stats.rankdata(values), min_segment)
+    k, z = _split_z(rankdata(values), min_segment)
     best = int(numpy.argmax(z))
     return int(k[best]), float(z[best])
 
@@ -100,7 +132,7 @@ def change_point_test(values, min_segment=MIN_SEGMENT,
     k, observed = split_statistic(values, min_segment)
     if k is None or observed == 0:
         return None, 1.0
-    ranks = stats.rankdata(values)
+    ranks = rankdata(values)
     rng = numpy.random.default_rng(seed)
     shuffled = rng.permuted(numpy.tile(ranks, (rounds, 1)), axis=1)
     _, z = _split_z(shuffled, min_segment)
@@ -114,13 +146,12 @@ def locate(values, min_segment=MIN_SEGMENT):
     median cost). The standardised statistic tests better than it dates:
     it favours balanced splits, so one extreme run beside the change would
     pull the date off by a run.'''
-    n = len(values)
+    x = numpy.asarray(values, dtype=float)
     best, best_k = math.inf, None
-    for k in range(min_segment, n - min_segment + 1):
-        cost = 0.0
-        for side in (values[:k], values[k:]):
-            center = statistics.median(side)
-            cost += sum(abs(v - center) for v in side)
+    for k in range(min_segment, len(x) - min_segment + 1):
+        left, right = x[:k], x[k:]
+        cost = (numpy.abs(left - numpy.median(left)).sum() +
+                numpy.abs(right - numpy.median(right)).sum())
         if cost < best:
             best, best_k = cost, k
     return best_k
@@ -131,25 +162,27 @@ def change_points(values, alpha=ALPHA, min_segment=MIN_SEGMENT):
     with :func:`change_point_test` (whether) and :func:`locate` (where), in
     order; each segment keeps *min_segment* runs. Where a segment shows no
     change as a whole, its halves are searched too (a shift that came and
-    went); the false alarms this costs are measured in bench/README.md.'''
+    went), :data:`MAX_HALVINGS` deep; the false alarms this costs are
+    measured in bench/README.md.'''
     found = []
 
-    def search(lo, hi):
+    def search(lo, hi, halvings=0):
         if hi - lo < 2 * min_segment:
             return
         k, p = change_point_test(values[lo:hi], min_segment)
         if k is None or p >= alpha:
             # A shift that came and went (a regression, then its fix)
-            # splits no segment in two: look in each half as well.
-            if hi - lo >= 4 * min_segment:
+            # splits no segment in two: look in each half as well, twice
+            # at most (each look is another chance of a false alarm).
+            if hi - lo >= 4 * min_segment and halvings < MAX_HALVINGS:
                 mid = (lo + hi) // 2
-                search(lo, mid)
-                search(mid, hi)
+                search(lo, mid, halvings + 1)
+                search(mid, hi, halvings + 1)
             return
         k = locate(values[lo:hi], min_segment)
         found.append((k + lo, p))
-        search(lo, k + lo)
-        search(k + lo, hi)
+        search(lo, k + lo, halvings)
+        search(k + lo, hi, halvings)
 
     search(0, len(values))
     return sorted(found)
@@ -177,11 +210,8 @@ def compare_windows(before, after, higher_is_better=True,
     center = statistics.median(before)
     effect = statistics.median(after) / center - 1 if center else math.nan
     low, high = bootstrap_ratio(before, after)
-    if len(set(before) | set(after)) == 1:
-        p = 1.0
-    else:
-        p = float(stats.mannwhitneyu(after, before,
-                                     alternative='two-sided').pvalue)
+    p = (1.0 if len(set(before) | set(after)) == 1 else
+         mann_whitney_p(after, before))
     worse = effect < 0 if higher_is_better else effect > 0
     flagged = p < alpha and abs(effect) >= min_change
     return effect, low, high, p, flagged, worse
@@ -194,7 +224,10 @@ def latest_change(values, times, higher_is_better=True, alpha=ALPHA,
     values in time order), or None where the history has no change point.
     The runs compared are the last *window* before the change point (not
     reaching back over an earlier change point) and the first *window*
-    after it (not reaching past a later one).'''
+    after it (not reaching past a later one). The search covers the
+    latest :data:`MAX_HISTORY` runs.'''
+    skipped = max(0, len(values) - MAX_HISTORY)
+    values, times = values[skipped:], times[skipped:]
     points = change_points(values, alpha, min_segment)
     if not points:
         return None
@@ -205,5 +238,5 @@ def latest_change(values, times, higher_is_better=True, alpha=ALPHA,
     after = values[k:min(bounds[-1], k + window)]
     effect, low, high, p, flagged, worse = compare_windows(
         before, after, higher_is_better, alpha, min_change)
-    return Change(k, times[k], len(before), len(after), effect, low, high,
-                  p, p_point, flagged, worse)
+    return Change(skipped + k, times[k], len(before), len(after), effect,
+                  low, high, p, p_point, flagged, worse)
