@@ -1,37 +1,73 @@
-"""AlphaFold2 Evoformer: training FLOPs against the forward's (the table
-against a measurement: tests/test_model_info.py), the algorithms'
-symmetries, the distogram targets and the program's log."""
+"""AlphaFold2: OpenFold's parameter count component by component,
+training FLOPs against the forward's (the table against a measurement:
+tests/test_model_info.py), the algorithms' symmetries (Evoformer
+equivariance, invariant point attention and FAPE invariant to a global
+rotation and translation), lDDT on known structures, the distogram
+targets and the program's log."""
+import math
 import sys
 
 import pytest
 import torch
 
 from conftest import REPO, read_data
+from hpctestlib_ml import flops
 from hpctestlib_ml.parsers import EXTRACTORS
 
 sys.path.insert(0, str(REPO / 'src'))
 import alphafold2.__main__ as program  # noqa: E402
+from alphafold2 import geometry, losses, structure  # noqa: E402
 from alphafold2 import model as evoformer  # noqa: E402
 
 
 def measured_flops(size, backward=False):
     from torch.utils.flop_counter import FlopCounterMode
-    config, crop, msa_depth, _ = program.SIZES[size]
+    spec = program.SIZES[size]
     device = 'cpu' if size == 'tiny' else 'meta'  # meta: counts, no math
     with torch.device(device):
-        model = evoformer.Evoformer(evoformer.Config(**config))
+        model = program.build_model(spec)
     features, _ = next(program.synthetic_proteins(
-        1, crop, msa_depth, torch.Generator().manual_seed(0)))
+        1, spec, torch.Generator().manual_seed(0)))
     with FlopCounterMode(display=False) as counter:
-        out = model(*(t.to(device) for t in features))
+        out = model(*(t.to(device) for t in features), 0)
         if backward:
-            out.sum().backward()
+            sum(out[k].sum() for k in ('distogram', 'masked_msa', 'plddt',
+                                       'experimentally_resolved', 'angles')
+                ).add(out['frames'].translations.sum()).backward()
     return counter.get_total_flops()
 
 
 def test_training_step_costs_three_forwards():
     assert measured_flops('tiny', backward=True) == pytest.approx(
         3 * measured_flops('tiny'), rel=0.02)
+
+
+def test_mean_recycles_are_the_programs():
+    for size, spec in program.SIZES.items():
+        assert flops.ALPHAFOLD2_MEAN_RECYCLES[size] == spec.max_recycles / 2
+
+
+def count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+def test_reference_model_is_openfolds_component_by_component():
+    # Issue 16's accounting against OpenFold's initial-training model:
+    # the trunk (input embedder, 48 Evoformer blocks, distogram head)
+    # 87,878,976 and what the whole model adds to it.
+    with torch.device('meta'):
+        model = program.build_model(program.SIZES['reference'])
+    distogram = count(model.heads.distogram)
+    assert count(model.embed) + count(model.blocks) + distogram == \
+        87_878_976
+    assert count(model.extra_msa.blocks) == 2_805_248
+    assert count(model.extra_msa.embed) == 1_664
+    assert count(model.structure) == 2_019_116
+    assert count(model.templates) == 329_408
+    assert count(model.single) == 98_688
+    assert count(model.heads) - distogram == 93_166
+    assert count(model.recycle) == 2_816
+    assert count(model) == 93_229_082
 
 
 def test_evoformer_block_is_equivariant_to_residue_and_sequence_order():
@@ -84,6 +120,149 @@ def test_distogram_bins_cover_2_to_22_angstrom():
     bins = evoformer.distogram_bins(coords)[0, 0]
     width = (21.6875 - 2.3125) / 62
     assert bins.tolist() == [0, 0, 1 + int((10 - 2.3125) // width), 63]
+
+
+def random_rotation(generator):
+    q = torch.randn(4, generator=generator)
+    return geometry.quaternion_update(torch.cat([q[1:] / q[0],
+                                                 torch.zeros(3)])).rotations
+
+
+def random_frames(residues, generator):
+    x = 5 * torch.randn(3, residues, 3, generator=generator)
+    return geometry.frames_from_three_points(*x)
+
+
+def moved(frames, rotation, shift):
+    return geometry.Frames(rotation @ frames.rotations,
+                           (rotation @ frames.translations[..., None])[..., 0]
+                           + shift)
+
+
+def test_invariant_point_attention_is_invariant_to_global_motion():
+    # Alg. 22: the output does not change when every frame is rotated and
+    # moved by the same rigid transform (the points enter only through
+    # distances and through the query's own frame).
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    cfg = evoformer.Config(c_s=16, c_z=8, ipa_heads=3, c_ipa=4, qk_points=2,
+                           v_points=3)
+    ipa = structure.InvariantPointAttention(cfg)
+    for p in ipa.parameters():        # the zero-initialised output hides
+        torch.nn.init.normal_(p, std=0.3)
+    s, z = torch.randn(1, 6, 16), torch.randn(1, 6, 6, 8)
+    frames = random_frames(6, g)
+    frames = geometry.Frames(frames.rotations[None], frames.translations[None])
+    rotation, shift = random_rotation(g), 7 * torch.randn(3, generator=g)
+    out = ipa(s, z, frames)
+    torch.testing.assert_close(ipa(s, z, moved(frames, rotation, shift)),
+                               out, rtol=1e-4, atol=1e-4)
+    # ... and it does see the frames: move one residue alone.
+    alone = geometry.Frames(frames.rotations.clone(),
+                            frames.translations.clone())
+    alone.translations[0, 0] += 3
+    assert not torch.allclose(ipa(s, z, alone), out, atol=1e-3)
+
+
+def test_fape_is_invariant_to_global_motion_of_either_structure():
+    g = torch.Generator().manual_seed(1)
+    true, pred = random_frames(8, g), random_frames(8, g)
+    loss = losses.fape(pred, true, pred.translations, true.translations)
+    for which in ('pred', 'true'):
+        rotation, shift = random_rotation(g), 5 * torch.randn(3, generator=g)
+        p = moved(pred, rotation, shift) if which == 'pred' else pred
+        t = moved(true, rotation, shift) if which == 'true' else true
+        torch.testing.assert_close(losses.fape(p, t, p.translations,
+                                               t.translations), loss)
+    assert loss > 0.1
+    assert losses.fape(true, true, true.translations, true.translations,
+                       eps=0) == 0
+
+
+def test_fape_clamps_at_10_angstrom_and_scales_by_10():
+    frames = geometry.Frames.identity((2,))
+    true = torch.tensor([[0., 0, 0], [3., 0, 0]])
+    # Atom 1 off by 4 A in both frames (identity frames): mean over the
+    # 2 x 2 frame-atom pairs of (0, 4, 0, 4) / 10.
+    assert losses.fape(frames, frames, true + torch.tensor([[0.], [4.]]) *
+                       torch.tensor([0., 1, 0]), true, eps=0) == \
+        pytest.approx(0.2)
+    far = true + torch.tensor([[0.], [40.]]) * torch.tensor([0., 1, 0])
+    assert losses.fape(frames, frames, far, true, eps=0) == \
+        pytest.approx(0.5)
+
+
+def test_lddt_on_known_structures():
+    # A straight chain 3.8 A apart: pairs within 15 A are those up to 3
+    # residues apart.
+    ca = torch.arange(10.)[:, None] * torch.tensor([3.8, 0, 0])
+    assert losses.lddt(ca, ca) == pytest.approx(1.0)
+    # Rotated and moved: distances do not change.
+    g = torch.Generator().manual_seed(2)
+    assert losses.lddt(ca @ random_rotation(g).T + 3, ca) == \
+        pytest.approx(1.0)
+    # Stretched by 1.2: a pair k apart is off by 0.76 k A, under 1, 2
+    # and 4 A for k = 1 (3/4), 2 and 4 A for k = 2 (2/4), 4 A for k = 3
+    # (1/4); 9, 8 and 7 pairs of each, both ways.
+    expected = (9 * 3 / 4 + 8 * 2 / 4 + 7 * 1 / 4) / (9 + 8 + 7)
+    assert losses.lddt(1.2 * ca, ca) == pytest.approx(expected)
+    # A point placed 20 A off its place spoils the pairs it is in.
+    off = ca.clone()
+    off[0, 1] += 20
+    per_residue = losses.lddt(off, ca, per_residue=True)
+    assert per_residue[0] == 0 and per_residue[5] == 1
+
+
+def test_frames_from_three_points_and_backbone_torsions():
+    g = torch.Generator().manual_seed(3)
+    ca = torch.randn(12, 3, generator=g).cumsum(0) * 3
+    n, c = program.backbone_from_ca(ca)
+    frames = geometry.frames_from_three_points(n, ca, c)
+    eye = torch.eye(3).expand(12, 3, 3)
+    torch.testing.assert_close(frames.rotations.transpose(-1, -2) @
+                               frames.rotations, eye, atol=1e-5, rtol=0)
+    local_c = frames.invert_apply(c)
+    assert (local_c[:, 1:].abs() < 1e-5).all() and (local_c[:, 0] > 0).all()
+    angles, mask = geometry.backbone_torsions(n, ca, c)
+    torch.testing.assert_close(angles.norm(dim=-1)[mask.bool()],
+                               torch.ones(int(mask.sum())))
+    assert mask[0].tolist() == [0, 0, 1, 0, 0, 0, 0]
+    assert mask[-1].tolist() == [1, 1, 0, 0, 0, 0, 0]
+
+
+def test_structure_module_predicts_frames_that_train_towards_the_truth():
+    # A few Adam steps on one synthetic protein lower the final FAPE: the
+    # frames' gradients reach the single representation.
+    torch.manual_seed(0)
+    spec = program.SIZES['tiny']
+    features, target = next(program.synthetic_proteins(
+        1, spec, torch.Generator().manual_seed(0)))
+    model = program.build_model(spec)
+    backbone = target.pop('backbone')
+    target['frames'] = geometry.frames_from_three_points(
+        *backbone.unbind(-2))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    first = None
+    for _ in range(4):
+        out = model(*features, 0)
+        loss, terms = losses.alphafold_loss(out, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        first = first or {k: v.item() for k, v in terms.items()}
+        assert math.isfinite(loss.item())
+    assert set(first) == set(losses.WEIGHTS)
+    assert terms['distogram'] < first['distogram']
+    assert terms['masked_msa'] < first['masked_msa']
+    assert out['frames'].translations.shape == (8, 1, 64, 3)
+
+
+def test_recycles_are_drawn_alike_on_every_rank_and_maximal_in_eval():
+    spec = program.SIZES['tiny']
+    a, b = (program.build_model(spec, seed=1) for _ in range(2))
+    draws = [int(torch.randint(2, (), generator=m.recycle_generator))
+             for m in (a, b) for _ in range(8)]
+    assert draws[:8] == draws[8:] and set(draws) == {0, 1}
 
 
 def test_suites_alphafold2_run_with_two_ranks():

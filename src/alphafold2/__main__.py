@@ -72,6 +72,9 @@ def backbone_from_ca(ca):
     tangent = nxt - prev
     tangent = tangent / tangent.norm(dim=-1, keepdim=True)
     out = ca - (prev + nxt) / 2
+    # The chain's ends have one neighbour: their neighbours' direction.
+    out = torch.cat([out[..., 1:2, :], out[..., 1:-1, :],
+                     out[..., -2:-1, :]], -2)
     out = out - tangent * (out * tangent).sum(-1, keepdim=True)
     out = out / out.norm(dim=-1, keepdim=True).clamp_min(1e-6)
     return ca - 1.2 * tangent + 0.84 * out, ca + 1.25 * tangent + 0.87 * out
