@@ -306,7 +306,8 @@ def main(argv=None):
 
     model.train()
     status = train(log, step, args.steps, global_batch, device, world)
-    log_evaluation(log, 'eval_accuracy', evaluate)
+    if args.eval_batches:
+        log_evaluation(log, 'eval_accuracy', evaluate)
     return stop(log, status, world)
 
 
