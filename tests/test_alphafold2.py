@@ -265,6 +265,119 @@ def test_recycles_are_drawn_alike_on_every_rank_and_maximal_in_eval():
     assert draws[:8] == draws[8:] and set(draws) == {0, 1}
 
 
+def write_openfold_records(root, chains):
+    """MLPerf HPC OpenFold's prepared format (alphafold2.data) for
+    *chains*: (pdb_chain_id, release date, length); each a persistent
+    random walk with its third residue unresolved and an a3m of mutated
+    copies (one with an insertion, which the reader drops)."""
+    import csv
+    import json
+    import pickle
+    import zlib
+    import numpy as np
+    from alphafold2 import data
+    g = torch.Generator().manual_seed(5)
+    processed = root / 'pdb_mmcif' / 'processed'
+    (processed / 'dicts').mkdir(parents=True)
+    alignments = root / 'open_protein_set' / 'processed' / 'pdb_alignments'
+    alignments.mkdir(parents=True)
+    dicts, index, rows, db, truth = {}, {}, [], b'', {}
+    for pdb_chain_id, date, length in chains:
+        pdb_id, chain = pdb_chain_id.split('_')
+        aatype = torch.randint(20, (length,), generator=g)
+        sequence = ''.join(data.RESIDUES[i] for i in aatype)
+        steps = torch.randn(length, 3, generator=g)
+        ca = (3.8 * steps / steps.norm(dim=-1, keepdim=True)).cumsum(0)
+        n, c = program.backbone_from_ca(ca)
+        positions = np.zeros((length, 37, 3), np.float32)
+        mask = np.zeros((length, 37), bool)
+        positions[:, 0], positions[:, 1], positions[:, 2] = n, ca, c
+        mask[:, [0, 1, 2]] = True
+        positions[2], mask[2] = 0, False
+        truth[pdb_chain_id] = (sequence, positions, mask)
+        atoms = {chain: {
+            'all_atom_positions': (zlib.compress(positions.tobytes()),
+                                   positions.shape),
+            'all_atom_mask': (zlib.compress(mask.tobytes()), mask.shape)}}
+        dicts.setdefault(pdb_id[1:3], {})[pdb_id] = {
+            'pdb_id': pdb_id, 'release_date': date, 'atoms': atoms,
+            'sequences': {chain: sequence}, 'author_chain_ids': [chain]}
+        rows.append({'pdb_chain_id': pdb_chain_id, 'pdb_id': pdb_id,
+                     'author_chain_id': chain, 'release_date': date,
+                     'sequence_length': length, 'sequence': sequence})
+        hits = ['>query', sequence]
+        for k in range(5):
+            mutated = list(sequence)
+            mutated[k] = '-'
+            mutated[k + 5] = 'A'
+            if k == 0:
+                mutated[10] += 'kl'           # an insertion
+            hits += [f'>hit{k}', ''.join(mutated)]
+        a3m = ('\n'.join(hits) + '\n').encode()
+        index[pdb_chain_id] = {'db': '0.db', 'files': [
+            ['uniref90_hits.a3m', len(db), len(a3m)]]}
+        db += a3m
+    for key, value in dicts.items():
+        with open(processed / 'dicts' / key, 'wb') as f:
+            pickle.dump(value, f)
+    with open(processed / 'chains.csv', 'w', newline='') as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    (alignments / '0.db').write_bytes(db)
+    (alignments / 'super.index').write_text(json.dumps(index))
+    return truth
+
+
+CHAINS = [('1abc_A', '2010-01-01', 80), ('2xyz_B', '2015-05-05', 50),
+          ('7new_A', '2021-10-01', 70)]
+
+
+def test_openfold_records_are_read_as_written(tmp_path):
+    from alphafold2 import data
+    truth = write_openfold_records(tmp_path, CHAINS)
+    records = data.OpenFoldData(tmp_path)
+    assert records.split('train') == ['1abc_A', '2xyz_B']
+    assert records.split('eval') == ['7new_A']
+    sequence, positions, mask = truth['2xyz_B']
+    got_positions, got_mask = records.atoms('2xyz_B')
+    assert (got_positions == positions).all() and (got_mask == mask).all()
+    msa = records.msa('2xyz_B', sequence)
+    assert len(msa) == 6 and msa[0] == data.residue_classes(sequence)
+    assert msa[1][0] == data.GAP and all(len(r) == 50 for r in msa)
+    # A 50-residue chain in a 64-residue crop: padded and masked.
+    spec = program.SIZES['tiny']
+    features, target = data.chain_example(records, '2xyz_B', spec,
+                                          torch.Generator().manual_seed(0))
+    mask = target['residue_mask'][0]
+    assert mask.shape == (64,) and mask[:50].sum() == 49 and \
+        mask[50:].sum() == 0
+    torch.testing.assert_close(target['ca'][0, :2],
+                               torch.from_numpy(positions[:2, 1]))
+    assert features[2].shape[1] == 6             # clusters: every row
+    assert features[3].shape[1] == 1             # extra MSA: the query
+
+
+def test_program_trains_on_openfold_records(tmp_path):
+    import os
+    import subprocess
+    write_openfold_records(tmp_path, CHAINS)
+    proc = subprocess.run(
+        [sys.executable, '-m', 'alphafold2', '--data', str(tmp_path),
+         '--steps', '2', '--eval-batches', '1'],
+        env={**os.environ, 'PYTHONPATH': str(REPO / 'src')},
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = EXTRACTORS['alphafold2'](proc.stdout + proc.stderr)
+    assert m['status'] == 'success' and m['losses_finite']
+    assert 0 <= m['eval_accuracy'] <= 1
+    proc = subprocess.run(
+        [sys.executable, '-m', 'alphafold2', '--data', str(tmp_path / 'no')],
+        env={**os.environ, 'PYTHONPATH': str(REPO / 'src')},
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode != 0 and 'no such directory' in proc.stderr
+
+
 def test_suites_alphafold2_run_with_two_ranks():
     text = read_data('mllog', 'alphafold2_tiny_cpu_2ranks_torchrun.out')
     m = EXTRACTORS['alphafold2'](text)

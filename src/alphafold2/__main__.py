@@ -82,12 +82,16 @@ def backbone_from_ca(ca):
 
 def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
                     template_ca, template_n, template_c, generator,
-                    residue_index=None):
+                    residue_index=None, residue_mask=None, resolved=None,
+                    template_mask=1):
     '''(features, target) of one protein crop, batch of one, from its
     residues [R], backbone atoms [R, 3], MSA [S, R] and extra MSA [E, R]
     (classes 0-21 of :data:`MSA_CLASSES`) and templates ([T, R] residues,
     [T, R, 3] atoms): the features of supplementary Table 1, the MSA
-    BERT-masked (15%, 1.2.7), the targets of the losses.'''
+    BERT-masked (15%, 1.2.7), the targets of the losses. *residue_mask*
+    [R]: residues with a resolved backbone (default all); *resolved*
+    [R, 37]: resolved atoms (default: those that exist); *template_mask*
+    0: no templates (their features zero).'''
     from alphafold2 import templates
     from alphafold2.geometry import backbone_torsions
     from alphafold2.model import distogram_bins
@@ -107,14 +111,23 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
                              torch.zeros(residues, 1)], -1)
     if residue_index is None:
         residue_index = torch.arange(residues)
-    template_mask = torch.ones(template_aatype.shape)
-    pair_feat = templates.template_pair_features(template_aatype,
-                                                 template_ca, template_mask)
+    template_mask = torch.full(template_aatype.shape, float(template_mask))
+    pair_feat = templates.template_pair_features(
+        template_aatype, template_ca, template_mask) * \
+        template_mask.amax(-1)[:, None, None, None]
     t_torsions, t_mask = backbone_torsions(template_n, template_ca,
                                            template_c)
-    angle_feat = templates.template_angle_features(template_aatype,
-                                                   t_torsions, t_mask)
+    angle_feat = templates.template_angle_features(
+        template_aatype, t_torsions, t_mask) * template_mask[..., None]
+    if residue_mask is None:
+        residue_mask = torch.ones(residues)
     torsions, torsion_mask = backbone_torsions(n, ca, c)
+    # An angle is defined where the residues it spans are resolved.
+    before = torch.cat([torch.zeros(1), residue_mask[:-1]])
+    after = torch.cat([residue_mask[1:], torch.zeros(1)])
+    torsion_mask = torsion_mask * torch.stack(
+        [residue_mask * before, residue_mask * before, residue_mask * after]
+        + [residue_mask] * 4, -1)
     atom_mask = torch.zeros(residues, 37)
     atom_mask[:, [0, 1, 2, 4]] = 1                  # N, CA, C, O
     atom_mask[:, 3] = (aatype != GLYCINE).float()    # CB
@@ -123,8 +136,9 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
     target = {'backbone': torch.stack([n, ca, c], -2), 'ca': ca,
               'torsions': torsions, 'torsion_mask': torsion_mask,
               'distogram': distogram_bins(ca[None])[0], 'msa': msa,
-              'msa_mask': masked.float(), 'resolved': atom_mask,
-              'atom_mask': atom_mask, 'residue_mask': torch.ones(residues)}
+              'msa_mask': masked.float(),
+              'resolved': atom_mask if resolved is None else resolved,
+              'atom_mask': atom_mask, 'residue_mask': residue_mask}
     return (tuple(t[None] for t in features),
             {k: v[None] for k, v in target.items()})
 
