@@ -4,8 +4,8 @@ masked MSA (1.9.9), pLDDT (1.9.6, Alg. 29) and experimentally resolved
 OpenFold's ``initial_training`` configuration."""
 from torch import nn
 
-#: Distogram: 64 bins, 2.3125 to 21.6875 Angstrom (section 1.9.8).
-DISTOGRAM_BINS = 64
+from alphafold2.model import DISTOGRAM_BINS
+
 #: Masked MSA classes: 20 amino acids, unknown, gap, mask.
 MSA_CLASSES = 23
 #: pLDDT: 50 bins of width 2 over lDDT 0-100.

@@ -1,15 +1,16 @@
-"""A compact AlphaFold2 trunk: input embedding, the Evoformer stack and the
-distogram head, written from the AlphaFold2 supplementary information
-(Jumper et al. 2021, Nature 596:583, "Supplementary Methods"); the
-algorithm numbers below are that document's. OpenFold
-(aqlaboratory/openfold, the MLPerf HPC model) implements the same
-algorithms; this file follows the paper, not OpenFold's code.
+"""AlphaFold2's trunk: input embedding and the Evoformer's blocks, the
+parts the extra-MSA and template stacks reuse, and the model's sizes,
+written from the AlphaFold2 supplementary information (Jumper et al.
+2021, Nature 596:583, "Supplementary Methods"); the algorithm numbers
+below are that document's. OpenFold (aqlaboratory/openfold, the MLPerf
+HPC model) implements the same algorithms; this package follows the
+paper, not OpenFold's code, and matches OpenFold's parameter count.
 
-Left out, because the training step's cost is the Evoformer's: templates,
-the extra-MSA stack (Alg. 18), the structure module (Alg. 20), recycling and
-the auxiliary heads. What remains is 48 Evoformer blocks on 128 MSA
-clusters x 256 residues at the reference size, the FLOP-dominant part of
-AlphaFold2 training.
+The whole model (Alg. 2) is :mod:`alphafold2.alphafold`: templates
+(:mod:`~alphafold2.templates`), the extra MSA stack
+(:mod:`~alphafold2.extra_msa`), the structure module
+(:mod:`~alphafold2.structure`), the heads (:mod:`~alphafold2.heads`) and
+recycling; losses in :mod:`~alphafold2.losses`.
 """
 import math
 
