@@ -324,8 +324,9 @@ def _alphafold2(size, device):
                        f'{cfg.template_blocks} template blocks, structure '
                        f'module; {spec.crop} residues x {spec.msa_depth} '
                        f'clusters, {spec.extra_msa} extra sequences, '
-                       f'{spec.templates} templates, one run (recycles: '
-                       f'more forwards)')
+                       f'{spec.templates} templates; FLOPs of one run, '
+                       f'MFU adds a forward per recycle '
+                       f'({spec.max_recycles / 2:g} on average)')
 
 
 def _resnet50(size, device):
