@@ -193,8 +193,8 @@ def deeplabv3plus_forward_flops(arch, channels, height, width, classes):
 #: Reference (256 residues, 124 clusters, 1024 extra sequences, 4
 #: templates): 11.8 TFLOP a run.
 ALPHAFOLD2_FORWARD_FLOPS = {
-    'tiny': 8.44883968e9,           # 64 residues x 32, 64 extra, 2 templ.
-    'reference': 11.810919235584e12,
+    'tiny': 8.448840832e9,          # 64 residues x 32, 64 extra, 2 templ.
+    'reference': 11.810919240192e12,
 }
 #: Recycles per training sample: uniform over 0 to the size's maximum
 #: (AlphaFold2 1.10; ``alphafold2.__main__.SIZES``), so on average half of

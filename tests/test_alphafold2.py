@@ -230,6 +230,25 @@ def test_frames_from_three_points_and_backbone_torsions():
     assert mask[-1].tolist() == [1, 1, 0, 0, 0, 0, 0]
 
 
+def test_pseudo_beta_is_an_ideal_c_beta_and_glycines_c_alpha():
+    g = torch.Generator().manual_seed(4)
+    ca = torch.randn(6, 3, generator=g).cumsum(0) * 3
+    n, c = program.backbone_from_ca(ca)
+    frames = geometry.frames_from_three_points(n, ca, c)
+    aatype = torch.tensor([0, geometry.GLYCINE, 3, 4, 5, 6])
+    beta = geometry.pseudo_beta(frames, aatype)
+    torch.testing.assert_close(beta[1], ca[1])
+    bond = (beta - ca).norm(dim=-1)[[0, 2, 3, 4, 5]]
+    torch.testing.assert_close(bond, torch.full((5,), 1.527), atol=1e-3,
+                               rtol=0)
+    # Tetrahedral: about 110 degrees from both N and C.
+    for other in (n, c):
+        u, v = beta - ca, other - ca
+        angle = torch.rad2deg(torch.acos((u * v).sum(-1) / (
+            u.norm(dim=-1) * v.norm(dim=-1))))[[0, 2]]
+        assert ((angle > 100) & (angle < 120)).all(), angle
+
+
 def test_structure_module_predicts_frames_that_train_towards_the_truth():
     # A few Adam steps on one synthetic protein lower the final FAPE: the
     # frames' gradients reach the single representation.

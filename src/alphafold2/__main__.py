@@ -25,6 +25,7 @@ import sys
 
 import torch
 
+from alphafold2.geometry import GLYCINE
 from mlperf_train import argument_parser, run_main
 
 Size = collections.namedtuple('Size', 'config crop msa_depth extra_msa '
@@ -48,8 +49,6 @@ MASK_TOKEN = 22
 #: The target's amino-acid one-hot in target_feat: 20 and unknown, then
 #: the 'between segments' flag.
 TARGET_AA = AMINO_ACIDS + 1
-#: Glycine's index in AlphaFold2's residue order (ARNDCQEGHILKMFPSTWYV).
-GLYCINE = 7
 #: Learning rate, Adam's epsilon, the gradient clip and the weight
 #: average's decay: OpenFold's and MLPerf HPC's closed rules.
 LEARNING_RATE, ADAM_EPS, CLIP_NORM, AVERAGE_DECAY = 1e-3, 1e-6, 0.1, 0.9
@@ -83,7 +82,7 @@ def backbone_from_ca(ca):
 def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
                     template_ca, template_n, template_c, generator,
                     residue_index=None, residue_mask=None, resolved=None,
-                    template_mask=1):
+                    template_mask=1, pseudo_beta_x=None):
     '''(features, target) of one protein crop, batch of one, from its
     residues [R], backbone atoms [R, 3], MSA [S, R] and extra MSA [E, R]
     (classes 0-21 of :data:`MSA_CLASSES`) and templates ([T, R] residues,
@@ -91,9 +90,12 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
     BERT-masked (15%, 1.2.7), the targets of the losses. *residue_mask*
     [R]: residues with a resolved backbone (default all); *resolved*
     [R, 37]: resolved atoms (default: those that exist); *template_mask*
-    0: no templates (their features zero).'''
+    0: no templates (their features zero); *pseudo_beta_x* [R, 3]: the
+    distogram's atoms (default: C-beta placed ideally, C-alpha for
+    glycine).'''
     from alphafold2 import templates
-    from alphafold2.geometry import backbone_torsions
+    from alphafold2.geometry import (backbone_torsions,
+                                     frames_from_three_points, pseudo_beta)
     from alphafold2.model import distogram_bins
     one_hot = torch.nn.functional.one_hot
     residues = aatype.shape[0]
@@ -122,6 +124,9 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
     if residue_mask is None:
         residue_mask = torch.ones(residues)
     torsions, torsion_mask = backbone_torsions(n, ca, c)
+    if pseudo_beta_x is None:
+        pseudo_beta_x = pseudo_beta(frames_from_three_points(n, ca, c),
+                                    aatype)
     # An angle is defined where the residues it spans are resolved.
     before = torch.cat([torch.zeros(1), residue_mask[:-1]])
     after = torch.cat([residue_mask[1:], torch.zeros(1)])
@@ -135,7 +140,8 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
                 pair_feat, angle_feat)
     target = {'backbone': torch.stack([n, ca, c], -2), 'ca': ca,
               'torsions': torsions, 'torsion_mask': torsion_mask,
-              'distogram': distogram_bins(ca[None])[0], 'msa': msa,
+              'distogram': distogram_bins(pseudo_beta_x[None])[0],
+              'msa': msa,
               'msa_mask': masked.float(),
               'resolved': atom_mask if resolved is None else resolved,
               'atom_mask': atom_mask, 'residue_mask': residue_mask}

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from alphafold2.extra_msa import ExtraMSAStack
+from alphafold2.geometry import Frames, pseudo_beta
 from alphafold2.heads import Heads
 from alphafold2.model import EvoformerBlock, InputEmbedder, run_block
 from alphafold2.structure import StructureModule
@@ -19,7 +20,8 @@ RECYCLE_RANGE = (3.375, 21.375)
 
 class RecyclingEmbedder(nn.Module):
     '''Alg. 32: the previous run's first MSA row and pair representation
-    (layer-normed) and its C-alpha distances (one-hot, linear to c_z).'''
+    (layer-normed) and its pseudo-beta distances (one-hot, linear to
+    c_z).'''
 
     def __init__(self, cfg):
         super().__init__()
@@ -90,8 +92,11 @@ class AlphaFold2(nn.Module):
         out = self.heads(m[:, :clusters], z, structure['single'])
         out['frames'], out['angles'] = structure['frames'], \
             structure['angles']
-        ca = structure['frames'].translations[-1]
-        return out, (m[:, 0], z, ca)
+        final = structure['frames']
+        aatype = target_feat[..., :21].argmax(-1)
+        x = pseudo_beta(Frames(final.rotations[-1], final.translations[-1]),
+                        aatype)
+        return out, (m[:, 0], z, x)
 
     def forward(self, target_feat, residue_index, msa_feat, extra_msa_feat,
                 template_pair_feat, template_angle_feat, recycles=None):

@@ -134,7 +134,8 @@ class OpenFoldData:
 def chain_example(data, pdb_chain_id, size, generator):
     '''(features, target) of one crop of a chain, the program's format
     (``alphafold2.__main__.protein_example``).'''
-    from alphafold2.__main__ import backbone_from_ca, protein_example
+    from alphafold2.__main__ import (GLYCINE, backbone_from_ca,
+                                     protein_example)
     sequence = data.sequence(pdb_chain_id)
     positions, atom_mask = data.atoms(pdb_chain_id)
     rows = data.msa(pdb_chain_id, sequence)
@@ -169,13 +170,19 @@ def chain_example(data, pdb_chain_id, size, generator):
     n_line, c_line = backbone_from_ca(line)
     n = torch.where(residue_mask[:, None].bool(), atoms[:, 0], n_line)
     c = torch.where(residue_mask[:, None].bool(), atoms[:, 2], c_line)
+    # The distogram's atoms: the resolved C-beta, else placed ideally.
+    from alphafold2.geometry import frames_from_three_points, pseudo_beta
+    ideal = pseudo_beta(frames_from_three_points(n, ca, c), aatype)
+    has_cb = present[:, 3].bool() & (aatype != GLYCINE)
+    beta = torch.where(has_cb[:, None], atoms[:, 3], ideal)
     templates = size.templates
     features, target = protein_example(
         aatype, n, ca, c, clusters, extra,
         torch.full((templates, crop), UNKNOWN), ca.expand(templates, crop, 3),
         n.expand(templates, crop, 3), c.expand(templates, crop, 3),
         generator, residue_index=start + torch.arange(crop),
-        residue_mask=residue_mask, resolved=present, template_mask=0)
+        residue_mask=residue_mask, resolved=present, template_mask=0,
+        pseudo_beta_x=beta)
     return features, target
 
 

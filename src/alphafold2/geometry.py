@@ -107,3 +107,19 @@ def backbone_torsions(n, ca, c):
     mask[..., 1:, 0] = mask[..., 1:, 1] = 1
     mask[..., :-1, 2] = 1
     return torch.stack(angles, -2), mask
+
+
+#: C-beta in its residue's backbone frame (Alg. 21's frame: origin C-alpha,
+#: x towards C, N in the xy plane), Angstrom: AlphaFold2's ideal alanine
+#: geometry (Engh & Huber).
+CB_LOCAL = (-0.529, -0.774, -1.205)
+#: Glycine in AlphaFold2's residue order (ARNDCQEGHILKMFPSTWYV): no C-beta.
+GLYCINE = 7
+
+
+def pseudo_beta(frames, aatype):
+    '''AlphaFold2's pseudo-beta atom (1.9.8, Alg. 32): the C-beta placed
+    ideally in each backbone frame, the C-alpha for glycine.'''
+    cb = frames.apply(frames.translations.new_tensor(CB_LOCAL))
+    return torch.where((aatype == GLYCINE)[..., None], frames.translations,
+                       cb)
