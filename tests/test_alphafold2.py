@@ -249,6 +249,24 @@ def test_pseudo_beta_is_an_ideal_c_beta_and_glycines_c_alpha():
         assert ((angle > 100) & (angle < 120)).all(), angle
 
 
+def test_msa_is_masked_as_alphafold2_masks_it():
+    g = torch.Generator().manual_seed(6)
+    msa = torch.randint(20, (200, 100), generator=g)
+    masked_msa, mask = program.bert_mask(msa, g)
+    assert mask.float().mean() == pytest.approx(0.15, abs=0.01)
+    assert (masked_msa[~mask] == msa[~mask]).all()
+    tokens = (masked_msa[mask] == program.MASK_TOKEN).float().mean()
+    assert tokens == pytest.approx(0.7, abs=0.03)
+
+
+def test_unclamped_fape_grows_with_the_error():
+    frames = geometry.Frames.identity((2,))
+    true = torch.tensor([[0., 0, 0], [3., 0, 0]])
+    far = true + torch.tensor([[0.], [40.]]) * torch.tensor([0., 1, 0])
+    assert losses.fape(frames, frames, far, true, clamp=None, eps=0) == \
+        pytest.approx(2.0)
+
+
 def test_structure_module_predicts_frames_that_train_towards_the_truth():
     # A few Adam steps on one synthetic protein lower the final FAPE: the
     # frames' gradients reach the single representation.

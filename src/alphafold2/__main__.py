@@ -79,6 +79,22 @@ def backbone_from_ca(ca):
     return ca - 1.2 * tangent + 0.84 * out, ca + 1.25 * tangent + 0.87 * out
 
 
+def bert_mask(msa, generator):
+    '''(masked MSA, mask) as AlphaFold2 masks the MSA for its masked-MSA
+    loss (1.2.7): 15% of the positions, of which 70% become the mask
+    token, 10% a random amino acid, 10% a residue drawn from the column's
+    profile (another row's) and 10% stay.'''
+    rows, residues = msa.shape
+    masked = torch.rand(msa.shape, generator=generator) < 0.15
+    choice = torch.rand(msa.shape, generator=generator)
+    uniform = torch.randint(AMINO_ACIDS, msa.shape, generator=generator)
+    other = torch.randint(rows, msa.shape, generator=generator)
+    profile = msa.gather(0, other)
+    replaced = torch.where(choice < 0.7, MASK_TOKEN, torch.where(
+        choice < 0.8, uniform, torch.where(choice < 0.9, profile, msa)))
+    return torch.where(masked, replaced, msa), masked
+
+
 def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
                     template_ca, template_n, template_c, generator,
                     residue_index=None, residue_mask=None, resolved=None,
@@ -99,8 +115,7 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
     from alphafold2.model import distogram_bins
     one_hot = torch.nn.functional.one_hot
     residues = aatype.shape[0]
-    masked = torch.rand(msa.shape, generator=generator) < 0.15
-    msa_in = torch.where(masked, MASK_TOKEN, msa)
+    msa_in, masked = bert_mask(msa, generator)
     msa_one_hot = one_hot(msa_in, MSA_CLASSES).float()
     profile = one_hot(msa, MSA_CLASSES).float().mean(0, keepdim=True) \
         .expand_as(msa_one_hot)
@@ -288,6 +303,8 @@ def main(argv=None):
         (mlc.EVAL_SAMPLES, args.eval_batches * global_batch)))
     log.end(mlc.INIT_STOP)
 
+    clamp_draws = torch.Generator().manual_seed(args.seed)
+
     def step(_):
         features, target = next(proteins)
         features = tuple(t.to(device) for t in features)
@@ -298,7 +315,9 @@ def main(argv=None):
         backbone = target.pop('backbone')
         target['frames'] = frames_from_three_points(
             *backbone.float().unbind(-2))
-        loss, _ = losses.alphafold_loss(out, target)
+        # FAPE is clamped in 90% of the batches (1.9.2).
+        clamp = bool(torch.rand((), generator=clamp_draws) < 0.9)
+        loss, _ = losses.alphafold_loss(out, target, clamp)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)

@@ -74,16 +74,17 @@ def lddt(pred_x, true_x, mask=None, per_residue=False):
     return (score * scored).sum(dims) / (scored.sum(dims) + 1e-10)
 
 
-def alphafold_loss(out, target):
+def alphafold_loss(out, target, clamp=True):
     '''(total, {name: value}): Eq. 7 on the model's outputs *out* and a
     batch's *target* (a dict: ``frames`` the true backbone Frames [B, R],
     ``ca``, ``torsions``, ``torsion_mask``, ``distogram``, ``msa``,
-    ``msa_mask``, ``resolved``, ``atom_mask``, ``residue_mask``).'''
+    ``msa_mask``, ``resolved``, ``atom_mask``, ``residue_mask``). *clamp*:
+    FAPE clamped at 10 A (AlphaFold2 clamps 90% of its batches).'''
     mask = target['residue_mask']
     frames = out['frames']                      # [layers, B, R]
     true_frames, true_ca = target['frames'], target['ca']
     per_layer = fape(frames, true_frames, frames.translations, true_ca,
-                     mask)                      # [layers, B]
+                     mask, FAPE_CLAMP if clamp else None)  # [layers, B]
     terms = {'fape': per_layer[-1].mean(),
              'aux': (per_layer.mean(0) + torsion_loss(
                  out['angles'], target['torsions'],
