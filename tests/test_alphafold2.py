@@ -379,9 +379,11 @@ def test_openfold_records_are_read_as_written(tmp_path):
     sequence, positions, mask = truth['2xyz_B']
     got_positions, got_mask = records.atoms('2xyz_B')
     assert (got_positions == positions).all() and (got_mask == mask).all()
-    msa = records.msa('2xyz_B', sequence)
+    msa, deletions = records.msa('2xyz_B', sequence)
     assert len(msa) == 6 and msa[0] == data.residue_classes(sequence)
     assert msa[1][0] == data.GAP and all(len(r) == 50 for r in msa)
+    # hit0's insertion 'kl' after its residue 10: two deletions at 11.
+    assert deletions[1][11] == 2 and sum(map(sum, deletions)) == 2
     # A 50-residue chain in a 64-residue crop: padded and masked.
     spec = program.SIZES['tiny']
     features, target = data.chain_example(records, '2xyz_B', spec,
@@ -392,6 +394,10 @@ def test_openfold_records_are_read_as_written(tmp_path):
     torch.testing.assert_close(target['ca'][0, :2],
                                torch.from_numpy(positions[:2, 1]))
     assert features[2].shape[1] == 6             # clusters: every row
+    msa_feat = features[2][0]
+    assert msa_feat[..., 23].sum() == 1          # has_deletion, once
+    assert msa_feat[..., 24].max() == pytest.approx(
+        2 / math.pi * math.atan(2 / 3))
     assert features[3].shape[1] == 1             # extra MSA: the query
 
 

@@ -79,6 +79,11 @@ def backbone_from_ca(ca):
     return ca - 1.2 * tangent + 0.84 * out, ca + 1.25 * tangent + 0.87 * out
 
 
+def deletion_value(count):
+    '''Table 1's deletion_value: 2 / pi arctan(d / 3).'''
+    return 2 / torch.pi * torch.arctan(count / 3)
+
+
 def bert_mask(msa, generator):
     '''(masked MSA, mask) as AlphaFold2 masks the MSA for its masked-MSA
     loss (1.2.7): 15% of the positions, of which 70% become the mask
@@ -98,7 +103,7 @@ def bert_mask(msa, generator):
 def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
                     template_ca, template_n, template_c, generator,
                     residue_index=None, residue_mask=None, resolved=None,
-                    template_mask=1, pseudo_beta_x=None):
+                    template_mask=1, pseudo_beta_x=None, deletions=None):
     '''(features, target) of one protein crop, batch of one, from its
     residues [R], backbone atoms [R, 3], MSA [S, R] and extra MSA [E, R]
     (classes 0-21 of :data:`MSA_CLASSES`) and templates ([T, R] residues,
@@ -108,7 +113,8 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
     [R, 37]: resolved atoms (default: those that exist); *template_mask*
     0: no templates (their features zero); *pseudo_beta_x* [R, 3]: the
     distogram's atoms (default: C-beta placed ideally, C-alpha for
-    glycine).'''
+    glycine); *deletions*: the MSA's and extra MSA's deletion counts
+    (default none).'''
     from alphafold2 import templates
     from alphafold2.geometry import (backbone_torsions,
                                      frames_from_three_points, pseudo_beta)
@@ -119,11 +125,16 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
     msa_one_hot = one_hot(msa_in, MSA_CLASSES).float()
     profile = one_hot(msa, MSA_CLASSES).float().mean(0, keepdim=True) \
         .expand_as(msa_one_hot)
-    zeros = torch.zeros(*msa.shape, 1)
-    msa_feat = torch.cat([msa_one_hot, zeros, zeros, profile, zeros], -1)
-    extra_zeros = torch.zeros(*extra_msa.shape, 2)
+    if deletions is None:
+        deletions = (torch.zeros(msa.shape), torch.zeros(extra_msa.shape))
+    msa_del, extra_del = (d.float()[..., None] for d in deletions)
+    msa_feat = torch.cat([
+        msa_one_hot, msa_del.clamp(max=1), deletion_value(msa_del), profile,
+        deletion_value(msa_del.mean(0, keepdim=True)).expand_as(msa_del)],
+        -1)
     extra_msa_feat = torch.cat([one_hot(extra_msa, MSA_CLASSES).float(),
-                                extra_zeros], -1)
+                                extra_del.clamp(max=1),
+                                deletion_value(extra_del)], -1)
     target_feat = torch.cat([one_hot(aatype, TARGET_AA).float(),
                              torch.zeros(residues, 1)], -1)
     if residue_index is None:

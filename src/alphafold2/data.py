@@ -17,8 +17,9 @@ into the program's crops:
 Chains released up to MLPerf's ``train_max_pdb_release_date`` (2021-09-16)
 train, later ones evaluate (MLPerf evaluates on CAMEO targets after it).
 A chain becomes one crop: a random window of the crop's length (shorter
-chains padded, their padding masked), the MSA's first rows as clusters
-and the rest as the extra MSA. Template hits (``pdb70_hits.hhr``) are not
+chains padded, their padding masked), the MSA (query first, the rest in
+a random order) split into clusters and extra MSA, with the a3m files'
+deletion counts as Table 1's deletion features. Template hits (``pdb70_hits.hhr``) are not
 read: the templates' features are empty and masked.
 """
 import csv
@@ -47,8 +48,9 @@ def residue_classes(sequence):
 
 
 def parse_a3m(text):
-    '''The aligned rows of an a3m file (insertions, lower case, dropped),
-    as lists of residue classes.'''
+    '''The aligned rows of an a3m file as (residue classes, deletions):
+    insertions (lower case) are dropped, and each aligned position counts
+    those just before it (AlphaFold2's deletion matrix, Table 1).'''
     rows, current = [], None
     for line in text.splitlines():
         line = line.strip()
@@ -57,10 +59,22 @@ def parse_a3m(text):
                 rows.append(current)
             current = ''
         elif current is not None and line:
-            current += ''.join(c for c in line if not c.islower())
+            current += line
     if current is not None:
         rows.append(current)
-    return [residue_classes(r) for r in rows if r]
+    parsed = []
+    for row in rows:
+        aligned, deletions, pending = [], [], 0
+        for c in row:
+            if c.islower():
+                pending += 1
+            else:
+                aligned.append(c)
+                deletions.append(pending)
+                pending = 0
+        if aligned:
+            parsed.append((residue_classes(''.join(aligned)), deletions))
+    return parsed
 
 
 def _find(root, *parts):
@@ -113,18 +127,21 @@ class OpenFoldData:
                 unpack('all_atom_mask', bool))
 
     def msa(self, pdb_chain_id, sequence):
-        '''The chain's MSA rows (query first), from its a3m files.'''
+        '''The chain's MSA rows (query first) and their deletion counts,
+        from its a3m files.'''
         entry = self.index[pdb_chain_id]
         rows = [residue_classes(sequence)]
+        deletions = [[0] * len(sequence)]
         with open(self.alignments / entry['db'], 'rb') as f:
             for name, start, size in entry['files']:
                 if not name.endswith('.a3m'):
                     continue
                 f.seek(start)
-                for row in parse_a3m(f.read(size).decode()):
+                for row, deleted in parse_a3m(f.read(size).decode()):
                     if len(row) == len(sequence) and row != rows[0]:
                         rows.append(row)
-        return rows
+                        deletions.append(deleted)
+        return rows, deletions
 
     def sequence(self, pdb_chain_id):
         return next(c['sequence'] for c in self.chains
@@ -138,7 +155,7 @@ def chain_example(data, pdb_chain_id, size, generator):
                                      protein_example)
     sequence = data.sequence(pdb_chain_id)
     positions, atom_mask = data.atoms(pdb_chain_id)
-    rows = data.msa(pdb_chain_id, sequence)
+    rows, deletions = data.msa(pdb_chain_id, sequence)
     length, crop = len(sequence), size.crop
     start = int(torch.randint(max(length - crop, 0) + 1, (),
                               generator=generator))
@@ -153,9 +170,15 @@ def chain_example(data, pdb_chain_id, size, generator):
     msa = padded(rows, GAP)
     order = torch.cat([torch.zeros(1, dtype=torch.long), 1 + torch.randperm(
         len(rows) - 1, generator=generator)])
-    msa = msa[order]
+    msa, deletions = msa[order], padded(deletions)[order]
     clusters, extra = msa[:size.msa_depth], msa[size.msa_depth:]
-    extra = extra[:size.extra_msa] if len(extra) else msa[:1]
+    cluster_deletions = deletions[:size.msa_depth]
+    extra_deletions = deletions[size.msa_depth:]
+    if len(extra):
+        extra = extra[:size.extra_msa]
+        extra_deletions = extra_deletions[:size.extra_msa]
+    else:
+        extra, extra_deletions = msa[:1], deletions[:1]
     atoms = torch.from_numpy(positions.copy())[window]
     present = torch.from_numpy(atom_mask.copy())[window].float()
     atoms = torch.nn.functional.pad(atoms, (0, 0, 0, 0, 0, pad))
@@ -182,7 +205,7 @@ def chain_example(data, pdb_chain_id, size, generator):
         n.expand(templates, crop, 3), c.expand(templates, crop, 3),
         generator, residue_index=start + torch.arange(crop),
         residue_mask=residue_mask, resolved=present, template_mask=0,
-        pseudo_beta_x=beta)
+        pseudo_beta_x=beta, deletions=(cluster_deletions, extra_deletions))
     return features, target
 
 
