@@ -19,8 +19,9 @@ train, later ones evaluate (MLPerf evaluates on CAMEO targets after it).
 A chain becomes one crop: a random window of the crop's length (shorter
 chains padded, their padding masked), the MSA (query first, the rest in
 a random order) split into clusters and extra MSA, with the a3m files'
-deletion counts as Table 1's deletion features. Template hits (``pdb70_hits.hhr``) are not
-read: the templates' features are empty and masked.
+deletion counts as Table 1's deletion features. Template hits
+(``pdb70_hits.hhr``) are not read: the templates' features are empty and
+masked.
 """
 import csv
 import json
