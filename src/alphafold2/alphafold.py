@@ -18,6 +18,14 @@ RECYCLE_BINS = 15
 RECYCLE_RANGE = (3.375, 21.375)
 
 
+def full_precision(device):
+    '''Autocast off on *device* (where autocast exists).'''
+    import contextlib
+    if device.type in ('cuda', 'cpu'):
+        return torch.autocast(device.type, enabled=False)
+    return contextlib.nullcontext()
+
+
 class RecyclingEmbedder(nn.Module):
     '''Alg. 32: the previous run's first MSA row and pair representation
     (layer-normed) and its pseudo-beta distances (one-hot, linear to
@@ -88,7 +96,10 @@ class AlphaFold2(nn.Module):
         for block in self.blocks:
             m, z = run_block(block, recompute, m, z)
         s = self.single(m[:, 0])
-        structure = self.structure(s, z)
+        # Frames in fp32 under mixed precision: eight composed updates
+        # and point distances lose too much in bf16.
+        with full_precision(s.device):
+            structure = self.structure(s.float(), z.float())
         out = self.heads(m[:, :clusters], z, structure['single'])
         out['frames'], out['angles'] = structure['frames'], \
             structure['angles']
