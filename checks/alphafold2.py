@@ -1,4 +1,4 @@
-"""AlphaFold2 (MLPerf HPC OpenFold): the Evoformer trunk's training."""
+"""AlphaFold2 (MLPerf HPC OpenFold): OpenFold's initial training."""
 import reframe as rfm
 
 from hpctestlib_ml.alphafold2 import AlphaFold2Training
@@ -6,7 +6,7 @@ from hpctestlib_ml.alphafold2 import AlphaFold2Training
 
 @rfm.simple_test
 class AlphaFold2(AlphaFold2Training):
-    descr = 'AlphaFold2 Evoformer training (MLPerf HPC OpenFold trunk)'
+    descr = 'AlphaFold2 training (MLPerf HPC OpenFold)'
     maintainers = ['hpcml']
     tags = {'alphafold2', 'mlperf-hpc', 'science'}
 
@@ -14,5 +14,5 @@ class AlphaFold2(AlphaFold2Training):
 @rfm.simple_test
 class AlphaFold2Container(AlphaFold2):
     '''AlphaFold2 in the suite's PyTorch image (containers/pytorch.def).'''
-    descr = 'AlphaFold2 Evoformer training in the PyTorch Apptainer image'
+    descr = 'AlphaFold2 training in the PyTorch Apptainer image'
     runs_in_container = True

@@ -467,7 +467,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
             lambda: self._utilisation(self.model_flops_per_sample(), peak,
                                       nodes), '%')
         if self.recomputes_activations():
-            executed = RECOMPUTE_FACTOR / TRAINING_FACTOR
+            executed = self.recomputed_flops_factor()
             self.perf_variables['hfu'] = sn.make_performance_function(
                 lambda: executed * self._utilisation(
                     self.model_flops_per_sample(), peak, nodes), '%')
@@ -703,6 +703,11 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         FLOPs per sample cannot be known. By default it computes them;
         workloads whose FLOPs come from the log override it.'''
         self.model_flops_per_sample()
+
+    def recomputed_flops_factor(self):
+        '''Executed FLOPs over model FLOPs when activations are recomputed:
+        4/3 (one more forward per three); ``hfu`` is ``mfu`` times this.'''
+        return RECOMPUTE_FACTOR / TRAINING_FACTOR
 
     def recomputes_activations(self):
         '''Whether the run recomputes the forward pass in the backward

@@ -183,18 +183,32 @@ def deeplabv3plus_forward_flops(arch, channels, height, width, classes):
     return total
 
 
-#: Forward FLOPs per crop of the suite's AlphaFold2 trunk (``src/alphafold2``:
-#: input embedding, Evoformer, distogram head), by size: measured once with
-#: torch.utils.flop_counter.FlopCounterMode over a forward pass of one crop
+#: Forward FLOPs of one run of the suite's AlphaFold2 (``src/alphafold2``:
+#: OpenFold's initial-training model: embedders, templates, extra-MSA
+#: stack, Evoformer, structure module, heads) on one crop, no recycling,
+#: by size: measured once with torch.utils.flop_counter.FlopCounterMode
 #: (torch 2.14.1; the reference size on the ``meta`` device, which counts
 #: without computing). Matmuls and attention only; the same counter over
-#: forward + backward gives 2.99x, so training is taken as 3x. Reference
-#: (c_m 256, c_z 128, 48 blocks, 256 residues, 128 MSA clusters): 10.4 TFLOP
-#: forward, 31.1 TFLOP per trained crop, before block recomputation.
+#: forward + backward gives 2.99x, so a trained run is taken as 3x.
+#: Reference (256 residues, 124 clusters, 1024 extra sequences, 4
+#: templates): 11.8 TFLOP a run.
 ALPHAFOLD2_FORWARD_FLOPS = {
-    'tiny': 5.571805184e9,          # c_m 128, c_z 64, 2 blocks, 64 x 32
-    'reference': 10.375338131456e12,
+    'tiny': 8.448840832e9,          # 64 residues x 32, 64 extra, 2 templ.
+    'reference': 11.810919240192e12,
 }
+#: Recycles per training sample: uniform over 0 to the size's maximum
+#: (AlphaFold2 1.10; ``alphafold2.__main__.SIZES``), so on average half of
+#: it; each is a forward without gradients.
+ALPHAFOLD2_MEAN_RECYCLES = {'tiny': 0.5, 'reference': 1.5}
+
+
+def alphafold2_training_flops(size):
+    '''Model FLOPs of one AlphaFold2 training sample of *size*: the
+    trained run (3 forwards) and the mean number of recycling runs (one
+    forward each); block recomputation not counted (MFU, not HFU).
+    Reference: 4.5 x 11.8 = 53.1 TFLOP.'''
+    forward = ALPHAFOLD2_FORWARD_FLOPS[size]
+    return training_flops(forward) + ALPHAFOLD2_MEAN_RECYCLES[size] * forward
 
 
 #: ResNet-50's stages: (bottleneck width, output channels, blocks, stride).

@@ -303,23 +303,30 @@ def _alphafold2(size, device):
     _programs_importable()
     import torch
     from alphafold2 import __main__ as program
-    from alphafold2 import model as evoformer
-    config, crop, msa_depth, _ = program.SIZES[name]
+    spec = program.SIZES[name]
     device = device or ('cpu' if name == 'tiny' else 'meta')
     with _on(device):
-        model = evoformer.Evoformer(evoformer.Config(**config))
+        model = program.build_model(spec)
     features, _ = next(program.synthetic_proteins(
-        1, crop, msa_depth, torch.Generator().manual_seed(0)))
+        1, spec, torch.Generator().manual_seed(0)))
 
     def inputs(dev):
-        return tuple(t.to(dev) for t in features)
+        # One run through the network: no recycling (the FLOPs per
+        # sample add the recycles' forwards, flops.alphafold2_...).
+        return tuple(t.to(dev) for t in features) + (0,)
 
-    cfg = evoformer.Config(**config)
+    cfg = model.cfg
     return _torch_info('alphafold2', size, name, model, inputs,
                        flops.ALPHAFOLD2_FORWARD_FLOPS[name], device,
-                       f'Evoformer trunk, {cfg.blocks} blocks, c_m {cfg.c_m},'
-                       f' c_z {cfg.c_z}, {crop} residues x {msa_depth} MSA '
-                       f'sequences')
+                       f'AlphaFold2 (OpenFold initial training), '
+                       f'{cfg.blocks} Evoformer blocks, c_m {cfg.c_m}, '
+                       f'c_z {cfg.c_z}, {cfg.extra_blocks} extra-MSA and '
+                       f'{cfg.template_blocks} template blocks, structure '
+                       f'module; {spec.crop} residues x {spec.msa_depth} '
+                       f'clusters, {spec.extra_msa} extra sequences, '
+                       f'{spec.templates} templates; FLOPs of one run, '
+                       f'MFU adds a forward per recycle '
+                       f'({spec.max_recycles / 2:g} on average)')
 
 
 def _resnet50(size, device):

@@ -28,7 +28,7 @@ NOTHING_TO_FETCH = {
     'bert': 'synthetic token batches (or a site\'s text and tokenizer)',
     'cosmoflow': 'synthetic cubes (or a site\'s NumPy samples)',
     'deeplabv3plus': 'synthetic climate fields (or a site\'s samples)',
-    'alphafold2': 'synthetic proteins',
+    'alphafold2': "synthetic proteins (or a site's OpenFold data)",
     'resnet50': 'synthetic images (or a site\'s ImageNet TFRecords)',
 }
 

@@ -1,37 +1,73 @@
-"""AlphaFold2 Evoformer: training FLOPs against the forward's (the table
-against a measurement: tests/test_model_info.py), the algorithms'
-symmetries, the distogram targets and the program's log."""
+"""AlphaFold2: OpenFold's parameter count component by component,
+training FLOPs against the forward's (the table against a measurement:
+tests/test_model_info.py), the algorithms' symmetries (Evoformer
+equivariance, invariant point attention and FAPE invariant to a global
+rotation and translation), lDDT on known structures, the distogram
+targets and the program's log."""
+import math
 import sys
 
 import pytest
 import torch
 
 from conftest import REPO, read_data
+from hpctestlib_ml import flops
 from hpctestlib_ml.parsers import EXTRACTORS
 
 sys.path.insert(0, str(REPO / 'src'))
 import alphafold2.__main__ as program  # noqa: E402
+from alphafold2 import geometry, losses, structure  # noqa: E402
 from alphafold2 import model as evoformer  # noqa: E402
 
 
 def measured_flops(size, backward=False):
     from torch.utils.flop_counter import FlopCounterMode
-    config, crop, msa_depth, _ = program.SIZES[size]
+    spec = program.SIZES[size]
     device = 'cpu' if size == 'tiny' else 'meta'  # meta: counts, no math
     with torch.device(device):
-        model = evoformer.Evoformer(evoformer.Config(**config))
+        model = program.build_model(spec)
     features, _ = next(program.synthetic_proteins(
-        1, crop, msa_depth, torch.Generator().manual_seed(0)))
+        1, spec, torch.Generator().manual_seed(0)))
     with FlopCounterMode(display=False) as counter:
-        out = model(*(t.to(device) for t in features))
+        out = model(*(t.to(device) for t in features), 0)
         if backward:
-            out.sum().backward()
+            sum(out[k].sum() for k in ('distogram', 'masked_msa', 'plddt',
+                                       'experimentally_resolved', 'angles')
+                ).add(out['frames'].translations.sum()).backward()
     return counter.get_total_flops()
 
 
 def test_training_step_costs_three_forwards():
     assert measured_flops('tiny', backward=True) == pytest.approx(
         3 * measured_flops('tiny'), rel=0.02)
+
+
+def test_mean_recycles_are_the_programs():
+    for size, spec in program.SIZES.items():
+        assert flops.ALPHAFOLD2_MEAN_RECYCLES[size] == spec.max_recycles / 2
+
+
+def count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+def test_reference_model_is_openfolds_component_by_component():
+    # Issue 16's accounting against OpenFold's initial-training model:
+    # the trunk (input embedder, 48 Evoformer blocks, distogram head)
+    # 87,878,976 and what the whole model adds to it.
+    with torch.device('meta'):
+        model = program.build_model(program.SIZES['reference'])
+    distogram = count(model.heads.distogram)
+    assert count(model.embed) + count(model.blocks) + distogram == \
+        87_878_976
+    assert count(model.extra_msa.blocks) == 2_805_248
+    assert count(model.extra_msa.embed) == 1_664
+    assert count(model.structure) == 2_019_116
+    assert count(model.templates) == 329_408
+    assert count(model.single) == 98_688
+    assert count(model.heads) - distogram == 93_166
+    assert count(model.recycle) == 2_816
+    assert count(model) == 93_229_082
 
 
 def test_evoformer_block_is_equivariant_to_residue_and_sequence_order():
@@ -84,6 +120,305 @@ def test_distogram_bins_cover_2_to_22_angstrom():
     bins = evoformer.distogram_bins(coords)[0, 0]
     width = (21.6875 - 2.3125) / 62
     assert bins.tolist() == [0, 0, 1 + int((10 - 2.3125) // width), 63]
+
+
+def random_rotation(generator):
+    q = torch.randn(4, generator=generator)
+    return geometry.quaternion_update(torch.cat([q[1:] / q[0],
+                                                 torch.zeros(3)])).rotations
+
+
+def random_frames(residues, generator):
+    x = 5 * torch.randn(3, residues, 3, generator=generator)
+    return geometry.frames_from_three_points(*x)
+
+
+def moved(frames, rotation, shift):
+    return geometry.Frames(rotation @ frames.rotations,
+                           (rotation @ frames.translations[..., None])[..., 0]
+                           + shift)
+
+
+def test_invariant_point_attention_is_invariant_to_global_motion():
+    # Alg. 22: the output does not change when every frame is rotated and
+    # moved by the same rigid transform (the points enter only through
+    # distances and through the query's own frame).
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    cfg = evoformer.Config(c_s=16, c_z=8, ipa_heads=3, c_ipa=4, qk_points=2,
+                           v_points=3)
+    ipa = structure.InvariantPointAttention(cfg)
+    for p in ipa.parameters():        # the zero-initialised output hides
+        torch.nn.init.normal_(p, std=0.3)
+    s, z = torch.randn(1, 6, 16), torch.randn(1, 6, 6, 8)
+    frames = random_frames(6, g)
+    frames = geometry.Frames(frames.rotations[None], frames.translations[None])
+    rotation, shift = random_rotation(g), 7 * torch.randn(3, generator=g)
+    out = ipa(s, z, frames)
+    torch.testing.assert_close(ipa(s, z, moved(frames, rotation, shift)),
+                               out, rtol=1e-4, atol=1e-4)
+    # ... and it does see the frames: move one residue alone.
+    alone = geometry.Frames(frames.rotations.clone(),
+                            frames.translations.clone())
+    alone.translations[0, 0] += 3
+    assert not torch.allclose(ipa(s, z, alone), out, atol=1e-3)
+
+
+def test_fape_is_invariant_to_global_motion_of_either_structure():
+    g = torch.Generator().manual_seed(1)
+    true, pred = random_frames(8, g), random_frames(8, g)
+    loss = losses.fape(pred, true, pred.translations, true.translations)
+    for which in ('pred', 'true'):
+        rotation, shift = random_rotation(g), 5 * torch.randn(3, generator=g)
+        p = moved(pred, rotation, shift) if which == 'pred' else pred
+        t = moved(true, rotation, shift) if which == 'true' else true
+        torch.testing.assert_close(losses.fape(p, t, p.translations,
+                                               t.translations), loss)
+    assert loss > 0.1
+    assert losses.fape(true, true, true.translations, true.translations,
+                       eps=0) == 0
+
+
+def test_fape_clamps_at_10_angstrom_and_scales_by_10():
+    frames = geometry.Frames.identity((2,))
+    true = torch.tensor([[0., 0, 0], [3., 0, 0]])
+    # Atom 1 off by 4 A in both frames (identity frames): mean over the
+    # 2 x 2 frame-atom pairs of (0, 4, 0, 4) / 10.
+    assert losses.fape(frames, frames, true + torch.tensor([[0.], [4.]]) *
+                       torch.tensor([0., 1, 0]), true, eps=0) == \
+        pytest.approx(0.2)
+    far = true + torch.tensor([[0.], [40.]]) * torch.tensor([0., 1, 0])
+    assert losses.fape(frames, frames, far, true, eps=0) == \
+        pytest.approx(0.5)
+
+
+def test_lddt_on_known_structures():
+    # A straight chain 3.8 A apart: pairs within 15 A are those up to 3
+    # residues apart.
+    ca = torch.arange(10.)[:, None] * torch.tensor([3.8, 0, 0])
+    assert losses.lddt(ca, ca) == pytest.approx(1.0)
+    # Rotated and moved: distances do not change.
+    g = torch.Generator().manual_seed(2)
+    assert losses.lddt(ca @ random_rotation(g).T + 3, ca) == \
+        pytest.approx(1.0)
+    # Stretched by 1.2: a pair k apart is off by 0.76 k A, under 1, 2
+    # and 4 A for k = 1 (3/4), 2 and 4 A for k = 2 (2/4), 4 A for k = 3
+    # (1/4); 9, 8 and 7 pairs of each, both ways.
+    expected = (9 * 3 / 4 + 8 * 2 / 4 + 7 * 1 / 4) / (9 + 8 + 7)
+    assert losses.lddt(1.2 * ca, ca) == pytest.approx(expected)
+    # A point placed 20 A off its place spoils the pairs it is in.
+    off = ca.clone()
+    off[0, 1] += 20
+    per_residue = losses.lddt(off, ca, per_residue=True)
+    assert per_residue[0] == 0 and per_residue[5] == 1
+
+
+def test_frames_from_three_points_and_backbone_torsions():
+    g = torch.Generator().manual_seed(3)
+    ca = torch.randn(12, 3, generator=g).cumsum(0) * 3
+    n, c = program.backbone_from_ca(ca)
+    frames = geometry.frames_from_three_points(n, ca, c)
+    eye = torch.eye(3).expand(12, 3, 3)
+    torch.testing.assert_close(frames.rotations.transpose(-1, -2) @
+                               frames.rotations, eye, atol=1e-5, rtol=0)
+    local_c = frames.invert_apply(c)
+    assert (local_c[:, 1:].abs() < 1e-5).all() and (local_c[:, 0] > 0).all()
+    angles, mask = geometry.backbone_torsions(n, ca, c)
+    torch.testing.assert_close(angles.norm(dim=-1)[mask.bool()],
+                               torch.ones(int(mask.sum())))
+    assert mask[0].tolist() == [0, 0, 1, 0, 0, 0, 0]
+    assert mask[-1].tolist() == [1, 1, 0, 0, 0, 0, 0]
+
+
+def test_pseudo_beta_is_an_ideal_c_beta_and_glycines_c_alpha():
+    g = torch.Generator().manual_seed(4)
+    ca = torch.randn(6, 3, generator=g).cumsum(0) * 3
+    n, c = program.backbone_from_ca(ca)
+    frames = geometry.frames_from_three_points(n, ca, c)
+    aatype = torch.tensor([0, geometry.GLYCINE, 3, 4, 5, 6])
+    beta = geometry.pseudo_beta(frames, aatype)
+    torch.testing.assert_close(beta[1], ca[1])
+    bond = (beta - ca).norm(dim=-1)[[0, 2, 3, 4, 5]]
+    torch.testing.assert_close(bond, torch.full((5,), 1.527), atol=1e-3,
+                               rtol=0)
+    # Tetrahedral: about 110 degrees from both N and C.
+    for other in (n, c):
+        u, v = beta - ca, other - ca
+        angle = torch.rad2deg(torch.acos((u * v).sum(-1) / (
+            u.norm(dim=-1) * v.norm(dim=-1))))[[0, 2]]
+        assert ((angle > 100) & (angle < 120)).all(), angle
+
+
+def test_msa_is_masked_as_alphafold2_masks_it():
+    g = torch.Generator().manual_seed(6)
+    msa = torch.randint(20, (200, 100), generator=g)
+    masked_msa, mask = program.bert_mask(msa, g)
+    assert mask.float().mean() == pytest.approx(0.15, abs=0.01)
+    assert (masked_msa[~mask] == msa[~mask]).all()
+    tokens = (masked_msa[mask] == program.MASK_TOKEN).float().mean()
+    assert tokens == pytest.approx(0.7, abs=0.03)
+
+
+def test_unclamped_fape_grows_with_the_error():
+    frames = geometry.Frames.identity((2,))
+    true = torch.tensor([[0., 0, 0], [3., 0, 0]])
+    far = true + torch.tensor([[0.], [40.]]) * torch.tensor([0., 1, 0])
+    assert losses.fape(frames, frames, far, true, clamp=None, eps=0) == \
+        pytest.approx(2.0)
+
+
+def test_structure_module_predicts_frames_that_train_towards_the_truth():
+    # A few Adam steps on one synthetic protein lower the final FAPE: the
+    # frames' gradients reach the single representation.
+    torch.manual_seed(0)
+    spec = program.SIZES['tiny']
+    features, target = next(program.synthetic_proteins(
+        1, spec, torch.Generator().manual_seed(0)))
+    model = program.build_model(spec)
+    backbone = target.pop('backbone')
+    target['frames'] = geometry.frames_from_three_points(
+        *backbone.unbind(-2))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    first = None
+    for _ in range(4):
+        out = model(*features, 0)
+        loss, terms = losses.alphafold_loss(out, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        first = first or {k: v.item() for k, v in terms.items()}
+        assert math.isfinite(loss.item())
+    assert set(first) == set(losses.WEIGHTS)
+    assert terms['distogram'] < first['distogram']
+    assert terms['masked_msa'] < first['masked_msa']
+    assert out['frames'].translations.shape == (8, 1, 64, 3)
+
+
+def test_recycles_are_drawn_alike_on_every_rank_and_maximal_in_eval():
+    spec = program.SIZES['tiny']
+    a, b = (program.build_model(spec, seed=1) for _ in range(2))
+    draws = [int(torch.randint(2, (), generator=m.recycle_generator))
+             for m in (a, b) for _ in range(8)]
+    assert draws[:8] == draws[8:] and set(draws) == {0, 1}
+
+
+def write_openfold_records(root, chains):
+    """MLPerf HPC OpenFold's prepared format (alphafold2.data) for
+    *chains*: (pdb_chain_id, release date, length); each a persistent
+    random walk with its third residue unresolved and an a3m of mutated
+    copies (one with an insertion, which the reader drops)."""
+    import csv
+    import json
+    import pickle
+    import zlib
+    import numpy as np
+    from alphafold2 import data
+    g = torch.Generator().manual_seed(5)
+    processed = root / 'pdb_mmcif' / 'processed'
+    (processed / 'dicts').mkdir(parents=True)
+    alignments = root / 'open_protein_set' / 'processed' / 'pdb_alignments'
+    alignments.mkdir(parents=True)
+    dicts, index, rows, db, truth = {}, {}, [], b'', {}
+    for pdb_chain_id, date, length in chains:
+        pdb_id, chain = pdb_chain_id.split('_')
+        aatype = torch.randint(20, (length,), generator=g)
+        sequence = ''.join(data.RESIDUES[i] for i in aatype)
+        steps = torch.randn(length, 3, generator=g)
+        ca = (3.8 * steps / steps.norm(dim=-1, keepdim=True)).cumsum(0)
+        n, c = program.backbone_from_ca(ca)
+        positions = np.zeros((length, 37, 3), np.float32)
+        mask = np.zeros((length, 37), bool)
+        positions[:, 0], positions[:, 1], positions[:, 2] = n, ca, c
+        mask[:, [0, 1, 2]] = True
+        positions[2], mask[2] = 0, False
+        truth[pdb_chain_id] = (sequence, positions, mask)
+        atoms = {chain: {
+            'all_atom_positions': (zlib.compress(positions.tobytes()),
+                                   positions.shape),
+            'all_atom_mask': (zlib.compress(mask.tobytes()), mask.shape)}}
+        dicts.setdefault(pdb_id[1:3], {})[pdb_id] = {
+            'pdb_id': pdb_id, 'release_date': date, 'atoms': atoms,
+            'sequences': {chain: sequence}, 'author_chain_ids': [chain]}
+        rows.append({'pdb_chain_id': pdb_chain_id, 'pdb_id': pdb_id,
+                     'author_chain_id': chain, 'release_date': date,
+                     'sequence_length': length, 'sequence': sequence})
+        hits = ['>query', sequence]
+        for k in range(5):
+            mutated = list(sequence)
+            mutated[k] = '-'
+            mutated[k + 5] = 'A'
+            if k == 0:
+                mutated[10] += 'kl'           # an insertion
+            hits += [f'>hit{k}', ''.join(mutated)]
+        a3m = ('\n'.join(hits) + '\n').encode()
+        index[pdb_chain_id] = {'db': '0.db', 'files': [
+            ['uniref90_hits.a3m', len(db), len(a3m)]]}
+        db += a3m
+    for key, value in dicts.items():
+        with open(processed / 'dicts' / key, 'wb') as f:
+            pickle.dump(value, f)
+    with open(processed / 'chains.csv', 'w', newline='') as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    (alignments / '0.db').write_bytes(db)
+    (alignments / 'super.index').write_text(json.dumps(index))
+    return truth
+
+
+CHAINS = [('1abc_A', '2010-01-01', 80), ('2xyz_B', '2015-05-05', 50),
+          ('7new_A', '2021-10-01', 70)]
+
+
+def test_openfold_records_are_read_as_written(tmp_path):
+    from alphafold2 import data
+    truth = write_openfold_records(tmp_path, CHAINS)
+    records = data.OpenFoldData(tmp_path)
+    assert records.split('train') == ['1abc_A', '2xyz_B']
+    assert records.split('eval') == ['7new_A']
+    sequence, positions, mask = truth['2xyz_B']
+    got_positions, got_mask = records.atoms('2xyz_B')
+    assert (got_positions == positions).all() and (got_mask == mask).all()
+    msa, deletions = records.msa('2xyz_B', sequence)
+    assert len(msa) == 6 and msa[0] == data.residue_classes(sequence)
+    assert msa[1][0] == data.GAP and all(len(r) == 50 for r in msa)
+    # hit0's insertion 'kl' after its residue 10: two deletions at 11.
+    assert deletions[1][11] == 2 and sum(map(sum, deletions)) == 2
+    # A 50-residue chain in a 64-residue crop: padded and masked.
+    spec = program.SIZES['tiny']
+    features, target = data.chain_example(records, '2xyz_B', spec,
+                                          torch.Generator().manual_seed(0))
+    mask = target['residue_mask'][0]
+    assert mask.shape == (64,) and mask[:50].sum() == 49 and \
+        mask[50:].sum() == 0
+    torch.testing.assert_close(target['ca'][0, :2],
+                               torch.from_numpy(positions[:2, 1]))
+    assert features[2].shape[1] == 6             # clusters: every row
+    msa_feat = features[2][0]
+    assert msa_feat[..., 23].sum() == 1          # has_deletion, once
+    assert msa_feat[..., 24].max() == pytest.approx(
+        2 / math.pi * math.atan(2 / 3))
+    assert features[3].shape[1] == 1             # extra MSA: the query
+
+
+def test_program_trains_on_openfold_records(tmp_path):
+    import os
+    import subprocess
+    write_openfold_records(tmp_path, CHAINS)
+    proc = subprocess.run(
+        [sys.executable, '-m', 'alphafold2', '--data', str(tmp_path),
+         '--steps', '2', '--eval-batches', '1'],
+        env={**os.environ, 'PYTHONPATH': str(REPO / 'src')},
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = EXTRACTORS['alphafold2'](proc.stdout + proc.stderr)
+    assert m['status'] == 'success' and m['losses_finite']
+    assert 0 <= m['eval_accuracy'] <= 1
+    proc = subprocess.run(
+        [sys.executable, '-m', 'alphafold2', '--data', str(tmp_path / 'no')],
+        env={**os.environ, 'PYTHONPATH': str(REPO / 'src')},
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode != 0 and 'no such directory' in proc.stderr
 
 
 def test_suites_alphafold2_run_with_two_ranks():

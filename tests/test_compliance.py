@@ -100,3 +100,30 @@ def test_benchmark_sizes_meet_the_closed_rules(program, args, usage,
     assert report.violations == [], [f.message for f in report.violations]
     assert {f.key for f in report.findings} <= {None, 'train_samples',
                                                 'eval_samples'}
+
+
+def test_alphafold2_reference_size_meets_openfolds_closed_rules(tmp_path):
+    '''MLPerf HPC OpenFold's closed rules at the reference size: the
+    model's parameter count (93,229,082), crop, clusters, extra MSA,
+    templates, recycles, loss weights and optimiser all hold. Set up and
+    run for no step and no evaluation (a reference-size forward takes
+    minutes on this CPU), so what is left is the evaluation's events
+    (present in every run that evaluates: the tiny logs above) and what
+    only a full run on the benchmark's data and checkpoint meets.'''
+    text = run_program('alphafold2', ['--size', 'reference', '--steps', '0',
+                                      '--eval-batches', '0'], tmp_path)
+    assert '"submission_division", "value": "closed"' in text
+    assert '"model_parameters_count", "value": 93229082' in text
+    report = compliance.check(text)
+    assert (report.usage, report.ruleset) == ('hpc', '3.0.0')
+    # "Required AT_LEAST_ONE occurrence of 'block_start' or 'eval_start'"
+    # and the same of the stops (the checker names them in either order).
+    messages = [f.message for f in report.violations]
+    assert len(messages) == 2
+    for event in ('start', 'stop'):
+        assert any(m.startswith('Required AT_LEAST_ONE occurrence of') and
+                   f"'block_{event}'" in m and f"'eval_{event}'" in m
+                   for m in messages), messages
+    assert {f.key for f in report.findings if f.run_length_only} == {
+        'train_samples', 'eval_samples', 'eval_accuracy',
+        'init_checkpoint_sha256sum'}

@@ -30,7 +30,7 @@ WORKLOAD_FIGURES = {
     'DeepLabV3Plus': ('deeplabv3plus', 'samples_per_second', 'samples/s',
                       ('samples_per_second_per_gpu', 'eval_iou', 'mfu')),
     'AlphaFold2': ('alphafold2', 'samples_per_second', 'samples/s',
-                   ('samples_per_second_per_gpu', 'eval_distogram_accuracy',
+                   ('samples_per_second_per_gpu', 'eval_lddt_ca',
                     'mfu')),
     'ResNet50TF': ('resnet50', 'images_per_second', 'images/s',
                    ('images_per_second_per_gpu', 'time_per_step_secs',

@@ -1,2 +1,2 @@
-"""AlphaFold2 Evoformer training (MLPerf HPC OpenFold's trunk); see
-``__main__`` and ``model``."""
+"""AlphaFold2 training as MLPerf HPC OpenFold runs it (OpenFold's initial
+training); see ``__main__``, ``alphafold`` and ``model``."""

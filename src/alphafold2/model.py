@@ -1,15 +1,16 @@
-"""A compact AlphaFold2 trunk: input embedding, the Evoformer stack and the
-distogram head, written from the AlphaFold2 supplementary information
-(Jumper et al. 2021, Nature 596:583, "Supplementary Methods"); the
-algorithm numbers below are that document's. OpenFold
-(aqlaboratory/openfold, the MLPerf HPC model) implements the same
-algorithms; this file follows the paper, not OpenFold's code.
+"""AlphaFold2's trunk: input embedding and the Evoformer's blocks, the
+parts the extra-MSA and template stacks reuse, and the model's sizes,
+written from the AlphaFold2 supplementary information (Jumper et al.
+2021, Nature 596:583, "Supplementary Methods"); the algorithm numbers
+below are that document's. OpenFold (aqlaboratory/openfold, the MLPerf
+HPC model) implements the same algorithms; this package follows the
+paper, not OpenFold's code, and matches OpenFold's parameter count.
 
-Left out, because the training step's cost is the Evoformer's: templates,
-the extra-MSA stack (Alg. 18), the structure module (Alg. 20), recycling and
-the auxiliary heads. What remains is 48 Evoformer blocks on 128 MSA
-clusters x 256 residues at the reference size, the FLOP-dominant part of
-AlphaFold2 training.
+The whole model (Alg. 2) is :mod:`alphafold2.alphafold`: templates
+(:mod:`~alphafold2.templates`), the extra MSA stack
+(:mod:`~alphafold2.extra_msa`), the structure module
+(:mod:`~alphafold2.structure`), the heads (:mod:`~alphafold2.heads`) and
+recycling; losses in :mod:`~alphafold2.losses`.
 """
 import math
 
@@ -31,15 +32,59 @@ DISTOGRAM_RANGE = (2.3125, 21.6875)
 
 
 class Config:
-    '''Evoformer sizes; defaults are AlphaFold2's (supplementary 1.6).'''
+    '''Model sizes; defaults are AlphaFold2's (supplementary 1.5-1.8),
+    as OpenFold's ``initial_training`` configuration sets them.
+
+    Evoformer (1.6): c_m, c_z, blocks, msa_heads, pair_heads, c_hidden
+    (MSA attention), c_hidden_pair (triangle attention; default c_hidden),
+    c_opm, c_tri_mul, transition. Single representation c_s. Extra MSA
+    stack (1.7.2): c_e, extra_blocks, c_hidden_extra. Templates (1.7.1):
+    c_t, template_blocks, c_hidden_template and template_heads (the pair
+    stack's triangle attention and the pointwise attention). Structure
+    module (1.8): ipa_heads, c_ipa, qk_points, v_points, structure_layers,
+    c_resnet, resnet_blocks. pLDDT head (1.9.6): c_plddt.'''
 
     def __init__(self, c_m=256, c_z=128, blocks=48, msa_heads=8,
                  pair_heads=4, c_hidden=32, c_opm=32, c_tri_mul=128,
-                 transition=4):
+                 transition=4, c_hidden_pair=None, c_s=384, c_e=64,
+                 extra_blocks=4, c_hidden_extra=8, c_t=64, template_blocks=2,
+                 c_hidden_template=16, template_heads=4, ipa_heads=12,
+                 c_ipa=16, qk_points=4, v_points=8, structure_layers=8,
+                 c_resnet=128, resnet_blocks=2, c_plddt=128):
         self.c_m, self.c_z, self.blocks = c_m, c_z, blocks
         self.msa_heads, self.pair_heads = msa_heads, pair_heads
         self.c_hidden, self.c_opm, self.c_tri_mul = c_hidden, c_opm, c_tri_mul
+        self.c_hidden_pair = c_hidden if c_hidden_pair is None \
+            else c_hidden_pair
         self.transition = transition
+        self.c_s, self.c_e, self.extra_blocks = c_s, c_e, extra_blocks
+        self.c_hidden_extra = c_hidden_extra
+        self.c_t, self.template_blocks = c_t, template_blocks
+        self.c_hidden_template = c_hidden_template
+        self.template_heads = template_heads
+        self.ipa_heads, self.c_ipa = ipa_heads, c_ipa
+        self.qk_points, self.v_points = qk_points, v_points
+        self.structure_layers = structure_layers
+        self.c_resnet, self.resnet_blocks = c_resnet, resnet_blocks
+        self.c_plddt = c_plddt
+
+    def extra_msa(self):
+        '''The extra MSA stack's blocks: Evoformer blocks on c_e with
+        narrower MSA attention (supplementary 1.7.2).'''
+        return self.replace(c_m=self.c_e, c_hidden=self.c_hidden_extra,
+                            c_hidden_pair=self.c_hidden_pair)
+
+    def template_pair(self):
+        '''The template pair stack's blocks (Alg. 16) on c_t: triangle
+        updates c_t wide, transition 2x (supplementary 1.7.1).'''
+        return self.replace(c_z=self.c_t, pair_heads=self.template_heads,
+                            c_hidden_pair=self.c_hidden_template,
+                            c_tri_mul=self.c_t, transition=2)
+
+    def replace(self, **changes):
+        copy = Config.__new__(Config)
+        copy.__dict__.update(self.__dict__, **changes)
+        return copy
 
 
 def dropout(x, p, shared_dim, training):
@@ -177,7 +222,7 @@ class TriangleAttention(nn.Module):
         self.starting = starting
         self.norm = nn.LayerNorm(cfg.c_z)
         self.bias = nn.Linear(cfg.c_z, cfg.pair_heads, bias=False)
-        self.attention = GatedAttention(cfg.c_z, cfg.c_hidden,
+        self.attention = GatedAttention(cfg.c_z, cfg.c_hidden_pair,
                                         cfg.pair_heads)
 
     def forward(self, z):
@@ -241,31 +286,6 @@ class InputEmbedder(nn.Module):
         return m, z
 
 
-class Evoformer(nn.Module):
-    '''Embedding, the Evoformer stack and the distogram head (1.9.8): pair
-    logits over :data:`DISTOGRAM_BINS`, symmetrised.'''
-
-    def __init__(self, cfg, checkpoint_blocks=False):
-        super().__init__()
-        self.embed = InputEmbedder(cfg)
-        self.blocks = nn.ModuleList(EvoformerBlock(cfg)
-                                    for _ in range(cfg.blocks))
-        self.distogram = nn.Linear(cfg.c_z, DISTOGRAM_BINS)
-        #: Recompute each block in the backward pass (OpenFold does, to fit
-        #: crop 256 in memory): 4/3 the FLOPs of a plain step.
-        self.checkpoint_blocks = checkpoint_blocks
-
-    def forward(self, target_feat, residue_index, msa_feat):
-        m, z = self.embed(target_feat, residue_index, msa_feat)
-        for block in self.blocks:
-            if self.checkpoint_blocks and self.training:
-                m, z = checkpoint(block, m, z, use_reentrant=False)
-            else:
-                m, z = block(m, z)
-        logits = self.distogram(z)
-        return logits + logits.transpose(-2, -3)
-
-
 def distogram_bins(coords):
     '''The true bin of each residue pair's distance (section 1.9.8: the
     first and last bins also take everything below and above).'''
@@ -274,3 +294,11 @@ def distogram_bins(coords):
                            device=coords.device)
     distances = torch.cdist(coords, coords)
     return torch.bucketize(distances, edges)
+
+
+def run_block(block, recompute, *x):
+    '''``block(*x)``, recomputed in the backward pass when *recompute*
+    (OpenFold recomputes every block to fit crop 256 in memory).'''
+    if recompute:
+        return checkpoint(block, *x, use_reentrant=False)
+    return block(*x)
