@@ -10,18 +10,26 @@ its references from its own passing runs (perflogs and/or the results DB):
   reference_case_key`), logged with every result;
 - the reference of a metric is the median of the case's last N passing
   runs (default 10), once it has at least ``--min-runs`` (default 5);
-- its threshold is ``max(FLOOR, K x robust spread)`` below the reference
-  for higher-is-better metrics (throughput, MFU) and above it for
-  lower-is-better ones (step time, energy per sample), where the robust
-  spread is 1.4826 x the median absolute deviation over the median (the
-  standard deviation for normal noise, not pulled by one odd run).
+- its threshold is ``max(FLOOR, K x robust spread, second-worst run)``
+  below the reference for higher-is-better metrics (throughput, MFU) and
+  above it for lower-is-better ones (step time, energy per sample), where
+  the robust spread is 1.4826 x the median absolute deviation over the
+  median (the standard deviation for normal noise, not pulled by one odd
+  run) and the second-worst run is the second-largest departure of the N
+  runs from their median in the worse direction (a spread estimated from
+  few runs can be too small; what the history saw twice is not a
+  regression).
   ``FLOOR`` (3 %) keeps a perfectly quiet case from failing on noise it
-  never showed in N runs; ``K`` is chosen from the measured noise of this
-  suite's runs (bench/README.md, "Thresholds from history"): a new run
-  differs from a median of 10 by more than K robust spreads about once
-  in a few hundred runs of the same code, so a nightly suite of tens of
-  metrics is not a false alarm every night, while a case whose runs agree
-  to 1-2 % catches a drop of 5-8 %;
+  never showed in N runs; ``K`` = 4 is chosen from the measured noise of
+  this suite's runs (bench/README.md, "Regression detection": 20 real
+  runs each of three CPU cases, robust spreads 1.8-4.7 %). No real run
+  failed the references of the 10 before it. In histories drawn from those
+  runs an unchanged run fails 0.3-0.9 % of the time with K = 4 (1.3-2.0 %
+  with K = 3 for the two noisier cases, 0.2-0.35 % with K = 5), and a
+  single run 10 % slower fails 16 / 64 / 82 % of the time for spreads of
+  4.7 / 2.6 / 1.8 % (K = 3: 33 / 85 / 94 %; K = 5: 8 / 43 / 64 %). K = 4
+  halves to thirds K = 3's false alarms for a modest loss of power; a
+  drop that one run cannot show is the report's to find, over several;
 - each case's loss over its first logged steps (fixed seeds) becomes a
   reference curve with a tolerance per step from the same runs' spread
   (:data:`LOSS_K` x the largest deviation from their median, at least
@@ -103,10 +111,19 @@ def robust_spread(values):
     return MAD_TO_SIGMA * mad / abs(center) if center else 0.0
 
 
-def threshold(values):
-    '''(reference, relative tolerance, robust spread) of *values*.'''
+def threshold(values, direction=+1):
+    '''(reference, relative tolerance, robust spread) of *values*: the
+    median, and max(FLOOR, K x robust spread, the second-worst run's
+    departure from the median in the worse *direction*). The last term
+    keeps a spread underestimated from few runs from failing runs the
+    history itself has seen more than once; one odd run does not widen
+    it.'''
     spread = robust_spread(values)
-    return statistics.median(values), max(FLOOR, K * spread), spread
+    center = statistics.median(values)
+    worse = sorted(-direction * (v / center - 1) for v in values) \
+        if center else [0.0]
+    seen = worse[-2] if len(worse) > 1 else 0.0
+    return center, max(FLOOR, K * spread, seen), spread
 
 
 def format_loss_curve(losses):
@@ -197,7 +214,7 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source=''):
                       if name in r.metrics]
             if direction is None or len(values) < min_runs:
                 continue
-            ref, tolerance, spread = threshold(values)
+            ref, tolerance, spread = threshold(values, direction)
             tolerance = round(tolerance, 4)
             metrics[name] = ([ref, -tolerance, None, unit] if direction > 0
                              else [ref, None, tolerance, unit])
