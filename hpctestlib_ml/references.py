@@ -344,6 +344,20 @@ def _add_merge_line(text, owner):
             f'{_merge_line(owner)}\n')
 
 
+def _put(block, owner, ref):
+    '''*ref*'s entries in the generated *block*, under *owner*'s mapping
+    (a case without a loss curve drops the one it had).'''
+    for section, value in (('references', ref.metrics),
+                           ('sources', ref.describe()),
+                           ('loss_curves', ref.loss_curve)):
+        cases = block[section].setdefault(owner, {}).setdefault(
+            ref.partition, {})
+        if value is None:
+            cases.pop(ref.case, None)
+        else:
+            cases[ref.case] = value
+
+
 def merge_into_file(path, workload, references):
     '''Merge *references* (:class:`CaseReference`, one workload) into the
     references file *path*; returns one line per case written or left out.
@@ -370,15 +384,7 @@ def merge_into_file(path, workload, references):
             continue
         if not ref.metrics:
             continue
-        for section, value in (('references', ref.metrics),
-                               ('sources', ref.describe()),
-                               ('loss_curves', ref.loss_curve)):
-            cases = block[section].setdefault(owner, {}).setdefault(
-                ref.partition, {})
-            if value is None:
-                cases.pop(ref.case, None)
-            else:
-                cases[ref.case] = value
+        _put(block, owner, ref)
         written.append(f'{ref.check} {ref.partition} {ref.case!r}: '
                        f'{len(ref.metrics)} metrics from {ref.describe()}')
     if not block['references']:
@@ -477,14 +483,8 @@ def preview(references):
     '''The generated block *references* would make, as text.'''
     block = {'references': {}, 'sources': {}, 'loss_curves': {}}
     for ref in references:
-        if not ref.metrics:
-            continue
-        for section, value in (('references', ref.metrics),
-                               ('sources', ref.describe()),
-                               ('loss_curves', ref.loss_curve)):
-            if value is not None:
-                block[section].setdefault(ref.check, {}).setdefault(
-                    ref.partition, {})[ref.case] = value
+        if ref.metrics:
+            _put(block, ref.check, ref)
     return render_block(block)
 
 

@@ -110,7 +110,7 @@ def run(args, out=print):
         os.makedirs(args.out, exist_ok=True)
         images = []
         if not args.no_plots:
-            images += plots.timeseries(runs, headlines, args.out)
+            images += plots.timeseries(runs, headlines, args.out, rows)
             images += plots.scaling(runs, headlines, args.out)
             if compared:
                 images.append(plots.comparison(

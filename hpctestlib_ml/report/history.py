@@ -75,22 +75,23 @@ class Run:
 class History:
     runs: list = dataclasses.field(default_factory=list)
     dry_run_lines: int = 0
-    unreadable_lines: int = 0
     files: list = dataclasses.field(default_factory=list)
     #: Why lines were skipped: reason -> count (see :data:`SKIP_REASONS`).
     skipped: dict = dataclasses.field(default_factory=dict)
 
+    @property
+    def unreadable_lines(self):
+        return sum(self.skipped.values())
+
     def extend(self, other):
         self.runs += other.runs
         self.dry_run_lines += other.dry_run_lines
-        self.unreadable_lines += other.unreadable_lines
         self.files += other.files
         for reason, count in other.skipped.items():
-            self.skipped[reason] = self.skipped.get(reason, 0) + count
+            self.skip(reason, count)
 
-    def skip(self, reason):
-        self.unreadable_lines += 1
-        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+    def skip(self, reason, count=1):
+        self.skipped[reason] = self.skipped.get(reason, 0) + count
 
     def skipped_text(self):
         '''``N unreadable lines (a truncated, b ...)``.'''

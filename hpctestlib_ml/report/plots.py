@@ -5,7 +5,7 @@ comparison of two result sets."""
 import os
 import statistics
 
-from hpctestlib_ml.report.analysis import detect_change, group, headline
+from hpctestlib_ml.report.analysis import group, headline
 
 #: Cases drawn per workload in the time-series figure (the most-run first).
 MAX_PANELS = 9
@@ -32,10 +32,13 @@ def _short(display_name):
     return ' '.join(parts[1:]) or parts[0]
 
 
-def timeseries(runs, headlines, out_dir):
+def timeseries(runs, headlines, out_dir, rows=()):
     '''One PNG per workload: a panel per case, a line per
     system:partition, failures as red crosses on the time axis, the
-    reference band where the results carry one. Returns the paths.'''
+    reference band where the results carry one, and the flagged change of
+    the report's *rows* (:func:`~.analysis.table`). Returns the paths.'''
+    flagged = {(r.where, r.case, r.size): r.detected for r in rows
+               if r.flagged}
     plt = _pyplot()
     paths = []
     for workload, work_runs in sorted(group(runs,
@@ -77,8 +80,8 @@ def timeseries(runs, headlines, out_dir):
                                    color=line.get_color())
                         ax.axhline(latest.ref, ls='--', lw=0.8,
                                    color=line.get_color())
-                found, _ = detect_change(runs_here, chosen)
-                if found and found.flagged:
+                found = flagged.get((where, name, size or ''))
+                if found:
                     ax.axvline(_date(found.when), color='red', ls=':',
                                lw=1.2, label=f'{where} change '
                                f'{100 * found.effect:+.0f}%')
