@@ -17,6 +17,11 @@ program write through objects it never closes, such as OpenCLIP's
 ``--report-to tensorboard``). An exception still leaves the normal way,
 with its traceback and status 1.
 
+Every program also starts here, so this is where its standard streams
+become line-buffered (:func:`whole_lines`): each line leaves in one
+``write``, so that ranks sharing one output (torchrun's workers, a local
+job's processes) cannot tear each other's lines.
+
 No imports beyond the standard library: TensorFlow's program uses it too.
 """
 import atexit
@@ -36,11 +41,29 @@ def status_of(code):
     return 1
 
 
+def whole_lines(streams=None):
+    '''Make *streams* (default stdout and stderr) write whole lines.
+
+    The jobs run ``python -u`` (so that nothing waits in a buffer when a
+    rank dies), and unbuffered text streams send each piece of a
+    ``print(a, b)`` with a write of its own: with four ranks on one file,
+    ``1.8633\\timages/sec: 5.0`` came out of two of them. Line buffering
+    collects a line and writes it at its newline, in one write (a line
+    longer than the buffer, 8 KiB, may still leave in pieces).'''
+    for stream in streams or (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(line_buffering=True, write_through=False)
+        except (AttributeError, ValueError):
+            pass                       # not a TextIOWrapper (replaced)
+
+
 def run(main, teardown=False):
     '''``sys.exit(main())``, without interpreter teardown unless
     *teardown* or ``HPCML_FULL_EXIT=1``. A leading ``--`` in ``sys.argv``
     (torchrun's separator between its options and the program's) is
-    dropped first.'''
+    dropped first; the standard streams write whole lines
+    (:func:`whole_lines`).'''
+    whole_lines()
     if sys.argv[1:2] == ['--']:
         del sys.argv[1]
     if teardown or os.environ.get('HPCML_FULL_EXIT') == '1':

@@ -1,0 +1,53 @@
+"""The records the suite's programs print beside their native logs
+(``src/hpcml_log.py``): ``[hpcml] <type> <JSON object>``, one a line.
+
+Types and their fields:
+
+``device`` (each rank, once, after choosing its device)
+    ``rank``, ``local_rank``; ``kind`` ``gpu`` or ``cpu`` (what the
+    program computes on); ``backend`` ``cuda``, ``hip`` or ``cpu``;
+    ``index`` (the device ordinal the rank uses among those it sees),
+    ``count`` (devices it sees), ``name`` (the device's product name),
+    ``capability`` (``9.0``); ``tf32`` (whether fp32 matrix products run
+    on TF32 tensor cores: decides the peak of fp32 MFU); ``runtime``
+    (``cuda 12.8``: the runtime the framework was built with),
+    ``framework`` (``torch 2.11.0``), ``nccl`` (the version the framework
+    loads), ``visible`` (the visibility variable as the rank saw it).
+``memory`` (each rank, once, after training)
+    ``rank``, ``peak_allocated_MiB`` (the framework allocator's peak of
+    live tensors), ``peak_reserved_MiB`` (what the allocator held from the
+    device at its peak: what an out-of-memory compares with the
+    device's capacity), ``total_MiB`` (the device's capacity).
+``timing`` (each rank, once, after training)
+    ``rank``, ``steps`` (steady-state steps: the first is not counted),
+    ``data_s`` (seconds waiting for the next batch, its copy to the
+    device included), ``compute_s`` (the rest of the steps).
+
+Standard library only (``hpcml extract`` uses it).
+"""
+import json
+import re
+
+_LINE = re.compile(r'^(?:.*?)\[hpcml\] (device|memory|timing) (\{.*\})\s*$',
+                   re.M)
+
+
+def records(text, type_):
+    '''Every record of type *type_* in *text*, in order; a line that is not a
+    whole JSON object (cut short) is skipped.'''
+    found = []
+    for match in _LINE.finditer(text):
+        if match.group(1) != type_:
+            continue
+        try:
+            value = json.loads(match.group(2))
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
+def by_rank(text, type_):
+    '''{rank: record} of type *type_* (a rank's last record wins).'''
+    return {r.get('rank'): r for r in records(text, type_)}
