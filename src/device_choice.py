@@ -1,0 +1,89 @@
+"""Which device a rank computes on, from what its node and launcher give
+it: pure functions over plain values (the visibility variables, the local
+rank, the device count the framework reports), so that the CPU tests can
+feed them what a GPU node gives. Standard library only: the PyTorch
+programs (:mod:`torch_device`) and TensorFlow's use them alike.
+
+Where Slurm binds one GPU to each task (``--gpus-per-task``,
+``--gpu-bind``, a site's default), a rank sees one device whatever its
+local rank: it must use ordinal 0, not ``cuda:LOCAL_RANK`` ("invalid device
+ordinal" on local ranks 1-3). Where every task sees all of the node's GPUs
+(Slurm's default, torchrun), local rank *r* uses ordinal *r*.
+"""
+
+#: Visibility variables, in the order the runtimes apply them: CUDA's, then
+#: HIP's, then ROCr's (which the HIP runtime applies first, beneath HIP's).
+VISIBILITY_VARIABLES = ('CUDA_VISIBLE_DEVICES', 'HIP_VISIBLE_DEVICES',
+                        'ROCR_VISIBLE_DEVICES')
+
+
+class DeviceChoiceError(RuntimeError):
+    '''A rank cannot be given a device of its own; the message says why.'''
+
+
+def visibility(env):
+    '''``NAME=value`` of the visibility variables set in *env*, for the
+    log ('' where none is).'''
+    return ' '.join(f'{name}={env[name]}' for name in VISIBILITY_VARIABLES
+                    if name in env)
+
+
+def local_world_size(env):
+    '''Ranks on this node: torchrun's ``LOCAL_WORLD_SIZE``, else Slurm's
+    tasks on this node (``SLURM_NTASKS_PER_NODE``, or the first count of
+    ``SLURM_STEP_TASKS_PER_NODE``, e.g. ``4(x2)``); None if unknown.'''
+    for name in ('LOCAL_WORLD_SIZE', 'SLURM_NTASKS_PER_NODE',
+                 'SLURM_STEP_TASKS_PER_NODE'):
+        value = env.get(name, '').split('(')[0].split(',')[0].strip()
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def device_index(local_rank, count, local_world=None, visible=''):
+    '''The ordinal, among the *count* devices this rank sees, that local
+    rank *local_rank* of *local_world* uses.
+
+    One device visible: 0 (a GPU bound to the task). As many as the node's
+    ranks, or more: the local rank. Anything else would put two ranks on
+    one device: DeviceChoiceError, naming what the rank saw (*visible*).
+    '''
+    if count < 1:
+        raise DeviceChoiceError(f'no device visible to local rank '
+                                f'{local_rank} ({visible or "no visibility variable set"})')
+    if count == 1:
+        return 0
+    if local_rank < count and (local_world is None or local_world <= count):
+        return local_rank
+    ranks = f'{local_world} ranks' if local_world else 'its ranks'
+    raise DeviceChoiceError(
+        f'local rank {local_rank} sees {count} devices '
+        f'({visible or "no visibility variable set"}) and this node runs '
+        f'{ranks}: each rank must see either one device (Slurm '
+        f'--gpus-per-task=1 or --gpu-bind) or all of the node\'s, one per '
+        f'rank')
+
+
+#: Compute capability from which NVIDIA GPUs have TF32 and bf16 tensor
+#: cores (Ampere).
+AMPERE = (8, 0)
+
+
+def tf32_active(backend, capability, allowed, env):
+    '''Whether fp32 matrix products run on TF32 tensor cores: an NVIDIA GPU
+    of Ampere or later, the framework allowing it, and no
+    ``NVIDIA_TF32_OVERRIDE=0`` (which turns TF32 off in cuBLAS and cuDNN
+    whatever the framework says). AMD GPUs: False (their fp32 matrix rate
+    is the ``fp32`` peak).'''
+    return (backend == 'cuda' and tuple(capability or (0, 0)) >= AMPERE
+            and bool(allowed) and env.get('NVIDIA_TF32_OVERRIDE') != '0')
+
+
+def bf16_native(backend, capability):
+    '''Whether the device computes bf16 in hardware: NVIDIA from Ampere on,
+    AMD's CDNA2 and later (every ROCm device the suite runs on). Earlier
+    NVIDIA GPUs (V100: 7.0) emulate it, many times slower, though
+    ``torch.cuda.is_bf16_supported()`` says True.'''
+    if backend == 'hip':
+        return True
+    return tuple(capability or (0, 0)) >= AMPERE
