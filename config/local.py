@@ -15,16 +15,10 @@ import shutil
 import subprocess
 import sys
 
-from hpctestlib_ml import cpu_peak
+from hpctestlib_ml import cpu_peak, peaks
 from hpctestlib_ml.siteconfig import (CACHE_DIR, container_environment,
                                       local_general, make_site_configuration,
                                       system_dirs, with_apptainer)
-
-#: GPU product names -> keys of hpctestlib_ml.constants.DEVICE_PEAK_FLOPS
-_GPU_MODELS = (('GH200', 'GH200'), ('H200', 'H200'), ('H100 PCIe', 'H100-PCIe'),
-               ('H100', 'H100-SXM'), ('A100', 'A100'),
-               # An MI250(X) shows as two devices, one per compute die.
-               ('MI300X', 'MI300X'), ('MI250', 'MI250-GCD'))
 
 #: The product name in ``amd-smi static --asic`` (``MARKET_NAME: AMD
 #: Instinct MI300X``) and ``rocm-smi --showproductname`` (``GPU[0] : Card
@@ -44,8 +38,9 @@ def _run(command):
 
 
 def _model(names):
-    return next((key for pattern, key in _GPU_MODELS
-                 if names and pattern in names[0]), None)
+    '''The peak table's key of the first GPU's product name
+    (:func:`hpctestlib_ml.peaks.model_key`).'''
+    return peaks.model_key(names[0]) if names else None
 
 
 def local_gpus():

@@ -23,14 +23,13 @@ from reframe.core.exceptions import (PerformanceError, ReframeError,
                                      SanityError)
 from reframe.core.logging import getlogger
 
-from hpctestlib_ml import (SRC_DIR, container, energy, launch, provenance,
-                           references)
-from hpctestlib_ml.parsers import failures
+from hpctestlib_ml import (SRC_DIR, container, device_check, energy, launch,
+                           peaks, provenance, references)
+from hpctestlib_ml.parsers import failures, hpcml_records
 from hpctestlib_ml.flops import RECOMPUTE_FACTOR, TRAINING_FACTOR
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
-                                     DEVICE_PEAK_FLOPS, FRAMEWORKS,
-                                     GPU_FEATURE, LAUNCH_MODES,
-                                     PRECISION_PEAK, SCALES, SIZES)
+                                     FRAMEWORKS, GPU_FEATURE, LAUNCH_MODES,
+                                     SCALES, SIZES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
 
@@ -237,6 +236,22 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     resolved_size = variable(str, type(None), value=None)
     device = variable(str, value='cpu')
 
+    #: What the ranks say they ran on (their ``[hpcml] device`` records):
+    #: kind, backend, product name and ranks, e.g. ``gpu cuda NVIDIA H100
+    #: 80GB HBM3 x4``; '' where the program prints no record. Logged with
+    #: every result.
+    #:
+    #: :type: :class:`str`
+    device_ran = variable(str, value='')
+
+    #: The peak MFU divides by, as used: device model, the precision's
+    #: rate (fp32 at ``tf32`` only where the ranks say TF32 was on) and
+    #: its FLOP/s, e.g. ``H100-SXM bf16 989.4 TFLOP/s per GPU``; '' without
+    #: MFU. Logged with every result.
+    #:
+    #: :type: :class:`str`
+    mfu_peak = variable(str, value='')
+
     #: What this case is on its partition, for references from history
     #: (``$index: [$partition, reference_case]``): size, nodes x ranks per
     #: node, launch mode, batch, precision, the test's own parameters and
@@ -306,6 +321,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         self.reference_case = self.reference_case_key()
         self.set_job_layout()
         self.set_launch_command()
+        self.set_device_env()
         if self.runs_in_container:
             self.use_container()
         self.add_utilisation_metrics()
@@ -374,7 +390,29 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         self.steps = count('steps', DEFAULT_STEPS if self.steps is None
                            else self.steps, minimum=2)
 
+        sized_precision = None if asked_precision else self.precision
         self.finalize_settings()
+        self.use_precision_the_device_has(sized_precision)
+
+    def use_precision_the_device_has(self, sized_precision):
+        '''bf16 on GPUs without bf16 hardware (V100) is emulated, many
+        times slower (``torch.cuda.is_bf16_supported()`` still says yes):
+        a size's bf16 default (*sized_precision*) becomes its fp16 one,
+        with loss scaling in every program; a bf16 case asked for (``-S
+        precision=``, a workload's parameter) is skipped with the
+        reason.'''
+        fp16 = peaks.fp16_for(self.precision)
+        model = self.partition_gpu_model() if self.uses_gpus else None
+        if fp16 is None or peaks.has_bf16(model):
+            return
+        if self.precision == sized_precision:
+            getlogger().info(f'{self.display_name}: {model} has no bf16: '
+                             f'running {fp16} instead of {self.precision}')
+            self.precision = fp16
+        else:
+            self.skip(f'{model} has no bf16 hardware: precision '
+                      f'{self.precision} would run emulated; use '
+                      f'-S precision={fp16}')
 
     def set_job_layout(self):
         layout = self.layout
@@ -415,6 +453,34 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
             self.executable, self.executable_opts = launch.per_task_command(
                 self.python, self.program, args)
 
+    def set_device_env(self):
+        '''What the programs need to know of their devices: the kind the
+        partition has (``HPCML_DEVICE_KIND``: a GPU case whose torch sees
+        no GPU stops at once; a CPU case computes on the CPU even on a
+        machine with GPUs, which it does not see), the node's GPUs of the
+        case (``HPCML_GPUS_PER_NODE``: the energy sampler counts those),
+        the ranks on a node (``LOCAL_WORLD_SIZE``, which torchrun sets
+        itself) and, on GPUs, NCCL's own account of its version and
+        transport (``NCCL_DEBUG=INFO`` for its INIT and NET subsystems,
+        unless the site sets NCCL_DEBUG).'''
+        kind = 'gpu' if self.uses_gpus else 'cpu'
+        self.env_vars['HPCML_DEVICE_KIND'] = kind
+        self.env_vars['HPCML_GPUS_PER_NODE'] = str(self.layout.gpus_per_node)
+        if self.launch_mode == 'per_task':
+            self.env_vars['LOCAL_WORLD_SIZE'] = str(self.layout.procs_per_node)
+        if self.uses_gpus:
+            self.env_vars['NCCL_DEBUG'] = '${NCCL_DEBUG:-INFO}'
+            self.env_vars['NCCL_DEBUG_SUBSYS'] = \
+                '${NCCL_DEBUG_SUBSYS:-INIT,NET}'
+        else:
+            for name in ('CUDA_VISIBLE_DEVICES', 'HIP_VISIBLE_DEVICES'):
+                self.env_vars[name] = ''
+
+    def partition_gpu_model(self):
+        '''The GPU model key of the partition's config, or None.'''
+        gpus = self.current_partition.select_devices('gpu')
+        return gpus[0].model if gpus else None
+
     def use_container(self):
         '''Run the launch command in the framework's image (ReFrame's
         container platform): the repository bind-mounted at its path, the
@@ -449,11 +515,13 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         (FLOPs executed: the forward once more), where the peak and the
         FLOPs per sample are known. The FLOPs are taken when the figures
         are computed, after the run: a workload may read its model's shape
-        from the log (:meth:`model_flops_per_sample`).'''
-        peak = self.peak_flops_per_node()
-        if peak is None:
-            getlogger().verbose(f'{self.display_name}: no MFU: no peak FLOP/s '
-                                f'known for {self.current_partition.fullname}')
+        from the log (:meth:`model_flops_per_sample`); so is the peak, which
+        follows the math mode the ranks report (:mod:`hpctestlib_ml.
+        peaks`).'''
+        try:
+            self.peak_flops_per_node(records=[])       # before the run
+        except LookupError as err:
+            getlogger().warning(f'{self.display_name}: no MFU: {err}')
             return
 
         try:
@@ -464,34 +532,90 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
 
         nodes = self.layout.num_nodes
         self.perf_variables['mfu'] = sn.make_performance_function(
-            lambda: self._utilisation(self.model_flops_per_sample(), peak,
-                                      nodes), '%')
+            lambda: self._utilisation(self.model_flops_per_sample(),
+                                      self.peak_flops_per_node(), nodes), '%')
         if self.recomputes_activations():
             executed = self.recomputed_flops_factor()
             self.perf_variables['hfu'] = sn.make_performance_function(
                 lambda: executed * self._utilisation(
-                    self.model_flops_per_sample(), peak, nodes), '%')
+                    self.model_flops_per_sample(),
+                    self.peak_flops_per_node(), nodes), '%')
 
-    def peak_flops_per_node(self):
-        '''Peak FLOP/s of one node at this test's precision, or None if unknown.
+    def peak_flops_per_node(self, records=None):
+        '''Peak FLOP/s of one node at the precision that ran; sets
+        :attr:`mfu_peak`. LookupError where none is known. *records*: the
+        ranks' ``device`` records (default: the log's).
 
-        GPU partitions: ``devices`` ``model`` looked up in
-        :data:`~hpctestlib_ml.constants.DEVICE_PEAK_FLOPS` (or
-        ``extras['device_peak_flops']``); CPU partitions:
+        GPU partitions: the ``devices`` ``model`` looked up in
+        :data:`~hpctestlib_ml.constants.DEVICE_PEAK_FLOPS` at the
+        precision's rate (:func:`hpctestlib_ml.peaks.device_peak`; fp32 at
+        the TF32 rate where the ranks' ``device`` records say TF32 ran, or
+        say nothing), or ``extras['device_peak_flops']``; CPU partitions:
         ``extras['cpu_peak_flops']``.
         '''
         extras = self.current_partition.extras
         if not self.uses_gpus:
-            return extras.get('cpu_peak_flops')
+            peak = extras.get('cpu_peak_flops')
+            if not peak:
+                raise LookupError(f'no peak FLOP/s known for '
+                                  f'{self.current_partition.fullname}: '
+                                  f"set extras['cpu_peak_flops']")
+            self.mfu_peak = (f'cpu {peak / 1e9:.1f} GFLOP/s per node '
+                             f'(fp32, measured)')
+            return peak
 
         peak = extras.get('device_peak_flops')
-        if peak is None:
-            gpus = self.current_partition.select_devices('gpu')
-            model = gpus[0].model if gpus else None
-            key = PRECISION_PEAK.get(self.precision, 'fp32')
-            peak = DEVICE_PEAK_FLOPS.get(model, {}).get(key)
+        if peak:
+            self.mfu_peak = (f"extras['device_peak_flops'] "
+                             f'{peak / 1e12:.1f} TFLOP/s per GPU')
+        else:
+            if records is None:
+                records = self.device_records()
+            tf32 = device_check.tf32(records)
+            model = self.partition_gpu_model()
+            peak, key = peaks.device_peak(model, self.precision, tf32)
+            self.mfu_peak = peaks.describe(
+                model, key, peak,
+                assumed_tf32=key == 'tf32' and tf32 is None)
+        return peak * self.layout.gpus_per_node
 
-        return peak * self.layout.gpus_per_node if peak else None
+    def device_records(self):
+        '''The ranks' ``[hpcml] device`` records in the log ([] before
+        the run, or where the program prints none).'''
+        return hpcml_records.records(self.log_text(), 'device')
+
+    def prints_device_records(self):
+        '''Whether the program prints the suite's ``[hpcml]`` records
+        (every program of ``src/`` does; a workload running an upstream
+        program of its own, such as Megatron-LM's ``pretrain_gpt.py``,
+        says no).'''
+        return True
+
+    @run_before('performance')
+    def add_device_metrics(self):
+        '''What the ranks' records say: :attr:`device_ran`, the runtime
+        and NCCL they loaded (over the provenance file's), and the
+        figures ``gpu_mem_peak_MiB`` (the largest device memory a rank
+        held: absent on CPUs, not zero) and ``data_share`` (% of the step
+        time spent waiting for data: the workload's parser's figure where
+        its program logs its own, else the ``timing`` records).'''
+        text = self.log_text()
+        records = hpcml_records.records(text, 'device')
+        self.device_ran = device_check.device_summary(records)
+        if 'mfu' in self.perf_variables:
+            self.peak_flops_per_node(records)        # sets mfu_peak
+        memory = device_check.gpu_memory_peak(
+            hpcml_records.records(text, 'memory'))
+        if memory is not None:
+            self.perf_variables['gpu_mem_peak_MiB'] = \
+                sn.make_performance_function(lambda: memory, 'MiB')
+        share = self.metrics().get('data_share')
+        if share is None:
+            share = device_check.data_share(
+                hpcml_records.records(text, 'timing'))
+        if share is not None:
+            self.perf_variables['data_share'] = \
+                sn.make_performance_function(lambda: share, '%')
 
     @run_before('performance')
     def add_provenance_and_energy(self):
@@ -501,6 +625,9 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         where the nodes had energy counters, else say why not.'''
         for name, value in provenance.job_provenance(self.stagedir).items():
             setattr(self, name, value)
+        runtime, nccl = device_check.runtime_versions(self.device_records())
+        self.cuda_version = runtime or self.cuda_version
+        self.nccl_version = nccl or self.nccl_version
         rss = energy.peak_rss_mib(self.stagedir)
         if rss is not None:
             self.perf_variables['max_rss_MiB'] = \
@@ -593,11 +720,22 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         if reason:
             raise SanityError(self.failure_message(text, reason))
 
-        problems = self.log_problems(text)
+        problems = self.device_problems() + self.log_problems(text)
         if problems:
             raise SanityError('; '.join(problems))
 
         return True
+
+    def device_problems(self):
+        '''Why the ranks' ``device`` records do not show the partition's
+        devices (:func:`hpctestlib_ml.device_check.device_problems`); []
+        where they do, or where the program prints no records.'''
+        if not self.prints_device_records():
+            return []
+        return device_check.device_problems(
+            self.device_records(), 'gpu' if self.uses_gpus else 'cpu',
+            self.layout.world_size, self.current_partition.fullname,
+            self.partition_gpu_model() if self.uses_gpus else None)
 
     def failure_message(self, text, reason):
         '''*reason*, with the exit code and the fix where the suite knows it.'''

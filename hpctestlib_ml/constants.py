@@ -43,29 +43,65 @@ SIZES = ('auto', 'tiny', 'short', 'benchmark')
 GPU_FEATURE = 'gpu'
 
 #: Dense peak FLOP/s per device by model and precision, from the vendors'
-#: data sheets (tensor cores, no sparsity). ``fp32`` is the non-tensor-core
-#: rate; ``tf32`` the tensor-core rate for fp32 inputs.
+#: data sheets (no sparsity: the sheets' starred figures halved).
+#:
+#: ``fp32``: the rate of fp32 matrix products without TF32: NVIDIA's CUDA
+#: cores (their tensor cores take no fp32 inputs), AMD's matrix cores
+#: (MFMA fp32, which is what rocBLAS runs fp32 GEMMs on: twice the vector
+#: rate on MI250). ``tf32``: NVIDIA's tensor cores on fp32 inputs (Ampere
+#: on), MI300X's xf32. ``bf16``/``fp16``: tensor/matrix cores. A model
+#: without ``bf16`` (V100) has no bf16 hardware: the suite runs fp16 there.
+#:
+#: Sources: NVIDIA A100 (40/80 GB) data sheet; H100 SXM/PCIe/NVL and H200
+#: SXM/NVL product pages (the NVL figures are per GPU: 60 TF fp32, 835 TF
+#: tf32 and 1,671 TF bf16 with sparsity); GH200 (its H100: as H100 SXM);
+#: V100 SXM2 and PCIe data sheet; AMD Instinct MI250X and MI250 (per OAM,
+#: two GCDs: halved here, a GCD is one device to PyTorch; MI250X 47.9 TF
+#: vector fp32, 95.7 TF matrix fp32, 383 TF bf16; MI250 45.3, 90.5, 362.1)
+#: and MI300X (163.4 TF fp32 matrix, 653.7 TF tf32, 1,307.4 TF bf16).
 DEVICE_PEAK_FLOPS = {
     'A100': {'fp32': 19.5e12, 'tf32': 156e12, 'bf16': 312e12, 'fp16': 312e12},
     'H100-SXM': {'fp32': 67e12, 'tf32': 494.7e12, 'bf16': 989.4e12,
                  'fp16': 989.4e12},
     'H100-PCIe': {'fp32': 51.2e12, 'tf32': 378e12, 'bf16': 756e12,
                   'fp16': 756e12},
+    'H100-NVL': {'fp32': 60e12, 'tf32': 417.5e12, 'bf16': 835.5e12,
+                 'fp16': 835.5e12},
     'GH200': {'fp32': 67e12, 'tf32': 494.7e12, 'bf16': 989.4e12,
               'fp16': 989.4e12},
     'H200': {'fp32': 67e12, 'tf32': 494.7e12, 'bf16': 989.4e12,
              'fp16': 989.4e12},
-    # One MI250 graphics compute die (a GCD is one device to PyTorch).
-    'MI250-GCD': {'fp32': 23.95e12, 'tf32': 23.95e12, 'bf16': 181.05e12,
-                  'fp16': 181.05e12},
+    'H200-NVL': {'fp32': 60e12, 'tf32': 417.5e12, 'bf16': 835.5e12,
+                 'fp16': 835.5e12},
+    'V100': {'fp32': 15.7e12, 'fp16': 125e12},
+    'V100-PCIe': {'fp32': 14e12, 'fp16': 112e12},
+    # One graphics compute die (GCD) of an MI250X / MI250.
+    'MI250X-GCD': {'fp32': 47.85e12, 'bf16': 191.5e12, 'fp16': 191.5e12},
+    'MI250-GCD': {'fp32': 45.25e12, 'bf16': 181.05e12, 'fp16': 181.05e12},
     'MI300X': {'fp32': 163.4e12, 'tf32': 653.7e12, 'bf16': 1307.4e12,
                'fp16': 1307.4e12},
 }
 
-#: Which peak of :data:`DEVICE_PEAK_FLOPS` a training precision runs at.
-#: (OpenCLIP and most trainers enable TF32 matmuls for fp32 on GPUs.)
+#: Product names (as ``nvidia-smi``, ``amd-smi``, ``rocm-smi`` and
+#: ``torch.cuda.get_device_name`` print them) -> keys of
+#: :data:`DEVICE_PEAK_FLOPS`: the first pattern contained in the name wins,
+#: so the longer names come first ("H100 NVL" and "H100 PCIe" before
+#: "H100", "GH200" and "H200 NVL" before "H200", "MI250X" before "MI250").
+GPU_PRODUCT_NAMES = (
+    ('GH200', 'GH200'), ('H200 NVL', 'H200-NVL'), ('H200', 'H200'),
+    ('H100 NVL', 'H100-NVL'), ('H100 PCIe', 'H100-PCIe'),
+    ('H100', 'H100-SXM'), ('A100', 'A100'),
+    ('V100-PCIE', 'V100-PCIe'), ('V100', 'V100'),
+    # An MI250(X) shows as two devices, one per compute die.
+    ('MI300X', 'MI300X'), ('MI250X', 'MI250X-GCD'), ('MI250', 'MI250-GCD'),
+)
+
+#: Which peak of :data:`DEVICE_PEAK_FLOPS` a training precision runs at,
+#: as the programs name their precisions. fp32 runs at ``fp32``, or at
+#: ``tf32`` where the program's ``device`` record says TF32 was on
+#: (:func:`hpctestlib_ml.peaks.peak_key`).
 PRECISION_PEAK = {
-    'fp32': 'tf32',
+    'fp32': 'fp32',
     'tf32': 'tf32',
     'amp': 'fp16',
     'fp16': 'fp16',
@@ -76,13 +112,19 @@ PRECISION_PEAK = {
     'pure_bf16': 'bf16',
 }
 
+#: The fp16 precision that stands in for a bf16 one on devices without
+#: bf16 hardware (V100), by the programs' names.
+FP16_FOR_BF16 = {'bf16': 'fp16', 'amp_bf16': 'amp', 'amp_bfloat16': 'amp',
+                 'pure_bf16': 'pure_fp16'}
+
 #: GPU vendor of each model in :data:`DEVICE_PEAK_FLOPS`: it chooses the
 #: container runtime's GPU option (:data:`CONTAINER_GPU_OPTIONS`). A
 #: partition's ``extras['gpu_vendor']`` says it for other models.
 GPU_VENDORS = {
     'A100': 'nvidia', 'H100-SXM': 'nvidia', 'H100-PCIe': 'nvidia',
-    'GH200': 'nvidia', 'H200': 'nvidia',
-    'MI250-GCD': 'amd', 'MI300X': 'amd',
+    'H100-NVL': 'nvidia', 'GH200': 'nvidia', 'H200': 'nvidia',
+    'H200-NVL': 'nvidia', 'V100': 'nvidia', 'V100-PCIe': 'nvidia',
+    'MI250X-GCD': 'amd', 'MI250-GCD': 'amd', 'MI300X': 'amd',
 }
 
 #: Apptainer's option that makes a vendor's GPUs and driver visible in the

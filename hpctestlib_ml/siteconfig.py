@@ -32,6 +32,8 @@ PERFLOG_FIELDS = (
     # provenance (hpctestlib_ml.provenance)
     'suite_version', 'framework_versions', 'cuda_version', 'gpu_driver',
     'nccl_version', 'container_image', 'env_switches', 'energy_counter',
+    # what ran (the programs' [hpcml] device records) and MFU's peak
+    'device_ran', 'mfu_peak',
     # references from history (hpctestlib_ml.references)
     'reference_case', 'loss_curve',
 )

@@ -93,6 +93,21 @@ def test_srun_one_torchrun_per_node(job_scripts, nodes):
 
 
 @pytest.mark.parametrize('mode', ['per_task', 'torchrun'])
+def test_programs_learn_their_devices_from_the_job(job_scripts, mode):
+    '''A GPU case's programs know it expects GPUs (and stop where torch
+    sees none), the sampler counts the case's GPUs of each node, per_task
+    ranks know how many share a node (torchrun says it itself), and NCCL
+    logs its version and transport unless the site set NCCL_DEBUG.'''
+    text = job_scripts[0][2, mode]
+    assert 'export HPCML_DEVICE_KIND=gpu' in text
+    assert 'export HPCML_GPUS_PER_NODE=4' in text
+    assert ('export LOCAL_WORLD_SIZE=4' in text) == (mode == 'per_task')
+    assert 'export NCCL_DEBUG=${NCCL_DEBUG:-INFO}' in text
+    assert 'export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,NET}' in text
+    assert 'CUDA_VISIBLE_DEVICES' not in text
+
+
+@pytest.mark.parametrize('mode', ['per_task', 'torchrun'])
 def test_rendezvous_from_the_job_not_hard_coded(job_scripts, mode):
     text = job_scripts[0][8, mode]
     assert ('hpcml_first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST"'

@@ -78,6 +78,14 @@ def test_workload_logs_real_numbers_in_one_and_two_processes(local_suite,
         for name in (throughput, *others):
             value = float(row[f'{name}_value'])
             assert math.isfinite(value) and value > 0, (name, row)
+        # What the ranks said they ran on, and the peak MFU used.
+        assert re.fullmatch(r'cpu \S+ x' + row['procs_per_node'],
+                            row['device_ran']), row['device_ran']
+        assert row['mfu_peak'].startswith('cpu '), row['mfu_peak']
+        share = float(row['data_share_value'])
+        assert 0 <= share < 50 and row['data_share_unit'] == '%'
+        # Device memory: absent on CPUs, not zero.
+        assert 'gpu_mem_peak_MiB_value' not in row
     two = next(r for r in rows if r['scale'] == '2_procs')
     assert two['procs_per_node'] == '2'
 

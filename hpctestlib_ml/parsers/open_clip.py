@@ -32,6 +32,7 @@ _TRAIN_LINE = re.compile(
 )
 _FLOAT = r'[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)'
 _BATCH_TIME = re.compile(rf'Batch \(t\): (?P<t>{_FLOAT})')
+_DATA_TIME = re.compile(rf'Data \(t\): (?P<t>{_FLOAT})')
 _THROUGHPUT = re.compile(rf', (?P<total>{_FLOAT})/s(?:, (?P<per_gpu>{_FLOAT})/s/gpu)?')
 _LOSS = re.compile(rf'(?<![A-Za-z_])Loss: (?P<loss>{_FLOAT})')
 _RANK_STARTED = re.compile(
@@ -47,7 +48,8 @@ def parse_train_lines(text):
     '''The logged training steps, in order, as dicts of floats.
 
     Keys: ``epoch``, ``samples``, ``samples_total``, ``percent``,
-    ``batch_time``, ``throughput``, ``throughput_per_gpu`` (None in logs of
+    ``batch_time``, ``data_time`` (the part of it spent waiting for the
+    batch; None where not logged), ``throughput``, ``throughput_per_gpu`` (None in logs of
     OpenCLIP 1.x), ``loss`` (None where the line has no total loss).
     '''
     steps = []
@@ -59,6 +61,7 @@ def parse_train_lines(text):
             continue
 
         loss = _LOSS.search(rest)
+        data_time = _DATA_TIME.search(rest)
         per_gpu = throughput['per_gpu']
         steps.append({
             'epoch': int(match['epoch']),
@@ -66,6 +69,7 @@ def parse_train_lines(text):
             'samples_total': int(match['samples_total']),
             'percent': float(match['percent']),
             'batch_time': float(batch_time['t']),
+            'data_time': float(data_time['t']) if data_time else None,
             'throughput': float(throughput['total']),
             'throughput_per_gpu': float(per_gpu) if per_gpu else None,
             'loss': float(loss['loss']) if loss else None,
@@ -153,6 +157,8 @@ def extract_metrics(text):
       batch's only);
     - ``throughput_per_gpu_avg``: per rank, likewise (OpenCLIP 1.x logs,
       which lack ``/s/gpu``: ``throughput_avg / world_size``);
+    - ``data_share``: % of that time rank 0 waited for data (OpenCLIP's
+      ``Data (t)``, the window's mean wait, within ``Batch (t)``);
     - ``log_every_n_steps``: steps per logged window (None if unknown);
     - ``done_percent_last``; ``loss_last``; ``losses`` (every logged
       training loss, in order); ``loss_all_finite``.
@@ -183,6 +189,9 @@ def extract_metrics(text):
         world = world_size or _world_from_rates(steady)
         per_gpu_avg = throughput_avg / world if world else None
 
+    data = (sum(s['data_time'] * n for s, n in zip(steady, window))
+            if known and None not in [s['data_time'] for s in steady]
+            else None)
     losses = [s['loss'] for s in steps if s['loss'] is not None]
     return {
         'steps': len(steps),
@@ -192,6 +201,8 @@ def extract_metrics(text):
                                         if total is not None else None),
         'throughput_avg': throughput_avg,
         'throughput_per_gpu_avg': per_gpu_avg,
+        'data_share': (100 * data / total if data is not None and total
+                       else None),
         'done_percent_last': steps[-1]['percent'] if steps else None,
         'loss_last': losses[-1] if losses else None,
         'losses': losses,

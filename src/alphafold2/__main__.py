@@ -237,8 +237,9 @@ def lddt_ca(out, target):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from alphafold2 import losses
-    from mlperf_train import (autocast, log_evaluation, log_setup, start,
-                              stop, train, wrap_ddp)
+    from mlperf_train import (Batches, autocast, grad_scaler,
+                              log_evaluation, log_setup, start, stop, train,
+                              to_device, wrap_ddp)
     size = SIZES[args.size]
     closed = args.size == 'reference'
     rank, world, device, log = start('openfold', args,
@@ -312,14 +313,16 @@ def main(argv=None):
         # Synthetic proteins: the run's training set is what it generates.
         (mlc.TRAIN_SAMPLES, args.steps * global_batch),
         (mlc.EVAL_SAMPLES, args.eval_batches * global_batch)))
+    batches = Batches(proteins, device, args.steps,
+                      pooled=args.data == 'synthetic')
     log.end(mlc.INIT_STOP)
 
     clamp_draws = torch.Generator().manual_seed(args.seed)
+    scaler = grad_scaler(device, args.precision)
 
     def step(_):
-        features, target = next(proteins)
-        features = tuple(t.to(device) for t in features)
-        target = {k: v.to(device) for k, v in target.items()}
+        features, target = next(batches)
+        target = dict(target)               # the pool's copy stays whole
         with autocast(device, args.precision):
             out = model(*features)
         from alphafold2.geometry import frames_from_three_points
@@ -330,9 +333,11 @@ def main(argv=None):
         clamp = bool(torch.rand((), generator=clamp_draws) < 0.9)
         loss, _ = losses.alphafold_loss(out, target, clamp)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         scheduler.step()
         average.update_parameters(model.module if world > 1 else model)
         return loss.item()
@@ -342,9 +347,7 @@ def main(argv=None):
         values = []
         with torch.no_grad():
             for _ in range(args.eval_batches):
-                features, target = next(held_out)
-                features = tuple(t.to(device) for t in features)
-                target = {k: v.to(device) for k, v in target.items()}
+                features, target = to_device(next(held_out), device)
                 with autocast(device, args.precision):
                     out = net(*features)
                 values.append(lddt_ca(out, target))
@@ -355,7 +358,8 @@ def main(argv=None):
         return value.item()
 
     model.train()
-    status = train(log, step, args.steps, global_batch, device, world)
+    status = train(log, step, args.steps, global_batch, device, world,
+                   batches=batches)
     if args.eval_batches:
         log_evaluation(log, 'eval_accuracy', evaluate)
     return stop(log, status, world)

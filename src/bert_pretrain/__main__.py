@@ -75,8 +75,9 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from bert_pretrain import data, lamb
     from bert_pretrain.model import build, model_inputs, pretraining_loss
-    from mlperf_train import (autocast, log_evaluation, log_setup, start,
-                              stop, train, wrap_ddp)
+    from mlperf_train import (Batches, autocast, grad_scaler,
+                              log_evaluation, log_setup, start, stop, train,
+                              wrap_ddp)
 
     closed = args.model == 'bert-large' and args.optimizer == 'lamb'
     rank, world, device, log = start('bert', args,
@@ -96,7 +97,7 @@ def main(argv=None):
         optimizer, poly_schedule(args.warmup_steps, args.steps))
 
     if args.data == 'synthetic':
-        batches = data.synthetic_batches(
+        source = data.synthetic_batches(
             args.batch_size, args.seq_length, args.max_predictions,
             vocab, args.seed + rank)
     else:
@@ -104,9 +105,11 @@ def main(argv=None):
         if not args.tokenizer:
             sys.exit('bert_pretrain: error: --data FILE needs --tokenizer DIR')
         tokenizer = BertTokenizerFast.from_pretrained(args.tokenizer)
-        batches = data.text_batches(args.data, tokenizer, args.batch_size,
-                                    args.seq_length, args.max_predictions,
-                                    args.seed + rank)
+        source = data.text_batches(args.data, tokenizer, args.batch_size,
+                                   args.seq_length, args.max_predictions,
+                                   args.seed + rank)
+    batches = Batches(source, device, args.steps,
+                      pooled=args.data == 'synthetic')
 
     global_batch = args.batch_size * world
     settings = [(mlc.GLOBAL_BATCH_SIZE, global_batch),
@@ -132,11 +135,11 @@ def main(argv=None):
     log_setup(log, settings)
     log.end(mlc.INIT_STOP)
 
-    scaler = torch.amp.GradScaler(enabled=args.precision == 'fp16')
+    scaler = grad_scaler(device, args.precision)
     model.train()
 
     def step(_):
-        batch = {k: v.to(device) for k, v in next(batches).items()}
+        batch = next(batches)
         with autocast(device, args.precision):
             loss = pretraining_loss(model(*model_inputs(batch)), batch)
         optimizer.zero_grad(set_to_none=True)
@@ -146,9 +149,10 @@ def main(argv=None):
         scheduler.step()
         return loss.item()
 
-    status = train(log, step, args.steps, global_batch, device, world)
+    status = train(log, step, args.steps, global_batch, device, world,
+                   batches=batches)
     log_evaluation(log, mlc.EVAL_ACCURACY, lambda: evaluate(
-        model, batches, args.eval_batches, device, world),
+        model, source, args.eval_batches, device, world),
         epoch=args.steps * global_batch)
     return stop(log, status, world)
 

@@ -87,8 +87,8 @@ def lr_factor(scale, steps_per_epoch):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from cosmoflow.model import build_model
-    from mlperf_train import (evaluate, log_evaluation, log_setup, start,
-                              stop, supervised_step, train, wrap_ddp)
+    from mlperf_train import (Batches, evaluate, log_evaluation, log_setup,
+                              start, stop, supervised_step, train, wrap_ddp)
 
     rank, world, device, log = start(
         'cosmoflow', args, 'closed' if args.size == 'reference' else 'open')
@@ -103,11 +103,13 @@ def main(argv=None):
                                 momentum=0.9, weight_decay=0.0)
     generator = torch.Generator().manual_seed(args.seed + rank)
     if args.data == 'synthetic':
-        batches = synthetic(args.batch_size, cube, generator)
+        source = synthetic(args.batch_size, cube, generator)
         train_samples = args.steps * global_batch
     else:
         files, train_samples = sample_files(args.data, rank, world)
-        batches = from_files(files, args.batch_size, cube, generator)
+        source = from_files(files, args.batch_size, cube, generator)
+    batches = Batches(source, device, args.steps,
+                      pooled=args.data == 'synthetic')
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(
         scale, max(1, train_samples // global_batch)))
     log_setup(log, ((mlc.GLOBAL_BATCH_SIZE, global_batch),
@@ -127,9 +129,10 @@ def main(argv=None):
     model.train()
     step = supervised_step(model, batches, torch.nn.MSELoss(), optimizer,
                            device, args.precision, scheduler=scheduler)
-    status = train(log, step, args.steps, global_batch, device, world)
+    status = train(log, step, args.steps, global_batch, device, world,
+                   batches=batches)
     log_evaluation(log, 'eval_error', lambda: evaluate(
-        model, batches, args.eval_batches,
+        model, source, args.eval_batches,
         lambda out, y: (out - y).abs().mean(), device, world))
     return stop(log, status, world)
 

@@ -130,8 +130,8 @@ def lr_factor(warmup, milestones, decay):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from deepcam.model import build
-    from mlperf_train import (evaluate, log_evaluation, log_setup, start,
-                              stop, supervised_step, train, wrap_ddp)
+    from mlperf_train import (Batches, evaluate, log_evaluation, log_setup,
+                              start, stop, supervised_step, train, wrap_ddp)
 
     rank, world, device, log = start(
         'deepcam', args, 'closed' if args.size == 'reference' else 'open')
@@ -149,13 +149,15 @@ def main(argv=None):
     generator = torch.Generator().manual_seed(args.seed + rank)
     global_batch = args.batch_size * world
     if args.data == 'synthetic':
-        batches = synthetic(args.batch_size, channels, height, width,
-                            generator)
+        source = synthetic(args.batch_size, channels, height, width,
+                           generator)
         # A synthetic run's training set: the samples it generates.
         train_samples = args.steps * global_batch
     else:
         files, train_samples = sample_files(args.data, rank, world)
-        batches = from_files(files, args.batch_size, generator)
+        source = from_files(files, args.batch_size, generator)
+    batches = Batches(source, device, args.steps,
+                      pooled=args.data == 'synthetic')
     log_setup(log, (
         (mlc.GLOBAL_BATCH_SIZE, global_batch),
         ('num_workers', world),
@@ -179,9 +181,10 @@ def main(argv=None):
     model.train()
     step = supervised_step(model, batches, weighted_cross_entropy, optimizer,
                            device, args.precision, scheduler=scheduler)
-    status = train(log, step, args.steps, global_batch, device, world)
+    status = train(log, step, args.steps, global_batch, device, world,
+                   batches=batches)
     log_evaluation(log, 'eval_accuracy', lambda: evaluate(
-        model, batches, args.eval_batches, iou, device, world))
+        model, source, args.eval_batches, iou, device, world))
     return stop(log, status, world)
 
 

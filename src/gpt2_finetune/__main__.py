@@ -142,17 +142,41 @@ def lm_datasets(tokenizer, data, block_size, main_first):
         return tokenized.map(group, batched=True)
 
 
-def step_times(global_batch, is_main):
+def step_times(global_batch, is_main, rank, synchronize):
     '''A Trainer callback printing one line per optimizer step with its
-    wall time (transformers is imported here, once main() runs).'''
+    wall time, and each rank's ``timing`` record at the end (transformers
+    is imported here, once main() runs).
+
+    A step's time runs from the end of the previous step to the end of
+    this one, both after *synchronize* (the GPU's queue drained): the
+    optimizer's last kernels, the next batch and Trainer's logging of the
+    previous step (which Trainer does between the two callbacks) all fall
+    in some step. Of it, the time before ``on_step_begin`` is the
+    ``timing`` record's data time (the batch fetch and that logging); the
+    first step's time runs from its own begin.'''
     from transformers import TrainerCallback
 
+    import hpcml_log
+
     class StepTimes(TrainerCallback):
+        last_end = None
+        data_s = compute_s = 0.0
+        steps = 0
+
         def on_step_begin(self, args, state, control, **kw):
-            self.start = time.perf_counter()
+            synchronize()
+            self.begin = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kw):
-            if state.global_step == 1:       # steady state from here
+            synchronize()
+            now = time.perf_counter()
+            start = self.begin if self.last_end is None else self.last_end
+            if self.last_end is not None:      # steady state: from step 2
+                self.data_s += self.begin - self.last_end
+                self.compute_s += now - self.begin
+                self.steps += 1
+            self.last_end = now
+            if state.global_step == 1:
                 self.timed_start = time.time()
             if is_main and state.global_step == state.max_steps:
                 # The timed region in Unix time, for the energy figures.
@@ -160,10 +184,24 @@ def step_times(global_batch, is_main):
                       f'{time.time():.3f}', flush=True)
             if is_main:
                 print(f'[hpcml] step {state.global_step}/{state.max_steps}'
-                      f' time {time.perf_counter() - self.start:.4f} s '
-                      f'samples {global_batch}', flush=True)
+                      f' time {now - start:.4f} s samples {global_batch}',
+                      flush=True)
+
+        def on_train_end(self, args, state, control, **kw):
+            hpcml_log.emit('timing', rank=rank, steps=self.steps,
+                           data_s=round(self.data_s, 6),
+                           compute_s=round(self.compute_s, 6))
 
     return StepTimes()
+
+
+def synchronize(device):
+    '''A function that waits for *device*'s queued work (nothing on the
+    CPU).'''
+    import torch
+    if device.type == 'cuda':
+        return lambda: torch.cuda.synchronize(device)
+    return lambda: None
 
 
 def main(argv=None):
@@ -171,6 +209,12 @@ def main(argv=None):
     import torch
     from transformers import Trainer, TrainingArguments, set_seed
 
+    import torch_device
+    # The device Trainer takes (accelerate: local process index modulo the
+    # devices seen) is the one chosen here: checked, made current, and its
+    # math mode set (Trainer's tf32=None leaves PyTorch's, IEEE fp32).
+    device = torch_device.select_device_or_exit()
+    torch_device.set_math_mode(device)
     set_seed(args.seed)
     workdir = pathlib.Path(args.output_dir)
     training_args = TrainingArguments(
@@ -200,7 +244,9 @@ def main(argv=None):
     datasets = lm_datasets(tokenizer, data, block_size,
                            training_args.main_process_first)
     world = training_args.world_size
-    is_main = training_args.process_index == 0
+    rank = training_args.process_index
+    is_main = rank == 0
+    torch_device.emit_device(training_args.device, rank)
     if is_main:
         config = model.config
         print(f'[hpcml] model {config.model_type} '
@@ -216,13 +262,15 @@ def main(argv=None):
         train_dataset=datasets['train'] if args.do_train else None,
         eval_dataset=datasets['validation'] if args.do_eval else None,
         callbacks=[step_times(args.per_device_train_batch_size * world,
-                              is_main)],
+                              is_main, rank,
+                              synchronize(training_args.device))],
     )
     if args.do_train:
         result = trainer.train()
         metrics = dict(result.metrics)
         metrics['train_samples'] = len(datasets['train'])
         trainer.log_metrics('train', metrics)
+        torch_device.emit_memory(training_args.device, rank)
     if args.do_eval:
         metrics = trainer.evaluate()
         metrics['eval_samples'] = len(datasets['validation'])

@@ -116,9 +116,10 @@ def init_distributed():
         os.environ.update(RANK='0', WORLD_SIZE='1', LOCAL_RANK='0',
                           MASTER_ADDR='127.0.0.1',
                           MASTER_PORT=os.environ.get('MASTER_PORT', '29511'))
-    if torch.cuda.is_available():
-        torch.cuda.set_device(int(os.environ.get('LOCAL_RANK', 0)))
+    import torch_device
+    device = torch_device.select_device_or_exit()
     dist.init_process_group(backend=backend)
+    torch_device.emit_device(device, dist.get_rank())
     return dist.get_rank(), dist.get_world_size()
 
 
@@ -234,13 +235,17 @@ def layout(args, world):
     return dp, args.global_batch_size // per_step
 
 
-def forward_step(args, vocab, generator, device):
+def forward_step(args, vocab, generator, device, clock):
     '''The schedules' ``forward_step_func``: one mock micro-batch (every
     stage draws the same, each uses its part), the stage's forward, and
-    on the last stage the mean token loss.'''
+    on the last stage the mean token loss. *clock* ``['data']`` adds up
+    the seconds spent making the batches (Megatron-LM's mock data is
+    made on the host too, by its data loader).'''
     def step(data_iterator, model):
+        start = time.perf_counter()
         tokens, position_ids, mask, labels = mock_batch(args, vocab,
                                                         generator, device)
+        clock['data'] += time.perf_counter() - start
         output = model(tokens, position_ids, mask, labels=labels)
 
         def loss_func(per_token):
@@ -329,13 +334,16 @@ def main(argv=None):
     # stages of a pipeline, different ones across data-parallel replicas.
     generator = torch.Generator().manual_seed(
         args.seed + parallel_state.get_data_parallel_rank())
-    step_func = forward_step(args, vocab, generator, device)
+    clock = {'data': 0.0}
+    step_func = forward_step(args, vocab, generator, device, clock)
     forward_backward = get_forward_backward_func()
     flops_per_token = training_flops_per_token(args, vocab)
     tokens_per_iter = args.global_batch_size * args.seq_length
 
     interval_start, interval_losses = time.time(), []
+    timed = {'data': 0.0, 'total': 0.0}
     for iteration in range(1, args.train_iters + 1):
+        iteration_start, data_before = time.perf_counter(), clock['data']
         optimizer.zero_grad(set_to_none=True)
         losses = forward_backward(
             forward_step_func=step_func, data_iterator=None, model=[model],
@@ -351,7 +359,10 @@ def main(argv=None):
             loss = torch.stack([x['lm loss'] for x in losses]).mean()
             dist.all_reduce(loss, group=parallel_state.get_data_parallel_group())
             loss = loss / dp
-        interval_losses.append(float(loss))
+        interval_losses.append(float(loss))     # waits for the step
+        if iteration > 1:                        # steady state
+            timed['data'] += clock['data'] - data_before
+            timed['total'] += time.perf_counter() - iteration_start
         if iteration % args.log_interval == 0:
             elapsed = (time.time() - interval_start) / len(interval_losses)
             tflops = (flops_per_token * tokens_per_iter / elapsed / world /
@@ -363,6 +374,12 @@ def main(argv=None):
                     sum(interval_losses) / len(interval_losses)), flush=True)
             interval_start, interval_losses = time.time(), []
 
+    import hpcml_log
+    import torch_device
+    hpcml_log.emit('timing', rank=rank, steps=max(0, args.train_iters - 1),
+                   data_s=round(timed['data'], 6),
+                   compute_s=round(timed['total'] - timed['data'], 6))
+    torch_device.emit_memory(device, rank)
     dist.barrier()
     if last:
         print('[after training is done] datetime: '

@@ -11,18 +11,17 @@ import time
 import torch
 import torch.distributed as dist
 
+import hpcml_log
 from mlperf_train.events import MLLog, log_header
 
 
 def init_distributed():
     '''(rank, world size, device): a process group when WORLD_SIZE > 1
-    (nccl on GPUs, gloo on CPUs), this rank's GPU or the CPU.'''
+    (nccl on GPUs, gloo on CPUs), this rank's GPU
+    (:func:`torch_device.select_device`) or the CPU.'''
+    import torch_device
     world = int(os.environ.get('WORLD_SIZE', 1))
-    if torch.cuda.is_available():
-        device = torch.device(f'cuda:{int(os.environ.get("LOCAL_RANK", 0))}')
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device('cpu')
+    device = torch_device.select_device_or_exit()
     if world > 1:
         dist.init_process_group('nccl' if device.type == 'cuda' else 'gloo')
         return dist.get_rank(), world, device
@@ -36,29 +35,109 @@ def wrap_ddp(model, device, world):
         model, device_ids=[device.index] if device.type == 'cuda' else None)
 
 
-def train(log, step, steps, global_batch, device, world, epoch=1):
+#: Device memory that a pool of synthetic batches may take
+#: (:class:`Batches`).
+POOL_BYTES = 512 * 2 ** 20
+
+
+def nbytes(batch):
+    '''Bytes of the tensors in *batch* (a tensor, or tuples, lists and
+    dicts of them).'''
+    if isinstance(batch, torch.Tensor):
+        return batch.numel() * batch.element_size()
+    if isinstance(batch, dict):
+        return sum(nbytes(v) for v in batch.values())
+    if isinstance(batch, (tuple, list)):
+        return sum(nbytes(v) for v in batch)
+    return 0
+
+
+def pool_size(batch_bytes, steps, budget=POOL_BYTES):
+    '''How many distinct synthetic batches to keep on the device: one per
+    step where they fit in *budget*, else as many as fit (at least 1).'''
+    return max(1, min(steps, budget // max(1, batch_bytes)))
+
+
+class Batches:
+    '''The training batches of a run, on its device, and the seconds the
+    steps waited for them (:attr:`seconds`).
+
+    *pooled* (synthetic data): :func:`pool_size` batches are drawn from
+    *source* and moved to the device here, before the run starts, then
+    cycled; generating data is the host's work and no part of the
+    benchmark (tf_cnn_benchmarks and the MLPerf references' synthetic
+    modes reuse batches on the device alike). A run's tiny batches all fit,
+    so its data is what it was without the pool. Otherwise (a dataset)
+    each batch is read and copied to the device when a step asks for it,
+    and that time is the step's data time. *source* keeps going after the
+    pool: held-out batches for the evaluation come from it, never seen in
+    training.'''
+
+    def __init__(self, source, device, steps, pooled):
+        self.source, self.device = source, device
+        self.seconds = 0.0
+        self.pool, self.next = [], 0
+        if pooled:
+            first = to_device(next(source), device)
+            count = pool_size(nbytes(first), steps)
+            self.pool = [first] + [to_device(next(source), device)
+                                   for _ in range(count - 1)]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        start = time.perf_counter()
+        if self.pool:
+            batch = self.pool[self.next % len(self.pool)]
+            self.next += 1
+        else:
+            batch = to_device(next(self.source), self.device)
+            if self.device.type == 'cuda':
+                torch.cuda.synchronize()
+        self.seconds += time.perf_counter() - start
+        return batch
+
+
+def train(log, step, steps, global_batch, device, world, epoch=1,
+          batches=None):
     '''``run_start``, then one epoch of ``step(n) -> loss`` *steps* times,
-    logging each step's global samples/s, time and loss; returns the run's
-    status: ``success``, or ``aborted`` at the first non-finite loss.'''
+    logging each step's global samples/s, time, data time (the part spent
+    waiting for *batches*, a :class:`Batches`) and loss; returns the run's
+    status: ``success``, or ``aborted`` at the first non-finite loss.
+    Then, on every rank, the ``timing`` and ``memory`` records
+    (:mod:`hpcml_log`) of the steady-state steps (the first not counted).'''
+    import torch_device
     mlc = log.constants
     if world > 1:
         dist.barrier()
     log.start(mlc.RUN_START)
     log.start(mlc.EPOCH_START, epoch_num=epoch)
     status, n = 'success', 0
+    data_total = compute_total = 0.0
     for n in range(1, steps + 1):
+        waited = batches.seconds if batches else 0.0
         start = time.perf_counter()
         loss = step(n)
         if device.type == 'cuda':
             torch.cuda.synchronize()
         seconds = time.perf_counter() - start
+        data = (batches.seconds - waited) if batches else 0.0
         log.event('tracked_stats', {'throughput': global_batch / seconds,
-                                    'step_time': seconds, 'loss': loss},
+                                    'step_time': seconds, 'data_time': data,
+                                    'loss': loss},
                   step=n, epoch_num=epoch)
+        if n > 1:
+            data_total += data
+            compute_total += seconds - data
         if not math.isfinite(loss):
             status = 'aborted'
             break
     log.end(mlc.EPOCH_STOP, epoch_num=epoch, step_num=n)
+    hpcml_log.emit('timing', rank=log.rank, steps=max(0, n - 1),
+                   data_s=round(data_total, 6),
+                   compute_s=round(compute_total, 6))
+    torch_device.emit_memory(device, log.rank)
     return status
 
 
@@ -94,6 +173,12 @@ def autocast(device, precision):
     return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
 
 
+def grad_scaler(device, precision):
+    '''A loss scaler for ``fp16`` (whose small gradients underflow
+    without one, as in every fp16 reference); a no-op otherwise.'''
+    return torch.amp.GradScaler(device.type, enabled=precision == 'fp16')
+
+
 def log_setup(log, values):
     '''One event per (key, value): the run's configuration.'''
     for key, value in values:
@@ -101,10 +186,12 @@ def log_setup(log, values):
 
 
 def to_device(x, device):
-    '''A tensor, or a tuple of tensors (a model's several inputs), on
-    *device*.'''
+    '''A tensor, or tuples, lists and dicts of them (a model's several
+    inputs, a target's parts), on *device*.'''
+    if isinstance(x, dict):
+        return {k: to_device(v, device) for k, v in x.items()}
     if isinstance(x, (tuple, list)):
-        return tuple(t.to(device) for t in x)
+        return tuple(to_device(t, device) for t in x)
     return x.to(device)
 
 
@@ -115,19 +202,24 @@ def forward(model, x):
 
 def supervised_step(model, batches, loss_fn, optimizer, device, precision,
                     clip_grad_norm=None, scheduler=None):
-    '''``step(n) -> loss`` for (input, target) batches; the input is a
-    tensor or a tuple of them. *clip_grad_norm*: clip the gradients' norm;
-    *scheduler*: a learning-rate schedule stepped after each update.'''
+    '''``step(n) -> loss`` for (input, target) *batches* already on the
+    device (:class:`Batches`); the input is a tensor or a tuple of them.
+    *clip_grad_norm*: clip the gradients' norm; *scheduler*: a
+    learning-rate schedule stepped after each update. fp16 scales the
+    loss (:func:`grad_scaler`).'''
+    scaler = grad_scaler(device, precision)
+
     def step(_):
         x, y = next(batches)
-        x, y = to_device(x, device), y.to(device)
         with autocast(device, precision):
             loss = loss_fn(forward(model, x), y)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
         if clip_grad_norm:
+            scaler.unscale_(optimizer)
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         if scheduler is not None:
             scheduler.step()
         return loss.item()
@@ -187,10 +279,15 @@ def run_main(main):
 
 def start(benchmark, args, division):
     '''Start a run: (rank, world size, device, MLLog) after the process
-    group, the log's header (:func:`mlperf_train.events.log_header`) and
-    seeding. *division* ``closed``: the benchmark's model and
-    hyperparameters; ``open``: another size.'''
+    group, the device's math mode and ``device`` record
+    (:mod:`torch_device`), the log's header
+    (:func:`mlperf_train.events.log_header`) and seeding. *division*
+    ``closed``: the benchmark's model and hyperparameters; ``open``:
+    another size.'''
+    import torch_device
     rank, world, device = init_distributed()
+    torch_device.set_math_mode(device)
+    torch_device.emit_device(device, rank)
     log = MLLog(rank)
     log_header(log, benchmark, division, getattr(args, 'platform', None),
                args.seed, world, world if device.type == 'cuda' else 0)

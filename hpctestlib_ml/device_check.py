@@ -1,0 +1,105 @@
+"""What the programs' ``[hpcml]`` records (:mod:`hpctestlib_ml.parsers.
+hpcml_records`) say about a run's devices, and what is wrong with it:
+pure functions over the parsed records, so that the CPU tests feed them
+what a GPU node prints.
+
+A GPU case that trained on the CPU (a CUDA build of torch on an older
+driver, a container started without ``--nv``) runs to the end and would
+pass with CPU figures against the GPU's peak: :func:`device_problems`
+fails it, in one line, from what the ranks themselves say they ran on.
+"""
+from hpctestlib_ml import peaks
+
+
+def _kinds(records):
+    return {r.get('kind') for r in records}
+
+
+def device_problems(records, expected_kind, world_size, partition,
+                    partition_model=None):
+    '''One-line reasons why the ``device`` *records* of a run do not show
+    the devices its partition has; [] if they do. *expected_kind*:
+    ``gpu`` or ``cpu``; *partition_model*: the partition's GPU model key
+    (``H100-SXM``), if the site config names one.'''
+    if not records:
+        return [f'no rank printed its [hpcml] device record: the program '
+                f'did not say what it ran on']
+    problems = []
+    wrong = [r for r in records if r.get('kind') != expected_kind]
+    if wrong:
+        first = wrong[0]
+        what = (f'{first.get("kind")} ({first.get("name")}, '
+                f'{first.get("framework")} built for {first.get("runtime")})')
+        has = ('GPUs' if expected_kind == 'gpu' else 'no GPU in this case')
+        problems.append(f'{len(wrong)} of {len(records)} ranks ran on {what}, '
+                        f'but partition {partition} has {has}')
+    ranks = {r.get('rank') for r in records}
+    if len(ranks) != world_size:
+        missing = sorted(set(range(world_size)) - ranks)
+        problems.append(f'{len(ranks)} of {world_size} ranks printed their '
+                        f'device (missing: {missing[:8]})')
+    if expected_kind == 'gpu' and partition_model:
+        for name in sorted({r.get('name') for r in records
+                            if r.get('kind') == 'gpu'}):
+            ran = peaks.model_key(name)
+            if ran and ran != partition_model:
+                problems.append(
+                    f'the GPU that ran is {name!r} ({ran}), but partition '
+                    f'{partition} says {partition_model}: MFU would use the '
+                    f"wrong peak; fix the partition's devices model in the "
+                    f'site config')
+    return problems
+
+
+def device_summary(records):
+    '''What ran, for the perflog's ``device_ran``: ``gpu cuda NVIDIA H100
+    80GB HBM3 x4`` (kind, backend, product name, ranks), one entry per
+    distinct device kind and name; '' without records.'''
+    counts = {}
+    for r in records:
+        key = (r.get('kind'), r.get('backend'), r.get('name'))
+        counts[key] = counts.get(key, 0) + 1
+    parts = []
+    for (kind, backend, name), n in sorted(counts.items(),
+                                           key=lambda kv: str(kv[0])):
+        words = [kind] + ([backend] if backend and backend != kind else [])
+        parts.append(' '.join(map(str, words + [name, f'x{n}'])))
+    return '; '.join(parts).replace('|', '/')
+
+
+def tf32(records):
+    '''Whether fp32 matrix products ran on TF32: True if every rank says
+    so, False if any says not, None without records.'''
+    values = [r.get('tf32') for r in records if 'tf32' in r]
+    if not values:
+        return None
+    return all(bool(v) for v in values)
+
+
+def runtime_versions(records):
+    '''(runtime, nccl) as the ranks loaded them (``cuda 12.8``,
+    ``2.21.5``), '' where unknown.'''
+    first = next((r for r in records if r.get('kind') == 'gpu'), None)
+    if not first:
+        return '', ''
+    return first.get('runtime') or '', first.get('nccl') or ''
+
+
+def gpu_memory_peak(records):
+    '''The largest device memory a rank held (MiB): the allocator's
+    reserved peak where known, else its allocated peak; None without
+    ``memory`` records (CPUs).'''
+    values = [r.get('peak_reserved_MiB') if r.get('peak_reserved_MiB')
+              is not None else r.get('peak_allocated_MiB') for r in records]
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def data_share(records):
+    '''Percent of the steady-state step time the ranks spent waiting for
+    data, from their ``timing`` records; None without any.'''
+    data = sum(r.get('data_s') or 0.0 for r in records)
+    compute = sum(r.get('compute_s') or 0.0 for r in records)
+    if not records or data + compute <= 0:
+        return None
+    return 100 * data / (data + compute)

@@ -1,0 +1,166 @@
+"""A PyTorch rank's device, its math mode, and the records that say what
+ran (:mod:`hpcml_log`): what every PyTorch program of the suite does the
+same way.
+
+- :func:`select_device`: the rank's GPU by :func:`device_choice.
+  device_index` (ordinal 0 where Slurm bound one GPU to the task, the
+  local rank where the task sees them all), made current; the CPU only
+  where the job expects none. A job that expects a GPU (the check exports
+  ``HPCML_DEVICE_KIND=gpu``) and finds none (a CUDA build of torch on an
+  older driver, a container started without ``--nv``) stops at once with
+  the reason instead of training on the CPU.
+- :func:`set_math_mode`: TF32 for fp32 matrix products and convolutions
+  on GPUs that have it, stated explicitly (PyTorch's own default for
+  matrix products is IEEE fp32, OpenCLIP turns TF32 on, TensorFlow has it
+  on): the ``device`` record says which ran, and MFU divides by that peak.
+  cuDNN picks its fastest convolution algorithms (``cudnn.benchmark``, as
+  the MLPerf references do; the first step, which pays for the search, is
+  not timed).
+- :func:`emit_device`, :func:`emit_memory`: the ``device`` and ``memory``
+  records (fields: :mod:`hpctestlib_ml.parsers.hpcml_records`).
+"""
+import os
+import platform
+import sys
+
+import torch
+
+import device_choice
+import hpcml_log
+
+#: Set by the check: ``gpu`` where the partition has GPUs, else ``cpu``.
+EXPECTED_KIND = 'HPCML_DEVICE_KIND'
+
+
+def backend():
+    '''``hip`` for a ROCm build of torch, ``cuda`` otherwise.'''
+    return 'hip' if getattr(torch.version, 'hip', None) else 'cuda'
+
+
+def runtime():
+    '''The GPU runtime torch was built with (``cuda 12.8``, ``hip 6.2``),
+    or ``none`` for a CPU-only build.'''
+    if getattr(torch.version, 'hip', None):
+        return f'hip {torch.version.hip}'
+    if torch.version.cuda:
+        return f'cuda {torch.version.cuda}'
+    return 'none'
+
+
+def why_no_gpu():
+    '''Why torch sees no GPU, in its own words where it has them.'''
+    if runtime() == 'none':
+        return f'torch {torch.__version__} is a CPU-only build'
+    try:
+        torch.cuda.init()
+    except Exception as err:                 # torch's reason, e.g. the driver
+        reason = str(err).strip().splitlines()[0]
+    else:
+        reason = 'torch.cuda.is_available() is False'
+    return (f'torch {torch.__version__} (built for {runtime()}) sees no GPU: '
+            f'{reason}')
+
+
+def select_device(env=None):
+    '''This rank's device, made current (see the module docstring).'''
+    env = os.environ if env is None else env
+    if torch.cuda.is_available():
+        index = device_choice.device_index(
+            int(env.get('LOCAL_RANK', 0)), torch.cuda.device_count(),
+            device_choice.local_world_size(env),
+            device_choice.visibility(env))
+        torch.cuda.set_device(index)
+        return torch.device('cuda', index)
+    if env.get(EXPECTED_KIND) == 'gpu':
+        raise device_choice.DeviceChoiceError(
+            f'this job expects a GPU, but {why_no_gpu()}: install a torch '
+            f'built for the node\'s driver, or start the container with '
+            f'its GPU option (apptainer --nv / --rocm)')
+    return torch.device('cpu')
+
+
+def select_device_or_exit(env=None):
+    ''':func:`select_device`, or exit with its reason in one line
+    (``hpcml: error: ...``, which the check's failure reason quotes).'''
+    try:
+        return select_device(env)
+    except device_choice.DeviceChoiceError as err:
+        sys.exit(f'hpcml: error: {err}')
+
+
+def capability(device):
+    return (torch.cuda.get_device_capability(device)
+            if device.type == 'cuda' else None)
+
+
+def set_math_mode(device):
+    '''TF32 and cuDNN autotuning on GPUs (module docstring); whether fp32
+    matrix products now run on TF32.'''
+    if device.type != 'cuda':
+        return False
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cudnn.benchmark = True
+    return tf32_active(device)
+
+
+def tf32_active(device):
+    return device.type == 'cuda' and device_choice.tf32_active(
+        backend(), capability(device),
+        torch.backends.cuda.matmul.allow_tf32, os.environ)
+
+
+def nccl_version():
+    try:
+        version = torch.cuda.nccl.version()
+    except Exception:                         # no NCCL in this build
+        return None
+    if isinstance(version, tuple):
+        return '.'.join(map(str, version))
+    return str(version)
+
+
+def device_facts(device, rank, env=None):
+    '''The fields of the ``device`` record of *rank* on *device*.'''
+    env = os.environ if env is None else env
+    facts = {'rank': rank, 'local_rank': int(env.get('LOCAL_RANK', 0)),
+             'framework': f'torch {torch.__version__}',
+             'runtime': runtime(),
+             'visible': device_choice.visibility(env)}
+    if device.type != 'cuda':
+        return {**facts, 'kind': 'cpu', 'backend': 'cpu', 'index': None,
+                'count': os.cpu_count(),
+                'name': platform.processor() or platform.machine(),
+                'capability': None, 'tf32': False, 'nccl': None}
+    major, minor = capability(device)
+    return {**facts, 'kind': 'gpu', 'backend': backend(),
+            'index': device.index, 'count': torch.cuda.device_count(),
+            'name': torch.cuda.get_device_name(device),
+            'capability': f'{major}.{minor}', 'tf32': tf32_active(device),
+            'nccl': nccl_version()}
+
+
+def emit_device(device, rank):
+    hpcml_log.emit('device', **device_facts(device, rank))
+
+
+def memory_facts(device, rank):
+    '''The fields of the ``memory`` record; None on the CPU (no record:
+    absent, not zero).'''
+    if device.type != 'cuda':
+        return None
+    mib = 2 ** 20
+    return {'rank': rank,
+            'peak_allocated_MiB': round(
+                torch.cuda.max_memory_allocated(device) / mib, 1),
+            'peak_reserved_MiB': round(
+                torch.cuda.max_memory_reserved(device) / mib, 1),
+            'total_MiB': round(
+                torch.cuda.get_device_properties(device).total_memory / mib,
+                1)}
+
+
+def emit_memory(device, rank):
+    facts = memory_facts(device, rank)
+    if facts:
+        hpcml_log.emit('memory', **facts)

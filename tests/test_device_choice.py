@@ -1,0 +1,85 @@
+"""Each rank's device, from what a GPU node gives it (src/device_choice.py).
+
+The inputs are those of real nodes: Slurm's default (every task sees the
+node's 4 GPUs), Slurm binding one GPU to each task (--gpus-per-task=1,
+--gpu-bind: CUDA_VISIBLE_DEVICES holds one id, different per task), AMD's
+HIP/ROCR variables, torchrun (LOCAL_WORLD_SIZE).
+"""
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / 'src'))
+import device_choice  # noqa: E402
+
+
+@pytest.mark.parametrize('local_rank', range(4))
+def test_a_gpu_bound_to_each_task_is_ordinal_0(local_rank):
+    # Slurm --gpus-per-task=1: task r sees one GPU, whose id is r.
+    env = {'CUDA_VISIBLE_DEVICES': str(local_rank), 'SLURM_LOCALID':
+           str(local_rank), 'SLURM_STEP_TASKS_PER_NODE': '4(x2)'}
+    assert device_choice.device_index(
+        local_rank, 1, device_choice.local_world_size(env),
+        device_choice.visibility(env)) == 0
+
+
+@pytest.mark.parametrize('local_rank', range(4))
+def test_every_gpu_visible_is_the_local_rank(local_rank):
+    env = {'CUDA_VISIBLE_DEVICES': '0,1,2,3', 'LOCAL_WORLD_SIZE': '4'}
+    assert device_choice.device_index(
+        local_rank, 4, device_choice.local_world_size(env)) == local_rank
+
+
+def test_eight_gcds_of_an_mi250_node_with_rocr_visibility():
+    env = {'ROCR_VISIBLE_DEVICES': '0,1,2,3,4,5,6,7',
+           'SLURM_NTASKS_PER_NODE': '8'}
+    assert device_choice.visibility(env) == 'ROCR_VISIBLE_DEVICES=0,1,2,3,4,5,6,7'
+    assert [device_choice.device_index(r, 8, 8) for r in range(8)] == \
+        list(range(8))
+
+
+def test_two_ranks_on_one_device_is_refused_with_what_the_rank_saw():
+    # 4 ranks, each seeing 2 GPUs (--gpus-per-task=2): ranks would share.
+    env = {'CUDA_VISIBLE_DEVICES': '2,3', 'LOCAL_WORLD_SIZE': '4'}
+    with pytest.raises(device_choice.DeviceChoiceError,
+                       match=r'local rank 3 sees 2 devices '
+                             r'\(CUDA_VISIBLE_DEVICES=2,3\).*4 ranks'):
+        device_choice.device_index(3, 2, 4, device_choice.visibility(env))
+
+
+def test_no_device_visible():
+    with pytest.raises(device_choice.DeviceChoiceError, match='no device'):
+        device_choice.device_index(0, 0, None, 'CUDA_VISIBLE_DEVICES=')
+
+
+@pytest.mark.parametrize('env, expected', [
+    ({'LOCAL_WORLD_SIZE': '4'}, 4),
+    ({'SLURM_NTASKS_PER_NODE': '4'}, 4),
+    ({'SLURM_STEP_TASKS_PER_NODE': '4(x16)'}, 4),
+    ({'SLURM_STEP_TASKS_PER_NODE': '3,2'}, 3),
+    ({}, None),
+])
+def test_local_world_size(env, expected):
+    assert device_choice.local_world_size(env) == expected
+
+
+@pytest.mark.parametrize('backend, capability, allowed, env, expected', [
+    ('cuda', (8, 0), True, {}, True),                  # A100
+    ('cuda', (9, 0), True, {}, True),                  # H100, GH200
+    ('cuda', (9, 0), False, {}, False),                # PyTorch's default
+    ('cuda', (9, 0), True, {'NVIDIA_TF32_OVERRIDE': '0'}, False),
+    ('cuda', (7, 0), True, {}, False),                 # V100: no TF32
+    ('hip', (9, 0), True, {}, False),                  # MI250: fp32 MFMA
+])
+def test_tf32_active(backend, capability, allowed, env, expected):
+    assert device_choice.tf32_active(backend, capability, allowed,
+                                     env) is expected
+
+
+@pytest.mark.parametrize('backend, capability, expected', [
+    ('cuda', (7, 0), False), ('cuda', (8, 0), True), ('cuda', (9, 0), True),
+    ('hip', (9, 0), True)])
+def test_bf16_native(backend, capability, expected):
+    assert device_choice.bf16_native(backend, capability) is expected
