@@ -234,6 +234,12 @@ class GptPretraining(MLTrainingTest):
         self.vocab = padded_vocab(GPT2_VOCAB, self.tp)
         self.train_iters = self.steps
 
+    def prints_device_records(self):
+        '''Megatron-LM's ``pretrain_gpt.py`` prints its own log only; the
+        Megatron-Core fallback (``src/gpt_pretrain``) prints the suite's
+        records.'''
+        return not self.megatron_lm
+
     def program_args(self):
         m = self.model
         args = ['--megatron-lm', self.megatron_lm] if self.megatron_lm else []

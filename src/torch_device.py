@@ -88,6 +88,18 @@ def select_device_or_exit(env=None):
         sys.exit(f'hpcml: error: {err}')
 
 
+def refuse_emulated_bf16(device, bf16):
+    '''Exit with the reason where *bf16* (the run's precision is a bf16
+    one) would run emulated on *device* (V100 and older: torch says bf16
+    is supported and runs it many times slower).'''
+    if bf16 and device.type == 'cuda' and not device_choice.bf16_native(
+            backend(), capability(device)):
+        sys.exit(f'hpcml: error: {torch.cuda.get_device_name(device)} '
+                 f'(capability {".".join(map(str, capability(device)))}) '
+                 f'has no bf16 hardware; run fp16 instead '
+                 f'(-S precision=fp16, or amp for OpenCLIP)')
+
+
 def capability(device):
     return (torch.cuda.get_device_capability(device)
             if device.type == 'cuda' else None)

@@ -64,3 +64,28 @@ def test_synthetic_batches_are_made_before_the_timed_steps(program):
     record = json.loads(timing.group(1))
     assert record['steps'] == 2
     assert record['data_s'] < 0.1 * record['compute_s'], record
+
+
+def test_the_pool_holds_one_batch_a_step_where_they_fit():
+    sys.path.insert(0, str(REPO / 'src'))
+    import torch
+    from mlperf_train import POOL_BYTES, Batches, pool_size
+    # CosmoFlow's reference batch: 4 x 4 x 128^3 fp32 = 128 MiB.
+    assert pool_size(4 * 4 * 128 ** 3 * 4, 100) == 4
+    assert pool_size(2 * 2 ** 20, 20) == 20
+    assert pool_size(POOL_BYTES * 2, 100) == 1
+
+    def counting():
+        n = 0
+        while True:
+            n += 1
+            yield torch.full((2,), float(n)), {'y': torch.tensor(n)}
+
+    source = counting()
+    batches = Batches(source, torch.device('cpu'), steps=3, pooled=True)
+    seen = [int(next(batches)[0][0]) for _ in range(5)]
+    assert seen == [1, 2, 3, 1, 2]                 # the pool, cycled
+    assert int(next(source)[0][0]) == 4            # held out: never trained
+    direct = Batches(counting(), torch.device('cpu'), steps=3, pooled=False)
+    assert [int(next(direct)[0][0]) for _ in range(4)] == [1, 2, 3, 4]
+    assert direct.seconds >= 0

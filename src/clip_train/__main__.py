@@ -38,6 +38,8 @@ def main(argv):
     from clip_train.cpu_ddp import allow_ddp_on_cpu
 
     device = torch_device.select_device_or_exit()
+    torch_device.refuse_emulated_bf16(device, any(
+        'bf16' in a or 'bfloat16' in a for a in argv))
     torch_device.set_math_mode(device)
     rank = int(os.environ.get('RANK', os.environ.get('SLURM_PROCID', 0)))
     torch_device.emit_device(device, rank)

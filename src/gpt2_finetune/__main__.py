@@ -214,6 +214,7 @@ def main(argv=None):
     # devices seen) is the one chosen here: checked, made current, and its
     # math mode set (Trainer's tf32=None leaves PyTorch's, IEEE fp32).
     device = torch_device.select_device_or_exit()
+    torch_device.refuse_emulated_bf16(device, args.precision == 'bf16')
     torch_device.set_math_mode(device)
     set_seed(args.seed)
     workdir = pathlib.Path(args.output_dir)

@@ -110,7 +110,7 @@ def fail(message):
     sys.exit(2)
 
 
-def init_distributed():
+def init_distributed(bf16=False):
     backend = 'nccl' if torch.cuda.is_available() else 'gloo'
     if 'RANK' not in os.environ:
         os.environ.update(RANK='0', WORLD_SIZE='1', LOCAL_RANK='0',
@@ -118,6 +118,7 @@ def init_distributed():
                           MASTER_PORT=os.environ.get('MASTER_PORT', '29511'))
     import torch_device
     device = torch_device.select_device_or_exit()
+    torch_device.refuse_emulated_bf16(device, bf16)
     dist.init_process_group(backend=backend)
     torch_device.emit_device(device, dist.get_rank())
     return dist.get_rank(), dist.get_world_size()
@@ -287,7 +288,7 @@ def main(argv=None):
     from megatron.core import parallel_state
     from megatron.core.pipeline_parallel import get_forward_backward_func
 
-    rank, world = init_distributed()
+    rank, world = init_distributed(args.bf16)
     tp, pp = args.tensor_model_parallel_size, args.pipeline_model_parallel_size
     dp, num_micro = layout(args, world)
     parallel_state.initialize_model_parallel(

@@ -286,6 +286,7 @@ def start(benchmark, args, division):
     another size.'''
     import torch_device
     rank, world, device = init_distributed()
+    torch_device.refuse_emulated_bf16(device, args.precision == 'bf16')
     torch_device.set_math_mode(device)
     torch_device.emit_device(device, rank)
     log = MLLog(rank)
