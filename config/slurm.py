@@ -10,7 +10,9 @@
     HPCML_GPU_RESOURCE        how to ask for GPUs; default
                               '--gpus-per-node={num_gpus_per_node}'
                               ('--gres=gpu:{num_gpus_per_node}' elsewhere)
-    HPCML_CPUS_PER_NODE       CPUs Slurm gives one node (sets --cpus-per-task)
+    HPCML_CPUS_PER_NODE       CPUs Slurm gives one node (sets --cpus-per-task);
+                              default: sinfo's count for the partition (a GPU
+                              partition without either fails to load)
     HPCML_MAX_NODES           most nodes one test may use (default 2)
     HPCML_SCALES              scales to run, e.g. '1_node,2_nodes' (default:
                               all that fit)
@@ -34,8 +36,9 @@ import os
 import shutil
 import sys
 
-from hpctestlib_ml.siteconfig import (container_environment, env_int,
-                                      env_list, make_site_configuration,
+from hpctestlib_ml.siteconfig import (container_environment, cpus_per_node,
+                                      env_int, env_list,
+                                      make_site_configuration,
                                       slurm_sched_options, system_dirs,
                                       with_apptainer)
 
@@ -43,7 +46,7 @@ _partition = os.environ.get('HPCML_SLURM_PARTITION')
 _account = os.environ.get('HPCML_ACCOUNT')
 _gpus = env_int('HPCML_GPUS_PER_NODE', 0)
 _gpu_model = os.environ.get('HPCML_GPU_MODEL')
-_cpus = env_int('HPCML_CPUS_PER_NODE')
+_cpus = cpus_per_node(env_int('HPCML_CPUS_PER_NODE'), _gpus, _partition)
 _cpu_peak = os.environ.get('HPCML_CPU_PEAK_FLOPS')
 _modules = env_list('HPCML_MODULES', [])
 _venv = os.environ.get('HPCML_VENV', os.path.dirname(os.path.dirname(

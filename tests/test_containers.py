@@ -303,7 +303,7 @@ def test_juwels_container_runs_use_the_image_not_the_modules(
 @pytest.mark.integration
 def test_amd_gpus_get_rocm_and_cpu_nodes_no_gpu_option(tmp_path, cache_dir):
     env = {'HPCML_SCHEDULER': 'squeue', 'HPCML_SCALES': '1_node',
-           'HPCML_CONTAINER_DIR': '/images'}
+           'HPCML_CONTAINER_DIR': '/images', 'HPCML_CPUS_PER_NODE': '64'}
     proc, scripts, _ = dry_run(tmp_path / 'amd', cache_dir, 'config/slurm.py',
                                '^MMoCLIPContainer%', HPCML_GPUS_PER_NODE='8',
                                HPCML_GPU_MODEL='MI250-GCD', **env)
@@ -338,7 +338,7 @@ def test_unknown_gpu_model_fails_with_the_fix(tmp_path, cache_dir):
     proc, _, _ = dry_run(tmp_path, cache_dir, 'config/slurm.py',
                          '^MMoCLIPContainer%', HPCML_SCHEDULER='squeue',
                          HPCML_SCALES='1_node', HPCML_GPUS_PER_NODE='4',
-                         HPCML_GPU_MODEL='Gaudi3',
+                         HPCML_GPU_MODEL='Gaudi3', HPCML_CPUS_PER_NODE='64',
                          HPCML_CONTAINER_DIR='/images')
     assert proc.returncode == 1
     assert ("GPU vendor of Gaudi3 unknown: set extras 'gpu_vendor' ('nvidia' "
