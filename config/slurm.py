@@ -20,6 +20,9 @@
                               (default), a template such as '{hostname}-ib',
                               or 'nodeaddr' (the node's Slurm NodeAddr)
     HPCML_MODULES             modules to load in jobs, e.g. 'PyTorch/2.5'
+    HPCML_ENV                 variables every job of the partition exports,
+                              e.g. 'NCCL_SOCKET_IFNAME=ib0
+                              GLOO_SOCKET_IFNAME=ib0' (shell words)
     HPCML_VENV                virtual environment to activate in jobs
                               (default: the one running ReFrame)
     HPCML_CPU_PEAK_FLOPS      a node's fp32 peak FLOP/s, for MFU on CPUs
@@ -37,7 +40,7 @@ import shutil
 import sys
 
 from hpctestlib_ml.siteconfig import (container_environment, cpus_per_node,
-                                      env_int, env_list,
+                                      env_assignments, env_int, env_list,
                                       make_site_configuration,
                                       slurm_sched_options, system_dirs,
                                       with_apptainer)
@@ -74,6 +77,7 @@ _part = {
     'max_jobs': 8,
     'features': ['gpu'] if _gpus else ['cpu'],
     'extras': _extras,
+    'env_vars': env_assignments('HPCML_ENV'),
 }
 if _cpus:
     _part['processor'] = {'num_cpus': _cpus}

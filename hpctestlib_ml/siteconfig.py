@@ -3,6 +3,8 @@ format, results DB, modes. Site files under ``config/`` describe their
 systems and call :func:`make_site_configuration` with them.
 """
 import os
+import re
+import shlex
 import subprocess
 
 from hpctestlib_ml import REPO_ROOT, sessions
@@ -231,6 +233,26 @@ def env_int(name, default=None):
     except ValueError:
         raise ValueError(f'environment variable {name} must be an integer, '
                          f'got {raw!r}') from None
+
+
+def env_assignments(name):
+    '''``[[NAME, value], ...]`` (ReFrame's ``env_vars``) from environment
+    variable *name*, shell words ``NAME=value``: e.g.
+    ``HPCML_ENV='NCCL_SOCKET_IFNAME=ib0 GLOO_SOCKET_IFNAME=ib0'``.'''
+    raw = os.environ.get(name) or ''
+    try:
+        words = shlex.split(raw)
+    except ValueError as err:
+        raise ValueError(f'environment variable {name} is not shell words '
+                         f'({err}): got {raw!r}') from None
+    pairs = []
+    for word in words:
+        key, sep, value = word.partition('=')
+        if not sep or not re.fullmatch(r'[A-Za-z_]\w*', key):
+            raise ValueError(f'environment variable {name} must be '
+                             f'NAME=value words, got {word!r} in {raw!r}')
+        pairs.append([key, value])
+    return pairs
 
 
 def env_list(name, default=None):

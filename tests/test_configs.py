@@ -202,6 +202,34 @@ def test_generic_slurm_gpus_without_cpus_fail_naming_the_variable(
         load('config/slurm.py', 'slurm')
 
 
+def test_generic_slurm_exports_hpcml_env(monkeypatch):
+    monkeypatch.setenv('HPCML_ENV', "NCCL_SOCKET_IFNAME=ib0 "
+                       "GLOO_SOCKET_IFNAME=ib0 NCCL_IB_HCA='mlx5_0 mlx5_1'")
+    part, = load('config/slurm.py', 'slurm').get('systems/0/partitions')
+    assert part['env_vars'] == [['NCCL_SOCKET_IFNAME', 'ib0'],
+                                ['GLOO_SOCKET_IFNAME', 'ib0'],
+                                ['NCCL_IB_HCA', 'mlx5_0 mlx5_1']]
+    monkeypatch.delenv('HPCML_ENV')
+    forget_config_modules()
+    part, = load('config/slurm.py', 'slurm').get('systems/0/partitions')
+    assert part['env_vars'] == []
+
+
+@pytest.mark.parametrize('value, message', [
+    ('NCCL_SOCKET_IFNAME', "got 'NCCL_SOCKET_IFNAME' in"),
+    ('1X=2', "got '1X=2' in"),
+    ("A='unclosed", 'is not shell words (No closing quotation)'),
+])
+def test_generic_slurm_bad_hpcml_env_names_the_variable(monkeypatch, value,
+                                                        message):
+    monkeypatch.setenv('HPCML_ENV', value)
+    with pytest.raises(ValueError, match=r'^environment variable HPCML_ENV '):
+        load('config/slurm.py', 'slurm')
+    with pytest.raises(ValueError) as err:
+        siteconfig.env_assignments('HPCML_ENV')
+    assert message in str(err.value)
+
+
 def test_generic_slurm_bad_env_names_the_variable(monkeypatch):
     monkeypatch.setenv('HPCML_GPUS_PER_NODE', 'four')
     with pytest.raises(Exception, match='HPCML_GPUS_PER_NODE must be an '
