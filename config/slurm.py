@@ -10,7 +10,9 @@
     HPCML_GPU_RESOURCE        how to ask for GPUs; default
                               '--gpus-per-node={num_gpus_per_node}'
                               ('--gres=gpu:{num_gpus_per_node}' elsewhere)
-    HPCML_CPUS_PER_NODE       CPUs Slurm gives one node (sets --cpus-per-task)
+    HPCML_CPUS_PER_NODE       CPUs Slurm gives one node (sets --cpus-per-task);
+                              default: sinfo's count for the partition (a GPU
+                              partition without either fails to load)
     HPCML_MAX_NODES           most nodes one test may use (default 2)
     HPCML_SCALES              scales to run, e.g. '1_node,2_nodes' (default:
                               all that fit)
@@ -18,6 +20,9 @@
                               (default), a template such as '{hostname}-ib',
                               or 'nodeaddr' (the node's Slurm NodeAddr)
     HPCML_MODULES             modules to load in jobs, e.g. 'PyTorch/2.5'
+    HPCML_ENV                 variables every job of the partition exports,
+                              e.g. 'NCCL_SOCKET_IFNAME=ib0
+                              GLOO_SOCKET_IFNAME=ib0' (shell words)
     HPCML_VENV                virtual environment to activate in jobs
                               (default: the one running ReFrame)
     HPCML_CPU_PEAK_FLOPS      a node's fp32 peak FLOP/s, for MFU on CPUs
@@ -34,8 +39,9 @@ import os
 import shutil
 import sys
 
-from hpctestlib_ml.siteconfig import (container_environment, env_int,
-                                      env_list, make_site_configuration,
+from hpctestlib_ml.siteconfig import (container_environment, cpus_per_node,
+                                      env_assignments, env_int, env_list,
+                                      make_site_configuration,
                                       slurm_sched_options, system_dirs,
                                       with_apptainer)
 
@@ -43,7 +49,7 @@ _partition = os.environ.get('HPCML_SLURM_PARTITION')
 _account = os.environ.get('HPCML_ACCOUNT')
 _gpus = env_int('HPCML_GPUS_PER_NODE', 0)
 _gpu_model = os.environ.get('HPCML_GPU_MODEL')
-_cpus = env_int('HPCML_CPUS_PER_NODE')
+_cpus = cpus_per_node(env_int('HPCML_CPUS_PER_NODE'), _gpus, _partition)
 _cpu_peak = os.environ.get('HPCML_CPU_PEAK_FLOPS')
 _modules = env_list('HPCML_MODULES', [])
 _venv = os.environ.get('HPCML_VENV', os.path.dirname(os.path.dirname(
@@ -71,6 +77,7 @@ _part = {
     'max_jobs': 8,
     'features': ['gpu'] if _gpus else ['cpu'],
     'extras': _extras,
+    'env_vars': env_assignments('HPCML_ENV'),
 }
 if _cpus:
     _part['processor'] = {'num_cpus': _cpus}

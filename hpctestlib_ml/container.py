@@ -9,6 +9,7 @@ Launch stays outside: srun (or torchrun inside the image, per node) starts
 
 Pure functions over plain values; :mod:`hpctestlib_ml.base` applies them.
 """
+import os
 import shlex
 
 from hpctestlib_ml import REPO_ROOT
@@ -30,7 +31,37 @@ def image_path(framework, extras, override=None):
     if override:
         return override
     images = extras.get('container_images', {})
-    return images.get(framework, str(DEFAULT_IMAGE_DIR / f'{framework}.sif'))
+    return images.get(framework, str(repository_image(framework)))
+
+
+def repository_image(framework):
+    '''Where the README builds *framework*'s image from its definition.'''
+    return DEFAULT_IMAGE_DIR / f'{framework}.sif'
+
+
+#: The image a site must build itself for each vendor whose GPUs the
+#: repository's images (``containers/*.def``: NGC's CUDA builds) do not
+#: drive.
+FOREIGN_VENDOR_IMAGES = {'amd': 'ROCm'}
+
+
+def image_for(framework, vendor, extras, override=None):
+    ''':func:`image_path`, refused where the repository's image cannot use
+    the partition's GPUs: Apptainer gives an AMD partition ``--rocm``, but
+    NGC's CUDA PyTorch then finds no GPU and trains on the CPU. There, the
+    image must be one the site or the command line names, not
+    ``containers/<framework>.sif`` (the README's build of the CUDA
+    definition).'''
+    image = image_path(framework, extras, override)
+    kind = FOREIGN_VENDOR_IMAGES.get(vendor)
+    if kind and os.path.abspath(image) == str(repository_image(framework)):
+        raise ContainerError(
+            f'{image} is built from containers/{framework}.def, a CUDA '
+            f'image that cannot use {vendor.upper()} GPUs: name a {kind} '
+            f"image in the partition's extras['container_images']"
+            f"['{framework}'] (config/slurm.py: HPCML_CONTAINER_DIR), or "
+            f'-S container_image=')
+    return image
 
 
 def gpu_vendor(models, extras):

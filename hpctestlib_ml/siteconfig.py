@@ -3,6 +3,9 @@ format, results DB, modes. Site files under ``config/`` describe their
 systems and call :func:`make_site_configuration` with them.
 """
 import os
+import re
+import shlex
+import subprocess
 
 from hpctestlib_ml import REPO_ROOT, sessions
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
@@ -234,9 +237,93 @@ def env_int(name, default=None):
                          f'got {raw!r}') from None
 
 
+def env_assignments(name):
+    '''``[[NAME, value], ...]`` (ReFrame's ``env_vars``) from environment
+    variable *name*, shell words ``NAME=value``: e.g.
+    ``HPCML_ENV='NCCL_SOCKET_IFNAME=ib0 GLOO_SOCKET_IFNAME=ib0'``.'''
+    raw = os.environ.get(name) or ''
+    try:
+        words = shlex.split(raw)
+    except ValueError as err:
+        raise ValueError(f'environment variable {name} is not shell words '
+                         f'({err}): got {raw!r}') from None
+    pairs = []
+    for word in words:
+        key, sep, value = word.partition('=')
+        if not sep or not re.fullmatch(r'[A-Za-z_]\w*', key):
+            raise ValueError(f'environment variable {name} must be '
+                             f'NAME=value words, got {word!r} in {raw!r}')
+        pairs.append([key, value])
+    return pairs
+
+
 def env_list(name, default=None):
     '''Comma- or space-separated list from environment variable *name*.'''
     raw = os.environ.get(name)
     if raw is None or raw.strip() == '':
         return default
     return [item for item in raw.replace(',', ' ').split() if item]
+
+
+#: How Slurm is asked for a partition's CPUs per node: sinfo's ``%c``
+#: (CPUs per node; with nodes that differ, the least followed by ``+``,
+#: sinfo(1) ``--exact``), per partition (``%P``: the default one ends in
+#: ``*``). Slurm's CPUs are what ``--cpus-per-task`` counts.
+SINFO_CPUS = ['sinfo', '--noheader', '--format=%P %c']
+
+
+def sinfo_cpus(text, partition=None):
+    '''CPUs per node of *partition* (None: the default partition) in
+    :data:`SINFO_CPUS`'s output *text*: the least over its lines, so that
+    ``--cpus-per-task`` fits on every node; None if *text* does not list
+    it.'''
+    counts = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) != 2:
+            continue
+        name, cpus = fields
+        default = name.endswith('*')
+        if (name.rstrip('*') == partition if partition else default) and \
+                cpus.rstrip('+').isdigit():
+            counts.append(int(cpus.rstrip('+')))
+    return min(counts) if counts else None
+
+
+def slurm_cpus_per_node(partition=None, run=subprocess.run):
+    '''``(cpus, None)`` from Slurm for *partition*, or ``(None, why)``
+    where sinfo cannot say.'''
+    try:
+        proc = run(SINFO_CPUS, capture_output=True, text=True, timeout=30,
+                   stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        return None, 'sinfo is not on PATH'
+    except subprocess.TimeoutExpired:
+        return None, 'sinfo did not answer in 30 s'
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines() or [
+            f'exit status {proc.returncode}']
+        return None, f'sinfo failed: {lines[-1]}'
+    cpus = sinfo_cpus(proc.stdout, partition)
+    if cpus is None:
+        return None, (f'sinfo lists no partition '
+                      f'{partition or "marked default (*)"}')
+    return cpus, None
+
+
+def cpus_per_node(configured, gpus, partition=None, query=slurm_cpus_per_node):
+    '''CPUs per node of a generic Slurm partition: *configured*
+    (``HPCML_CPUS_PER_NODE``) if set, else Slurm's own count; None on a CPU
+    partition where neither says. A GPU partition needs it: without
+    ``--cpus-per-task`` srun gives each task one CPU, and a node's ranks
+    and their loader workers share it, so the config refuses to load.'''
+    if configured:
+        return configured
+    cpus, why = query(partition)
+    if cpus is None and gpus:
+        raise ValueError(
+            f'CPUs per node of the GPU partition '
+            f'{partition or "(default)"} unknown ({why}): set '
+            f'HPCML_CPUS_PER_NODE to the CPUs Slurm gives one node, or its '
+            f'ranks share one CPU')
+    return cpus

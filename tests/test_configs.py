@@ -8,7 +8,7 @@ import sys
 import pytest
 from reframe.core import config as rfm_config
 
-from hpctestlib_ml import REPO_ROOT
+from hpctestlib_ml import REPO_ROOT, siteconfig
 from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS, SCALES
 
 CONFIGS = ['config/local.py', 'config/slurm.py',
@@ -100,14 +100,134 @@ def test_generic_slurm_from_env(monkeypatch):
     monkeypatch.setenv('HPCML_GPU_MODEL', 'H100-SXM')
     monkeypatch.setenv('HPCML_SCHEDULER', 'squeue')
     monkeypatch.setenv('HPCML_SCALES', '1_node,2_nodes')
+    monkeypatch.setenv('HPCML_CPUS_PER_NODE', '64')
     site = load('config/slurm.py', 'slurm')
     part, = site.get('systems/0/partitions')
     assert part['name'] == 'gpus' and part['scheduler'] == 'squeue'
+    assert part['processor']['num_cpus'] == 64
     assert part['access'] == ['--partition=gpus']
     assert part['devices'] == [{'type': 'gpu', 'num_devices': 8,
                                 'model': 'H100-SXM'}]
     assert part['extras']['scales'] == ['1_node', '2_nodes']
     assert part['features'] == ['gpu']
+
+
+# sinfo --noheader --format='%P %c' as sinfo(1) documents it: one line per
+# partition and node group, the default partition marked '*', nodes that
+# differ shown by their least count and '+'.
+SINFO = """\
+cpu* 128
+gpus 72
+gpus 64+
+debug 16
+"""
+
+
+@pytest.mark.parametrize('partition, cpus', [
+    (None, 128), ('cpu', 128), ('gpus', 64), ('debug', 16), ('nope', None),
+])
+def test_cpus_per_node_from_sinfo(partition, cpus):
+    assert siteconfig.sinfo_cpus(SINFO, partition) == cpus
+    assert siteconfig.sinfo_cpus('', partition) is None
+
+
+def fake_sinfo(stdout='', stderr='', returncode=0, missing=False):
+    def run(argv, **kwargs):
+        assert argv == siteconfig.SINFO_CPUS
+        if missing:
+            raise FileNotFoundError(argv[0])
+        return subprocess.CompletedProcess(argv, returncode, stdout, stderr)
+    return run
+
+
+def test_slurm_cpus_per_node_says_why_not():
+    query = siteconfig.slurm_cpus_per_node
+    assert query('gpus', fake_sinfo(SINFO)) == (64, None)
+    assert query(None, fake_sinfo(SINFO)) == (128, None)
+    assert query('a100', fake_sinfo(SINFO)) == (
+        None, 'sinfo lists no partition a100')
+    assert query('gpus', fake_sinfo(missing=True)) == (
+        None, 'sinfo is not on PATH')
+    assert query('gpus', fake_sinfo(
+        stderr='sinfo: error: fetch_config: DNS SRV lookup failed\n'
+               'sinfo: fatal: Could not establish a configuration source\n',
+        returncode=1)) == (None, 'sinfo failed: sinfo: fatal: Could not '
+                                 'establish a configuration source')
+
+
+def test_gpu_partition_without_a_cpu_count_refuses_to_load():
+    unknown = lambda partition: (None, 'sinfo is not on PATH')
+    with pytest.raises(ValueError) as err:
+        siteconfig.cpus_per_node(None, 4, 'gpus', unknown)
+    assert str(err.value) == (
+        'CPUs per node of the GPU partition gpus unknown (sinfo is not on '
+        'PATH): set HPCML_CPUS_PER_NODE to the CPUs Slurm gives one node, '
+        'or its ranks share one CPU')
+    # A CPU partition keeps srun's default; a configured count wins.
+    assert siteconfig.cpus_per_node(None, 0, 'cpu', unknown) is None
+    assert siteconfig.cpus_per_node(48, 4, 'gpus', unknown) == 48
+    assert siteconfig.cpus_per_node(None, 4, 'gpus',
+                                    lambda partition: (72, None)) == 72
+
+
+def sinfo_on_path(monkeypatch, tmp_path, script):
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    (bin_dir / 'sinfo').write_text('#!/bin/sh\n' + script)
+    (bin_dir / 'sinfo').chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bin_dir}:{os.environ["PATH"]}')
+
+
+def test_generic_slurm_asks_slurm_for_the_cpus(monkeypatch, tmp_path):
+    sinfo_on_path(monkeypatch, tmp_path, f"cat <<'EOF'\n{SINFO}EOF\n")
+    monkeypatch.setenv('HPCML_SLURM_PARTITION', 'gpus')
+    monkeypatch.setenv('HPCML_GPUS_PER_NODE', '4')
+    monkeypatch.delenv('HPCML_CPUS_PER_NODE', raising=False)
+    part, = load('config/slurm.py', 'slurm').get('systems/0/partitions')
+    assert part['processor']['num_cpus'] == 64
+
+
+def test_generic_slurm_gpus_without_cpus_fail_naming_the_variable(
+        monkeypatch, tmp_path):
+    sinfo_on_path(monkeypatch, tmp_path,
+                  'echo "sinfo: error: Unable to contact slurm controller '
+                  '(connect failure)" >&2; exit 1\n')
+    monkeypatch.setenv('HPCML_GPUS_PER_NODE', '4')
+    monkeypatch.delenv('HPCML_CPUS_PER_NODE', raising=False)
+    monkeypatch.delenv('HPCML_SLURM_PARTITION', raising=False)
+    with pytest.raises(ValueError, match=r'^CPUs per node of the GPU '
+                       r'partition \(default\) unknown \(sinfo failed: sinfo: '
+                       r'error: Unable to contact slurm controller \(connect '
+                       r'failure\)\): set HPCML_CPUS_PER_NODE '):
+        load('config/slurm.py', 'slurm')
+
+
+def test_generic_slurm_exports_hpcml_env(monkeypatch):
+    monkeypatch.setenv('HPCML_ENV', "NCCL_SOCKET_IFNAME=ib0 "
+                       "GLOO_SOCKET_IFNAME=ib0 NCCL_IB_HCA='mlx5_0 mlx5_1'")
+    part, = load('config/slurm.py', 'slurm').get('systems/0/partitions')
+    assert part['env_vars'] == [['NCCL_SOCKET_IFNAME', 'ib0'],
+                                ['GLOO_SOCKET_IFNAME', 'ib0'],
+                                ['NCCL_IB_HCA', 'mlx5_0 mlx5_1']]
+    monkeypatch.delenv('HPCML_ENV')
+    forget_config_modules()
+    part, = load('config/slurm.py', 'slurm').get('systems/0/partitions')
+    assert part['env_vars'] == []
+
+
+@pytest.mark.parametrize('value, message', [
+    ('NCCL_SOCKET_IFNAME', "got 'NCCL_SOCKET_IFNAME' in"),
+    ('1X=2', "got '1X=2' in"),
+    ("A='unclosed", 'is not shell words (No closing quotation)'),
+])
+def test_generic_slurm_bad_hpcml_env_names_the_variable(monkeypatch, value,
+                                                        message):
+    monkeypatch.setenv('HPCML_ENV', value)
+    with pytest.raises(ValueError, match=r'^environment variable HPCML_ENV '):
+        load('config/slurm.py', 'slurm')
+    with pytest.raises(ValueError) as err:
+        siteconfig.env_assignments('HPCML_ENV')
+    assert message in str(err.value)
 
 
 def test_generic_slurm_bad_env_names_the_variable(monkeypatch):

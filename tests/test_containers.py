@@ -5,17 +5,22 @@ reframe --dry-run for real, against golden files.
 Regenerate the golden files after an intended change of the job scripts:
 ``HPCML_UPDATE_GOLDEN=1 make test PYTEST_ARGS=tests/test_containers.py``.
 """
+import importlib.metadata
 import os
 import re
 import subprocess
 import tomllib
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 
 import apptainer_def
 from conftest import BIN, DATA, REPO
 from hpctestlib_ml import container
 from hpctestlib_ml.constants import FRAMEWORKS
+from hpctestlib_ml.siteconfig import apptainer_settings
 
 CONTAINERS = REPO / 'containers'
 GOLDEN = DATA / 'golden'
@@ -76,6 +81,94 @@ def test_pytorch_image_pins_equal_pyproject_except_the_framework():
     assert '-c /opt/hpcml-constraints.txt' in post
 
 
+#: torch of each NGC PyTorch release (``nvcr.io/nvidia/pytorch:<tag>-py3``,
+#: Python 3.12 in all of them): NVIDIA's "PyTorch for Jetson Platform"
+#: release notes, table 1, "PyTorch compatibility with NVIDIA containers"
+#: (April 2026; a copy at index id 52208439512), which names the framework
+#: container of each torch build. Confirmed for 25.01 and 25.02 by
+#: ``torch.__version__`` printed in those images (index ids 52174548262:
+#: ``2.6.0a0+ecf3bae40a.nv25.01``; 52484808707: ``2.7.0a0+6c54963f75``).
+NGC_PYTORCH = {
+    '25.01': '2.6.0a0+ecf3bae40a', '25.02': '2.7.0a0+6c54963f75',
+    '25.03': '2.7.0a0+7c8ec84dab', '25.04': '2.7.0a0+79aa17489c',
+    '25.05': '2.8.0a0+5228986c39', '25.06': '2.8.0a0+5228986c39',
+    '25.08': '2.8.0a0+34c6371d24', '25.09': '2.9.0a0+50eac811a6',
+    '25.10': '2.9.0a0+145a3a7bda', '25.11': '2.10.0a0+b558c986e8',
+    '25.12': '2.10.0a0+b4e4ee81d3', '26.01': '2.10.0a0+a36e1d39eb',
+    '26.02': '2.11.0a0+eb65b36914', '26.03': '2.11.0a0+a6c236b9fd1',
+}
+NGC_PYTHON = '3.12'
+
+
+def image_pins():
+    """(name, extras, version) of each package %post installs."""
+    post = definition('pytorch').sections['post']
+    return [(name, set(filter(None, extras.split(','))), version)
+            for name, extras, version in re.findall(
+                r"'([\w.-]+)(?:\[([\w,]+)\])?==([\w.]+)'", post)]
+
+
+def torch_requirements(name, extras):
+    """*name*'s requirements on torch, with the extras the programs use
+    (transformers with PyTorch: its ``torch`` extra), for NGC's Python."""
+    extras = extras | ({'torch'} if name == 'transformers' else set())
+    found = []
+    for line in importlib.metadata.requires(name) or []:
+        req = Requirement(line)
+        if canonicalize_name(req.name) != 'torch':
+            continue
+        env = {'python_version': NGC_PYTHON, 'sys_platform': 'linux',
+               'platform_system': 'Linux', 'platform_machine': 'x86_64'}
+        if req.marker is None or any(req.marker.evaluate({**env, 'extra': e})
+                                     for e in extras | {''}):
+            found.append(req)
+    return found
+
+
+def ngc_torch_problems(tag):
+    """Why NGC *tag*'s torch cannot stay under the def's pins: pip keeps
+    an installed torch when every requirement's specifier contains its
+    version with pre-releases allowed (pip/_internal/resolution/
+    resolvelib/factory.py, ``contains(installed_dist.version,
+    prereleases=True)``)."""
+    torch = NGC_PYTORCH[tag]
+    problems = []
+    for name, extras, version in image_pins():
+        # The metadata read is the pinned release's own.
+        assert importlib.metadata.version(name) == version, name
+        python = importlib.metadata.metadata(name)['Requires-Python']
+        if python and not SpecifierSet(python).contains(NGC_PYTHON):
+            problems.append(f'{name}=={version} needs Python {python}')
+        for req in torch_requirements(name, extras):
+            if not req.specifier.contains(torch, prereleases=True):
+                problems.append(f'{name}=={version} needs {req}, NGC '
+                                f'{tag} has torch {torch}')
+    return problems
+
+
+def test_ngc_torch_satisfies_every_pin_of_the_image():
+    d = definition('pytorch')
+    tag = re.fullmatch(r'(\d\d\.\d\d)-py3', d.arguments['NGC_TAG']).group(1)
+    assert ngc_torch_problems(tag) == []
+
+
+def test_the_pin_check_catches_a_torch_below_a_pin():
+    # NGC 25.01's 2.6.0a0 is a pre-release of 2.6.0: below >= 2.6.0.
+    problems = ngc_torch_problems('25.01')
+    assert 'megatron-core==0.16.1 needs torch>=2.6.0, NGC 25.01 has torch ' \
+        '2.6.0a0+ecf3bae40a' in problems
+    assert any(p.startswith('transformers==5.23.0 needs torch>=2.6')
+               for p in problems)
+
+
+def test_ngc_global_constraints_do_not_hold_the_pins():
+    # NGC >= 25.03 sets PIP_CONSTRAINT to its whole image's versions; the
+    # install clears it and holds only torch and torchvision.
+    post = definition('pytorch').sections['post']
+    assert re.search(r'PIP_CONSTRAINT= python3 -m pip install .*\n\s*'
+                     r'-c /opt/hpcml-constraints.txt', post)
+
+
 def test_definition_lint_catches_mistakes():
     with pytest.raises(apptainer_def.DefinitionError, match='unknown section'):
         apptainer_def.parse('Bootstrap: docker\nFrom: x\n%postt\n  true\n')
@@ -103,6 +196,29 @@ def test_image_from_option_then_config_then_repository():
 def test_gpu_option_follows_the_vendor(models, extras, options):
     assert container.runtime_options(
         container.gpu_vendor(models, extras)) == options
+
+
+def test_amd_gpus_refuse_the_repositorys_cuda_image():
+    defaults = apptainer_settings()['extras']      # no HPCML_CONTAINER_DIR
+    for extras in ({}, defaults):
+        with pytest.raises(container.ContainerError) as err:
+            container.image_for('pytorch', 'amd', extras)
+        assert str(err.value) == (
+            f"{REPO}/containers/pytorch.sif is built from "
+            f"containers/pytorch.def, a CUDA image that cannot use AMD GPUs: "
+            f"name a ROCm image in the partition's "
+            f"extras['container_images']['pytorch'] (config/slurm.py: "
+            f"HPCML_CONTAINER_DIR), or -S container_image=")
+    # An image the site or the command line names is the site's to choose.
+    site = apptainer_settings('/images/rocm')['extras']
+    assert container.image_for('pytorch', 'amd', site) == \
+        '/images/rocm/pytorch.sif'
+    assert container.image_for('pytorch', 'amd', defaults,
+                               '/scratch/rocm.sif') == '/scratch/rocm.sif'
+    # NVIDIA GPUs and CPU nodes take the repository's image.
+    for vendor in ('nvidia', None):
+        assert container.image_for('pytorch', vendor, defaults) == \
+            str(REPO / 'containers' / 'pytorch.sif')
 
 
 def test_unknown_gpu_vendor_names_the_fix():
@@ -187,7 +303,7 @@ def test_juwels_container_runs_use_the_image_not_the_modules(
 @pytest.mark.integration
 def test_amd_gpus_get_rocm_and_cpu_nodes_no_gpu_option(tmp_path, cache_dir):
     env = {'HPCML_SCHEDULER': 'squeue', 'HPCML_SCALES': '1_node',
-           'HPCML_CONTAINER_DIR': '/images'}
+           'HPCML_CONTAINER_DIR': '/images', 'HPCML_CPUS_PER_NODE': '64'}
     proc, scripts, _ = dry_run(tmp_path / 'amd', cache_dir, 'config/slurm.py',
                                '^MMoCLIPContainer%', HPCML_GPUS_PER_NODE='8',
                                HPCML_GPU_MODEL='MI250-GCD', **env)
@@ -222,7 +338,7 @@ def test_unknown_gpu_model_fails_with_the_fix(tmp_path, cache_dir):
     proc, _, _ = dry_run(tmp_path, cache_dir, 'config/slurm.py',
                          '^MMoCLIPContainer%', HPCML_SCHEDULER='squeue',
                          HPCML_SCALES='1_node', HPCML_GPUS_PER_NODE='4',
-                         HPCML_GPU_MODEL='Gaudi3',
+                         HPCML_GPU_MODEL='Gaudi3', HPCML_CPUS_PER_NODE='64',
                          HPCML_CONTAINER_DIR='/images')
     assert proc.returncode == 1
     assert ("GPU vendor of Gaudi3 unknown: set extras 'gpu_vendor' ('nvidia' "

@@ -1,5 +1,8 @@
 """One-line failure reasons, on logs captured from the suite's own Slurm
-cluster (tests/slurm/cluster.sh) with the faults injected for real."""
+cluster (tests/slurm/cluster.sh) and this machine with the faults injected
+for real, and on GPU faults as public issues show them (CUDA OOM, NCCL
+errors, NCCL's watchdog), set in srun's and torchrun's lines as they print
+them (tests/data/SOURCES.md, "Failures")."""
 import pytest
 
 from conftest import read_data
@@ -86,8 +89,214 @@ def test_exception_line_skips_relayed_exceptions():
 def test_a_programs_own_error_behind_torchruns_report():
     # clip_train exits with its message; torchrun then raises
     # ChildFailedError and prints its root-cause block of '=' lines.
+    # The rank torchrun names as the root cause comes first.
     text = read_data('open_clip', 'missing_pandas_torchrun.err')
     assert failures.failure_reason(text, exitcode=1) == (
+        "rank 0 on localhost (exit code 1): "
         "clip_train: cannot import OpenCLIP (No module named 'pandas'); "
         "install it with `pip install 'open_clip_torch[training]'` or run in "
         "the suite's PyTorch container")
+
+
+# A rank that raised, and the peers srun or torchrun then stopped
+
+def test_torchrun_names_the_rank_that_raised_not_the_peers_gloo_error():
+    # Captured here: 2 ranks of cosmoflow under torchrun, rank 1 raising in
+    # its third optimizer step; rank 0 then fails in its all-reduce with
+    # Gloo's "Connection closed by peer", printed after rank 1's error.
+    text = read_data('failures', 'torchrun_rank1_raises_cpu.err')
+    assert text.index('hpcml fault injection') < text.index(
+        'Connection closed by peer')
+    cause = failures.root_cause(text)
+    assert (cause.rank, cause.kind, cause.detail) == ('1', 'exit', 1)
+    assert failures.failure_reason(text, exitcode=1) == (
+        'rank 1 on localhost (exit code 1): RuntimeError: hpcml fault '
+        'injection: rank 1 raised in optimizer step 3')
+
+
+#: A CUDA out-of-memory error as PyTorch 2.x prints it: pytorch/pytorch
+#: issue #16417, comment of 2024-03-13 (a 24 GiB GPU).
+CUDA_OOM = (
+    'torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate '
+    '22.00 MiB. GPU 0 has a total capacity of 23.65 GiB of which 11.06 MiB '
+    'is free. Including non-PyTorch memory, this process has 23.60 GiB '
+    'memory in use. Of the allocated memory 22.90 GiB is allocated by '
+    'PyTorch, and 194.87 MiB is reserved by PyTorch but unallocated. If '
+    'reserved but unallocated memory is large try setting '
+    'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid '
+    'fragmentation.  See documentation for Memory Management  '
+    '(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)')
+
+#: NCCL failing in the rank where it failed (modelscope/ms-swift issue
+#: #1233) and, as its peers report it, a rank that left (the message quoted
+#: in pytorch/pytorch issue #111187, comment of 2024-03-19).
+NCCL_SYSTEM_ERROR = (
+    'torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/'
+    'distributed/c10d/ProcessGroupNCCL.cpp:1333, unhandled system error (run '
+    'with NCCL_DEBUG=INFO for details), NCCL version 2.18.6 ncclSystemError: '
+    'System call (e.g. socket, malloc) or external library call failed or '
+    'device error.')
+NCCL_PEER_LEFT = (
+    'torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/'
+    'distributed/c10d/ProcessGroupNCCL.cpp:1691, remote process exited or '
+    'there was a network error, NCCL version 2.19.3')
+
+
+def per_task_run_then(*lines):
+    '''The 2-rank per_task MMoCLIP run captured on the project's cluster up
+    to its first step, then *lines*: what srun prints when a task exits
+    with an error under --kill-on-bad-exit (the order of NERSC's srun in
+    BLAST-WarpX/warpx PR #3400: "task 0: Exited with exit code 1", then
+    "launch/slurm: _step_signal: Terminating StepId=..."; the step's end
+    as in the captured log).'''
+    text = slurm_log('rank_killed_per_task.err')
+    head = text[:text.index('srun: error: n2: task 1: Killed')]
+    return head + ''.join(line + '\n' for line in lines)
+
+
+def test_srun_names_the_rank_that_ran_out_of_gpu_memory_not_its_killed_peer():
+    text = per_task_run_then(
+        CUDA_OOM,
+        'srun: error: n2: task 1: Exited with exit code 1',
+        'srun: launch/slurm: _step_signal: Terminating StepId=8.0',
+        'slurmstepd-n1: error: *** STEP 8.0 ON n1 CANCELLED AT '
+        '2026-11-22T00:46:28 ***',
+        # Rank 0 did not end within KillWait of srun's SIGTERM.
+        'srun: error: n1: task 0: Killed',
+        'srun: Force Terminated StepId=8.0')
+    assert failures.killed_rank(text) is None
+    reason = failures.failure_reason(text, exitcode=1)
+    assert reason.startswith('rank 1 on n2 (exit code 1): torch.cuda.'
+                             'OutOfMemoryError: CUDA out of memory. Tried to '
+                             'allocate 22.00 MiB. GPU 0 has a total capacity')
+    assert reason.endswith('...') and len(reason) == 303
+
+
+def test_a_rank_killed_before_srun_ends_the_step_is_still_the_cause():
+    # The captured per_task log: rank 1 killed, srun then ends rank 0.
+    text = slurm_log('rank_killed_per_task.err')
+    assert failures.root_cause(text).rank == '1'
+    # Also with rank 0 raising Gloo's consequence and exiting 1 after the
+    # step's end.
+    text = per_task_run_then(
+        'srun: error: n2: task 1: Killed',
+        'srun: launch/slurm: _step_signal: Terminating StepId=8.0',
+        'RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/'
+        'tcp/pair.cc:561] Connection closed by peer [127.0.0.1]:45740.',
+        'srun: error: n1: task 0: Exited with exit code 1')
+    assert failures.failure_reason(text, exitcode=1) == \
+        'rank 1 on n2 died: Killed (srun)'
+
+
+def test_nccl_error_where_it_happened_wins_over_the_peers_report():
+    # Rank 0's report that its peer left comes last, after srun ended it.
+    text = per_task_run_then(
+        NCCL_SYSTEM_ERROR,
+        'srun: error: n2: task 1: Exited with exit code 1',
+        'srun: launch/slurm: _step_signal: Terminating StepId=8.0',
+        NCCL_PEER_LEFT,
+        'srun: error: n1: task 0: Exited with exit code 1')
+    assert failures.failure_reason(text, exitcode=1) == (
+        'rank 1 on n2 (exit code 1): ' + NCCL_SYSTEM_ERROR)[:300] + '...'
+    # The peers' report alone is still said.
+    assert failures.exception_line(NCCL_PEER_LEFT) == NCCL_PEER_LEFT
+
+
+def test_labelled_ranks_give_the_failed_ranks_own_exception():
+    text = (f'[rank3]: {CUDA_OOM}\n'
+            f'[rank0]: {NCCL_SYSTEM_ERROR}\n')
+    assert failures.exception_line(text, rank='3') == CUDA_OOM
+    assert failures.exception_line(text) == NCCL_SYSTEM_ERROR
+
+
+# NCCL's watchdog: the rank aborts (SIGABRT) after printing why
+
+#: huggingface/picotron_tutorial issue #6: 8 ranks under torchrun, NCCL's
+#: watchdog timeout in ranks 2 and 3 (the first lines of the issue's log
+#: that show it), and torchrun's root cause block (its last lines).
+PICOTRON_WATCHDOG = [
+    '[E ProcessGroupNCCL.cpp:915] [Rank 2] NCCL watchdog thread terminated '
+    'with exception: [Rank 2] Watchdog caught collective operation timeout: '
+    'WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, '
+    'Timeout(ms)=120000) ran for 120822 milliseconds before timing out.',
+    "terminate called after throwing an instance of 'std::runtime_error'",
+    '  what():  [Rank 2] NCCL watchdog thread terminated with exception: '
+    '[Rank 2] Watchdog caught collective operation timeout: '
+    'WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, '
+    'Timeout(ms)=120000) ran for 120822 milliseconds before timing out.',
+    '[E ProcessGroupNCCL.cpp:488] Some NCCL operations have failed or timed '
+    'out. Due to the asynchronous nature of CUDA kernels, subsequent GPU '
+    'operations might run on corrupted/incomplete data.',
+    '[E ProcessGroupNCCL.cpp:494] To avoid data inconsistency, we are taking '
+    'the entire process down.',
+    '[E ProcessGroupNCCL.cpp:915] [Rank 3] NCCL watchdog thread terminated '
+    'with exception: [Rank 3] Watchdog caught collective operation timeout: '
+    'WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, '
+    'Timeout(ms)=120000) ran for 120823 milliseconds before timing out.',
+    '-----------------------------------------------------',
+    'Root Cause (first observed failure):',
+    '[0]:',
+    '  time      : 2025-05-01_11:12:35',
+    '  host      : 472a4389fceb',
+    '  rank      : 0 (local_rank: 0)',
+    '  exitcode  : -6 (pid: 3431)',
+    '  error_file: <N/A>',
+    '  traceback : Signal 6 (SIGABRT) received by PID 3431',
+    '=====================================================',
+]
+
+
+def test_watchdog_abort_under_torchrun_says_what_timed_out():
+    text = '\n'.join(PICOTRON_WATCHDOG) + '\n'
+    assert failures.failure_reason(text, exitcode=1) == (
+        'rank 0 was killed by signal 6 (SIGABRT): [Rank 2] Watchdog caught '
+        'collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, '
+        'NumelIn=1, NumelOut=1, Timeout(ms)=120000) ran for 120822 '
+        'milliseconds before timing out.')
+
+
+def test_watchdog_abort_under_srun_names_the_ranks_own_timeout():
+    # sgl-project/sglang issue #1693 (PyTorch 2.4's wording), as rank 5's
+    # task under srun: srun reports SIGABRT as "Aborted".
+    text = per_task_run_then(
+        "terminate called after throwing an instance of "
+        "'c10::DistBackendError'",
+        '  what():  [PG 3 Rank 5] Process group watchdog thread terminated '
+        'with exception: [Rank 5] Watchdog caught collective operation '
+        'timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, '
+        'NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) ran for 600020 '
+        'milliseconds before timing out.',
+        'srun: error: n2: task 5: Aborted',
+        'srun: launch/slurm: _step_signal: Terminating StepId=8.0',
+        'srun: error: n1: tasks 0-4,6-7: Killed')
+    assert failures.failure_reason(text, exitcode=1) == (
+        'rank 5 on n2 died: Aborted (srun): [Rank 5] Watchdog caught '
+        'collective operation timeout: WorkNCCL(SeqNum=9141, '
+        'OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, '
+        'Timeout(ms)=600000) ran for 600020 milliseconds before timing out.')
+
+
+def test_older_srun_step_end_before_a_killed_peer():
+    # Slurm before 20.11: "srun: Terminating job step N" (the first three
+    # lines: hafs-community/HAFS issue #101, its second log); a peer then
+    # killed by srun.
+    text = ('srun: error: Orion-18-69: task 289: Bus error\n'
+            'srun: Terminating job step 3495450.0\n'
+            'slurmstepd: error: *** STEP 3495450.0 ON orion-01-04 CANCELLED '
+            'AT 2021-10-27T20:22:22 ***\n'
+            'srun: error: orion-01-04: task 0: Killed\n')
+    assert failures.failure_reason(text) == \
+        'rank 289 on Orion-18-69 died: Bus error (srun)'
+
+
+def test_a_cxx_abort_is_said_by_its_what():
+    # PyTorch's abort on a CUDA fault (the two lines as in many public
+    # logs, e.g. index id 62463627119), in a task srun saw abort.
+    text = ("terminate called after throwing an instance of 'c10::Error'\n"
+            '  what():  CUDA error: an illegal memory access was encountered\n'
+            'srun: error: gpu07: task 3: Aborted\n'
+            'srun: launch/slurm: _step_signal: Terminating StepId=8.0\n'
+            'srun: error: gpu01: task 0: Killed\n')
+    assert failures.failure_reason(text) == (
+        'rank 3 on gpu07 died: Aborted (srun): CUDA error: an illegal memory '
+        'access was encountered')

@@ -74,6 +74,26 @@ def test_srun_one_task_per_gpu(job_scripts, nodes):
     assert '--device cuda --precision amp --dist-url env://' in run_line
 
 
+#: What JSC's runs export on JUWELS Booster (jubench-megatron-lm
+#: jobscript_175B.sbatch, CARAML llm_benchmark_nvidia_amd.yaml).
+JUWELS_NETWORK_ENV = ['export NCCL_SOCKET_IFNAME=ib0',
+                      'export GLOO_SOCKET_IFNAME=ib0',
+                      'export NCCL_IB_TIMEOUT=50',
+                      'export NCCL_IB_RETRY_CNT=10',
+                      'export UCX_RC_TIMEOUT=4s']
+
+
+def test_every_job_exports_the_infiniband_environment(job_scripts):
+    scripts, _ = job_scripts
+    for text in scripts.values():
+        lines = text.splitlines()
+        exported = [line for line in lines if line in JUWELS_NETWORK_ENV]
+        assert exported == JUWELS_NETWORK_ENV
+        # Before the launch, so that srun's tasks inherit them.
+        assert lines.index(exported[-1]) < next(
+            i for i, line in enumerate(lines) if line.startswith('srun '))
+
+
 @pytest.mark.parametrize('nodes', [1, 2, 4, 8])
 def test_srun_one_torchrun_per_node(job_scripts, nodes):
     text = job_scripts[0][nodes, 'torchrun']

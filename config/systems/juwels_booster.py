@@ -9,7 +9,12 @@ Site facts the checks need, all here and none in the checks:
 - the account comes from ``$HPCML_ACCOUNT`` (or JSC's ``$BUDGET_ACCOUNTS``);
 - a node is reached over InfiniBand at its host name plus ``i``
   (``jwb0001`` -> ``jwb0001i``): ``rendezvous_address``;
-- the checks run at 1, 2, 4, 8 and 16 nodes (16: CARAML's 175B GPT).
+- the checks run at 1, 2, 4, 8 and 16 nodes (16: CARAML's 175B GPT);
+- NCCL's and Gloo's bootstrap over the InfiniBand interface ``ib0``, and
+  longer InfiniBand timeouts and retries (NCCL, UCX), as JSC's own runs
+  export them: jubench-megatron-lm ``benchmark/slurm/jobscript_175B.sbatch``
+  (d79ae122f7a4c0a842f6cb6aed4395db2a05002a) and CARAML
+  ``llm_training/llm_benchmark_nvidia_amd.yaml`` (``ibcomm``, A100/H100).
 
 Environment: JSC's software stage with PyTorch from modules, plus the
 suite's extras in a virtual environment at ``$HPCML_VENV`` when set.
@@ -57,6 +62,15 @@ site_configuration = make_site_configuration(
             'resources': [{'name': 'gpu',
                            'options': ['--gres=gpu:{num_gpus_per_node}']}],
             'features': ['gpu', 'cuda'],
+            'env_vars': [
+                # Out-of-band (bootstrap) traffic over InfiniBand.
+                ['NCCL_SOCKET_IFNAME', 'ib0'],
+                ['GLOO_SOCKET_IFNAME', 'ib0'],
+                # Ride out transient InfiniBand faults at scale.
+                ['NCCL_IB_TIMEOUT', '50'],
+                ['NCCL_IB_RETRY_CNT', '10'],
+                ['UCX_RC_TIMEOUT', '4s'],
+            ],
             'extras': {
                 'max_nodes': 936,
                 # 16 nodes: CARAML's 175B GPT (TP 8 x PP 8 = 64 GPUs).

@@ -9,6 +9,11 @@
 #SBATCH --partition=booster
 #SBATCH --account=jscbenchmark
 #SBATCH --gres=gpu:4
+export NCCL_SOCKET_IFNAME=ib0
+export GLOO_SOCKET_IFNAME=ib0
+export NCCL_IB_TIMEOUT=50
+export NCCL_IB_RETRY_CNT=10
+export UCX_RC_TIMEOUT=4s
 export PYTHONPATH=$REPO/src${PYTHONPATH:+:$PYTHONPATH}
 export HPCML_RENDEZVOUS_ADDRESS='{hostname}i'
 hpcml_first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
