@@ -493,13 +493,13 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         models = ([d.model for d in part.select_devices('gpu')]
                   if self.uses_gpus else [])
         try:
-            options = container.runtime_options(
-                container.gpu_vendor(models, part.extras))
+            vendor = container.gpu_vendor(models, part.extras)
+            options = container.runtime_options(vendor)
+            image = container.image_for(self.framework, vendor, part.extras,
+                                        self.container_image)
         except container.ContainerError as err:
             raise BadInputError(f'{part.fullname}: {err}') from None
 
-        image = container.image_path(self.framework, part.extras,
-                                     self.container_image)
         self.container_image = image          # logged with the results
         self.prerun_cmds.append(container.image_check(image, self.framework))
         self.container_platform = CONTAINER_PLATFORM

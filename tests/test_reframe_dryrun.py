@@ -414,3 +414,20 @@ def test_tf_cnn_benchmarks_needs_its_directory_in_the_site_config(
     assert 'launch_mode=torchrun' not in proc.stdout
     assert "no extras['tf_cnn_benchmarks'] (the directory of " \
         "tf_cnn_benchmarks.py)" in proc.stdout
+
+
+def test_amd_partition_refuses_the_repositorys_cuda_image(run_reframe):
+    '''config/slurm.py on MI250 nodes with Apptainer: the container case
+    would start NGC's CUDA image with --rocm and train on the CPU; it
+    fails at setup naming the fix instead.'''
+    proc, _ = run_reframe(
+        BIN / 'reframe', '-C', REPO / 'config/slurm.py', '-c',
+        REPO / 'checks', '-n', '^CosmoFlowContainer%scale=1_node%'
+        'launch_mode=per_task', '--dry-run',
+        env={'HPCML_GPUS_PER_NODE': '8', 'HPCML_GPU_MODEL': 'MI250-GCD',
+             'HPCML_CPUS_PER_NODE': '64', 'HPCML_APPTAINER_MODULES':
+             'apptainer', 'HPCML_SCHEDULER': 'squeue'})
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    reason = re.search(r'\* Reason: (.*)', proc.stdout).group(1)
+    assert 'cannot use AMD GPUs' in reason and \
+        "extras['container_images']" in reason, reason
