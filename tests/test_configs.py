@@ -312,7 +312,7 @@ GPU[1]          : Card Model:           0x740c
 
 @pytest.mark.parametrize('tool, output, count, model', [
     ('amd-smi', AMD_SMI_STATIC_ASIC, 2, 'MI300X'),
-    ('rocm-smi', ROCM_SMI_PRODUCTS, 2, 'MI250-GCD'),
+    ('rocm-smi', ROCM_SMI_PRODUCTS, 2, 'MI250X-GCD'),
 ])
 def test_local_gpu_partition_appears_with_amd_gpus(tmp_path, monkeypatch,
                                                    tool, output, count,
