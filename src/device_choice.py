@@ -48,9 +48,10 @@ def device_index(local_rank, count, local_world=None, visible=''):
     ranks, or more: the local rank. Anything else would put two ranks on
     one device: DeviceChoiceError, naming what the rank saw (*visible*).
     '''
+    seen = visible or 'no visibility variable set'
     if count < 1:
         raise DeviceChoiceError(f'no device visible to local rank '
-                                f'{local_rank} ({visible or "no visibility variable set"})')
+                                f'{local_rank} ({seen})')
     if count == 1:
         return 0
     if local_rank < count and (local_world is None or local_world <= count):
@@ -58,7 +59,7 @@ def device_index(local_rank, count, local_world=None, visible=''):
     ranks = f'{local_world} ranks' if local_world else 'its ranks'
     raise DeviceChoiceError(
         f'local rank {local_rank} sees {count} devices '
-        f'({visible or "no visibility variable set"}) and this node runs '
+        f'({seen}) and this node runs '
         f'{ranks}: each rank must see either one device (Slurm '
         f'--gpus-per-task=1 or --gpu-bind) or all of the node\'s, one per '
         f'rank')

@@ -35,7 +35,8 @@ def test_every_gpu_visible_is_the_local_rank(local_rank):
 def test_eight_gcds_of_an_mi250_node_with_rocr_visibility():
     env = {'ROCR_VISIBLE_DEVICES': '0,1,2,3,4,5,6,7',
            'SLURM_NTASKS_PER_NODE': '8'}
-    assert device_choice.visibility(env) == 'ROCR_VISIBLE_DEVICES=0,1,2,3,4,5,6,7'
+    assert device_choice.visibility(env) == \
+        'ROCR_VISIBLE_DEVICES=0,1,2,3,4,5,6,7'
     assert [device_choice.device_index(r, 8, 8) for r in range(8)] == \
         list(range(8))
 
