@@ -37,7 +37,10 @@ HPCML_GPUS_PER_NODE says the case uses GPUs and no GPU counter is readable
 
 RSSFILE (optional) gets ``max_rss_kib N``: the largest peak resident set
 (``VmHWM``) of the processes under its parent (the program and torchrun's
-workers; not this sampler) seen so far, rewritten at every sample.
+workers; not this sampler) seen so far, rewritten when it grows. The walk
+of /proc this takes runs every :data:`RSS_INTERVAL` seconds and once at the
+end (``VmHWM`` is itself a peak: a slower walk only misses a worker that
+peaks and exits between two walks).
 """
 import os
 import pathlib
@@ -48,7 +51,10 @@ import time
 
 import node_gpus
 
-INTERVAL = 1.0
+#: Seconds between energy samples: a 20 s timed region gets 100.
+INTERVAL = 0.2
+#: Seconds between walks of the program's processes for their peak memory.
+RSS_INTERVAL = 1.0
 
 
 class CannotCount(Exception):
@@ -308,7 +314,7 @@ def main(outfile, rssfile=None):
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     sources, reasons = open_sources()
     parent = os.getppid()
-    peak, last = 0, False
+    peak, last, next_walk = 0, False, 0.0
     with open(outfile, 'w') as out:
         if sources:
             out.write('# ' + '+'.join(s.label for s in sources) + '\n')
@@ -317,17 +323,19 @@ def main(outfile, rssfile=None):
             out.write(f'# none: {"; ".join(reasons)}\n')
         out.flush()
         while True:
+            ending = last or os.getppid() != parent   # the program ended
             if sources:
                 values = [s.joules() for s in sources]
                 out.write(f'{time.time():.6f},' +
                           ','.join(f'{v:.3f}' for v in values) + '\n')
                 out.flush()
-            if rssfile:
+            if rssfile and (ending or time.monotonic() >= next_walk):
+                next_walk = time.monotonic() + RSS_INTERVAL
                 now = peak_rss_kib(parent, exclude=os.getpid())
                 if now > peak:
                     peak = now
                     pathlib.Path(rssfile).write_text(f'max_rss_kib {peak}\n')
-            if last or os.getppid() != parent:    # the program has ended
+            if ending:
                 return 0
             last = signal.sigtimedwait({signal.SIGTERM}, INTERVAL) is not None
 
