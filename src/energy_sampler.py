@@ -268,9 +268,9 @@ def open_sources(env=None):
     except node_gpus.NodeGpusError as err:
         return [], [str(err)]
     if uses_gpus and not gpus:
+        setting = f'{node_gpus.GPUS_PER_NODE}={env[node_gpus.GPUS_PER_NODE]}'
         return [], [f'no GPU energy counter for a case with GPUs '
-                    f'({node_gpus.GPUS_PER_NODE}={env[node_gpus.GPUS_PER_NODE]})'
-                    ] + reasons
+                    f'({setting})'] + reasons
     cpus = _first([lambda: Rapl(env.get('HPCML_POWERCAP_ROOT',
                                         '/sys/class/powercap'))],
                   reasons)
