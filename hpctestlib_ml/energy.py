@@ -5,13 +5,18 @@ one cumulative-joules column per counter source).
 The window is the log's timed region (:mod:`hpctestlib_ml.parsers.
 timed_window`), so start-up, model build and evaluation are not counted.
 One sampler per node, never one per rank: per-rank samplers multiply a
-node's energy by its ranks.
+node's energy by its ranks. A window with fewer than :data:`MIN_SAMPLES`
+samples in it gets no figure: the sampler reads every 0.2 s, so that is a
+timed region under about 2 s, too short for the counters' own update
+period and the interpolation at its ends to be small beside it.
 """
 import bisect
 import glob
 import os
 
 SAMPLES_GLOB = 'hpcml_energy.*.csv'
+#: Fewest samples inside the timed region for an energy figure.
+MIN_SAMPLES = 10
 
 
 class NoEnergy(LookupError):
@@ -55,11 +60,17 @@ def _at(times, joules, t):
 
 def window_energy(times, joules, start, stop):
     '''Joules spent between *start* and *stop*; NoEnergy unless the samples
-    cover the window.'''
+    cover the window with at least :data:`MIN_SAMPLES` inside it.'''
     if len(times) < 2 or times[0] > start or times[-1] < stop:
         span = (f'{times[0]:.1f}-{times[-1]:.1f}' if times else 'nothing')
         raise NoEnergy(f'the samples ({span}) do not cover the timed region '
                        f'{start:.1f}-{stop:.1f}')
+    inside = bisect.bisect_right(times, stop) - bisect.bisect_left(times,
+                                                                   start)
+    if inside < MIN_SAMPLES:
+        raise NoEnergy(f'{inside} energy samples in the timed region '
+                       f'({stop - start:.1f} s), fewer than {MIN_SAMPLES}: '
+                       f'run more steps (-S steps=) for an energy figure')
     return _at(times, joules, stop) - _at(times, joules, start)
 
 

@@ -44,21 +44,39 @@ def test_unreadable_or_absent_counters_give_the_reason(tmp_path):
 
 
 def test_window_energy_interpolates_between_samples():
-    times, joules = [0.0, 1.0, 2.0, 3.0], [0.0, 10.0, 30.0, 60.0]
+    # Every 0.2 s, 10 t^2 joules: the window's ends fall between samples.
+    times = [round(0.2 * i, 1) for i in range(16)]
+    joules = [10 * t * t for t in times]
     assert energy.window_energy(times, joules, 0.5, 2.5) == pytest.approx(
-        45.0 - 5.0)
+        (57.6 + 67.6) / 2 - (1.6 + 3.6) / 2)
     with pytest.raises(energy.NoEnergy, match='do not cover'):
         energy.window_energy(times, joules, 0.5, 3.5)
+
+
+def test_too_few_samples_in_the_window_give_no_figure():
+    times = [round(0.2 * i, 1) for i in range(30)]
+    joules = [100 * t for t in times]
+    # 0.2 .. 2.0: ten samples; 0.3 .. 2.0: nine.
+    assert energy.window_energy(times, joules, 0.2, 2.0) == pytest.approx(180)
+    with pytest.raises(energy.NoEnergy,
+                       match=r'9 energy samples in the timed region '
+                             r'\(1.7 s\), fewer than 10'):
+        energy.window_energy(times, joules, 0.3, 2.0)
+    # The sampler's old 1 s rate over a 4 s region: 5 samples, no figure.
+    with pytest.raises(energy.NoEnergy, match='5 energy samples'):
+        energy.window_energy(list(range(10)), [100 * t for t in range(10)],
+                             2.0, 6.0)
 
 
 def test_run_energy_sums_nodes_and_names_what_is_missing(tmp_path):
     for node, watts in (('n1', 100.0), ('n2', 50.0)):
         lines = ['# rapl(1 packages)', 'time,rapl'] + [
-            f'{t},{watts * t}' for t in range(10)]
+            f'{0.2 * i:.1f},{watts * 0.2 * i}' for i in range(50)]
         (tmp_path / f'hpcml_energy.{node}.csv').write_text(
             '\n'.join(lines) + '\n')
     joules, seconds, label = energy.run_energy(tmp_path, (2.0, 6.0), 2)
-    assert (joules, seconds, label) == (600.0, 4.0, 'rapl(1 packages)')
+    assert joules == pytest.approx(600.0)
+    assert (seconds, label) == (4.0, 'rapl(1 packages)')
     with pytest.raises(energy.NoEnergy, match='2 of 3 nodes'):
         energy.run_energy(tmp_path, (2.0, 6.0), 3)
     with pytest.raises(energy.NoEnergy, match='no timestamps'):
@@ -79,7 +97,8 @@ def test_sampler_stops_when_its_parent_ends(tmp_path):
                    timeout=30)
     time.sleep(1.5)
     label, times, _ = energy.read_samples(out)
-    assert label == 'rapl(1 packages)' and 2 <= len(times) <= 6
+    assert label == 'rapl(1 packages)'
+    assert 2 <= len(times) <= 1.2 / energy_sampler.INTERVAL + 2
     size = out.stat().st_size
     time.sleep(1.0)
     assert out.stat().st_size == size        # it has stopped
@@ -94,9 +113,13 @@ def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
     stop = threading.Event()
 
     def draw(watts=40.0):
-        start = time.time()
+        # Each value replaces the file whole, as sysfs reads are: a reader
+        # never sees it empty (write_text truncates first, and the sampler's
+        # 0.2 s reads then catch it empty now and then).
+        start, staged = time.time(), counter.with_name('energy_uj.new')
         while not stop.is_set():
-            counter.write_text(str(int(watts * (time.time() - start) * 1e6)))
+            staged.write_text(str(int(watts * (time.time() - start) * 1e6)))
+            os.replace(staged, counter)
             time.sleep(0.05)
     thread = threading.Thread(target=draw)
     thread.start()
