@@ -593,8 +593,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
 
     @run_before('performance')
     def add_device_metrics(self):
-        '''What the ranks' records say: :attr:`device_ran`, the runtime
-        and NCCL they loaded (over the provenance file's), and the
+        '''What the ranks' records say: :attr:`device_ran`, and the
         figures ``gpu_mem_peak_MiB`` (the largest device memory a rank
         held: absent on CPUs, not zero) and ``data_share`` (% of the step
         time spent waiting for data: the workload's parser's figure where
@@ -623,11 +622,11 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         largest training process the node samplers saw) and ``energy_J``,
         ``avg_power_W`` and ``energy_per_sample_J`` of the timed region
         where the nodes had energy counters, else say why not.'''
-        for name, value in provenance.job_provenance(self.stagedir).items():
+        facts = provenance.job_provenance(
+            self.stagedir, log_text=self.log_text(), framework=self.framework,
+            loaded_nccl=device_check.loaded_nccl(self.device_records()))
+        for name, value in facts.items():
             setattr(self, name, value)
-        runtime, nccl = device_check.runtime_versions(self.device_records())
-        self.cuda_version = runtime or self.cuda_version
-        self.nccl_version = nccl or self.nccl_version
         rss = energy.peak_rss_mib(self.stagedir)
         if rss is not None:
             self.perf_variables['max_rss_MiB'] = \

@@ -76,13 +76,11 @@ def tf32(records):
     return all(bool(v) for v in values)
 
 
-def runtime_versions(records):
-    '''(runtime, nccl) as the ranks loaded them (``cuda 12.8``,
-    ``2.21.5``), '' where unknown.'''
-    first = next((r for r in records if r.get('kind') == 'gpu'), None)
-    if not first:
-        return '', ''
-    return first.get('runtime') or '', first.get('nccl') or ''
+def loaded_nccl(records):
+    '''The NCCL version the ranks' framework loaded (``2.21.5``), '' where
+    no GPU rank says.'''
+    return next((r.get('nccl') for r in records
+                 if r.get('kind') == 'gpu' and r.get('nccl')), '')
 
 
 def gpu_memory_peak(records):

@@ -74,18 +74,22 @@ def _driver(facts):
     return driver
 
 
-def _nccl(versions, log_text):
+def _nccl(versions, log_text, loaded=''):
     logged = nccl.nccl_facts(log_text or '')
-    version = logged.get('nccl_version') or versions.get('nccl', '')
+    version = (logged.get('nccl_version') or loaded or
+               versions.get('nccl', ''))
     if 'nccl_net' in logged:
         return f'{version or "unknown"} ({logged["nccl_net"]})'
     return version
 
 
-def job_provenance(stagedir, log_text='', framework='pytorch'):
+def job_provenance(stagedir, log_text='', framework='pytorch',
+                   loaded_nccl=''):
     '''The perflog fields from the job's provenance file and its log
     (*log_text*: NCCL's INFO lines), for a check of *framework*; ''
-    where unknown.'''
+    where unknown. NCCL's version: NCCL's own log line, else what the
+    ranks say their framework loaded (*loaded_nccl*, from their
+    ``device`` records), else the wheel's.'''
     path = os.path.join(stagedir, PROVENANCE_FILE)
     try:
         with open(path) as fp:
@@ -98,7 +102,7 @@ def job_provenance(stagedir, log_text='', framework='pytorch'):
     return {
         'framework_versions': _pairs({k: v for k, v in versions.items()
                                       if k != 'nccl'}),
-        'nccl_version': _nccl(versions, log_text),
+        'nccl_version': _nccl(versions, log_text, loaded_nccl),
         'gpu_driver': _driver(facts),
         'cuda_version': runtime,
         'env_switches': _pairs(facts.get('switches', {})),

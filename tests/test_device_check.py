@@ -77,8 +77,8 @@ def test_summary_tf32_runtime():
     assert device_check.tf32(records) is True
     assert device_check.tf32(records[:3] + [gpu(3, tf32=False)]) is False
     assert device_check.tf32([]) is None
-    assert device_check.runtime_versions(records) == ('cuda 12.8', '2.27.3')
-    assert device_check.runtime_versions([CPU_FALLBACK]) == ('', '')
+    assert device_check.loaded_nccl(records) == '2.27.3'
+    assert device_check.loaded_nccl([CPU_FALLBACK]) == ''
 
 
 def test_memory_and_data_share():

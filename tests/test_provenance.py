@@ -134,3 +134,16 @@ def test_nccl_version_and_transport_from_the_job_log(tmp_path):
 def test_driver_field(tmp_path, facts, driver):
     (tmp_path / provenance.PROVENANCE_FILE).write_text(json.dumps(facts))
     assert provenance.job_provenance(tmp_path)['gpu_driver'] == driver
+
+
+def test_nccl_the_ranks_loaded_stands_in_for_a_missing_log_line(tmp_path):
+    '''One GPU: NCCL never starts, so its log has no version line; the
+    ranks' device records say which NCCL torch loaded, over the wheel's
+    metadata (an NGC image's NCCL is no wheel).'''
+    from hpctestlib_ml import provenance
+    (tmp_path / provenance.PROVENANCE_FILE).write_text(
+        '{"versions": {"nccl": "2.26.2"}}')
+    assert provenance.job_provenance(
+        tmp_path, log_text='', loaded_nccl='2.27.3')['nccl_version'] == \
+        '2.27.3'
+    assert provenance.job_provenance(tmp_path)['nccl_version'] == '2.26.2'
