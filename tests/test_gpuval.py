@@ -257,3 +257,52 @@ def test_reframe_accepts_the_gpu_phases_options(run_reframe, tmp_path,
         # GPT-2's fp32 case only; a GPU partition makes fp16 and bf16 too).
         expected = len(session.checks) * max(1, len(session.gpu_precisions))
         assert f'Ran {expected}/{expected} test case(s)' in out, out[-3000:]
+
+
+# The probes' expectations on a GPU (what an H100 machine reports)
+
+def gpu_facts(**changes):
+    import probes                                        # noqa: F401
+    torch_facts = {'cuda_available': True, 'device_count': 1,
+                   'name': 'NVIDIA H100 80GB HBM3', 'cuda_runtime': '13.0',
+                   'hip_runtime': None, 'capability': '9.0',
+                   'bf16_native': True}
+    facts = {'torch_facts': {**torch_facts, **changes.pop('torch', {})},
+             'local_partitions': [
+                 {'name': 'cpu', 'descr': '16 CPUs'},
+                 {'name': 'gpu', 'descr': '1 x H100-SXM of this machine',
+                  'devices': [{'type': 'gpu', 'num_devices': 1,
+                               'model': 'H100-SXM'}]}],
+             'sampler': 'nvml(1 GPUs)',
+             'provenance': {'cuda_version': '13.0'},
+             'matmul_flops': {'bf16': 790e12, 'fp16': 780e12,
+                              'tf32': 400e12, 'fp32': 50e12}}
+    return {**facts, **changes}
+
+
+def test_the_probes_pass_on_an_h100_as_the_suite_should_see_it():
+    import probes
+    found = probes.checks(gpu_facts(), gpu=True)
+    assert all(ok for ok, _, _ in found), [f for f in found if not f[0]]
+
+
+@pytest.mark.parametrize('changes, expect', [
+    ({'torch': {'cuda_available': False, 'device_count': 0}},
+     'torch sees a GPU'),
+    ({'local_partitions': [{'name': 'cpu', 'descr': '16 CPUs'}]},
+     'makes a gpu partition'),
+    ({'torch': {'name': 'NVIDIA H100 NVL'}}, "this product's"),
+    ({'torch': {'bf16_native': False, 'capability': '7.0'}},
+     'bf16 runs in hardware'),
+    ({'sampler': 'none: pynvml (nvidia-ml-py) is not installed'},
+     'NVML energy counter'),
+    ({'provenance': {'cuda_version': '13.1'}}, 'CUDA runtime'),
+    ({'matmul_flops': {'bf16': 1200e12}}, 'below the peaks'),
+])
+def test_each_probe_fails_on_what_it_guards(changes, expect):
+    import probes
+    failed = [what for ok, what, _ in probes.checks(gpu_facts(**changes),
+                                                    gpu=True) if not ok]
+    # The first failure is the one guarded (no partition also leaves the
+    # peaks unknown).
+    assert failed and expect in failed[0], failed

@@ -70,8 +70,8 @@ GPU_PRECISION_STEPS = {'BERTLarge': 30, 'CosmoFlow': 15,
                        'DeepLabV3Plus': 15, 'AlphaFold2': 5,
                        'MegatronGPT': 5, 'MMoCLIP': 10}
 
-#: ReFrame's own limit of each case on the GPU: one case that hangs must
-#: not take the phase's whole budget.
+#: ReFrame's own limit of each case on the GPU (the sizes' are 15 min to
+#: 2 h): one case that hangs must not take the phase's whole budget.
 GPU_CASE_LIMIT = '4m'
 
 
@@ -93,10 +93,12 @@ class Session:
         '''ReFrame's options for this session (besides the common ones).'''
         pattern = '|'.join(self.checks)
         args = ['-n', f'^({pattern})%scale=1_proc%launch_mode=per_task']
+        if not cpu:
+            args += ['-S', f'time_limit={GPU_CASE_LIMIT}']
         if cpu or self.tiny:
             args += ['-S', 'size=tiny', '-S', 'steps=3']
         else:
-            args += ['--mode', 'short', '-S', f'time_limit={GPU_CASE_LIMIT}']
+            args += ['--mode', 'short']
             for check in self.checks:
                 args += ['-S', f'{check}.steps={self.steps[check]}']
             if 'MegatronGPT' in self.checks:
@@ -145,6 +147,9 @@ def prepare_gpt2(root):
     root = pathlib.Path(root)
     if prepare.gpt2_missing(root / 'prepared') is None:
         return root / 'prepared'
+    # Local files only: no hub lookup that waits on a network there is not.
+    os.environ.setdefault('HF_HUB_OFFLINE', '1')
+    os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
     sys.path.insert(0, str(REPO / 'src'))
     from gpt2_finetune.__main__ import model_config, tiny_model_and_data
     from transformers import GPT2LMHeadModel

@@ -7,10 +7,11 @@ capability and memory; bf16 in hardware and TF32 as torch sets it
 (``src/device_choice.py`` decides both, as the programs do); the driver
 and ``nvidia-smi -q``; ``python -m torch.utils.collect_env``; the
 partitions ``config/local.py`` makes and the PyTorch cases it generates
-at ``--mode short``; the job provenance (``src/provenance.py``); the
-energy sampler's source over 3 s (``src/energy_sampler.py``); matrix
-product rates per precision, beside the peak that MFU divides by; the
-machine's and the validation venv's packages.
+at ``--mode short``; the perflog's provenance fields
+(``src/provenance.py``, read as the checks read it); the energy sampler's
+source over 3 s (``src/energy_sampler.py``); matrix product rates per
+precision, beside the peaks that MFU divides by; the machine's and the
+validation venv's packages.
 """
 import json
 import os
@@ -181,6 +182,17 @@ def checks(facts, gpu):
     found.append((str(facts['sampler'] or '').startswith('nvml'),
                   'the energy sampler reads the GPU\'s NVML energy counter',
                   str(facts['sampler'])))
+    peaks = DEVICE_PEAK_FLOPS.get(model, {})
+    measured = facts['matmul_flops']
+    over = [f'{k} {measured[k] / 1e12:.0f} > {peaks[k] / 1e12:.0f}'
+            for k in measured if k in peaks and measured[k] > peaks[k]]
+    found.append((peaks and not over,
+                  'matrix products run below the peaks MFU divides by',
+                  ', '.join(f'{k} {v / 1e12:.0f}' for k, v in measured.items())
+                  + f' TFLOP/s measured; table {model}: '
+                  + (', '.join(over) if over else
+                     ', '.join(f'{k} {v / 1e12:.1f}' for k, v in
+                               peaks.items()))))
     runtime = torch['cuda_runtime'] or torch['hip_runtime']
     logged = facts['provenance'].get('cuda_version')
     found.append((logged == runtime,
@@ -208,12 +220,11 @@ def main(out, base_python):
              'venv': sys.prefix, 'torch_facts': torch_facts()}
     facts['matmul_flops'] = matmul_rates(
         gpu and facts['torch_facts']['cuda_available'])
-    provenance = run([sys.executable, str(REPO / 'src' / 'provenance.py')],
-                     out_dir / 'provenance.json')
-    try:
-        facts['provenance'] = json.loads(provenance)
-    except ValueError:
-        facts['provenance'] = {}
+    # What a job's first task writes, read as the checks read it.
+    from hpctestlib_ml import provenance
+    run([sys.executable, str(REPO / 'src' / 'provenance.py')],
+        out_dir / provenance.PROVENANCE_FILE)
+    facts['provenance'] = provenance.job_provenance(out_dir)
     facts['local_partitions'] = local_partitions(out_dir, env)
     pattern = '|'.join(CHECKS)
     run([os.path.join(os.path.dirname(sys.executable), 'reframe'),
