@@ -306,3 +306,25 @@ def test_each_probe_fails_on_what_it_guards(changes, expect):
     # The first failure is the one guarded (no partition also leaves the
     # peaks unknown).
     assert failed and expect in failed[0], failed
+
+
+@pytest.mark.integration
+def test_the_probes_phase_on_this_cpu_reads_provenance_as_the_checks_do(
+        tmp_path, cache_dir):
+    '''probes.py here, for real: every expectation of a CPU machine holds,
+    and the provenance it judges is the perflog's fields (cuda_version,
+    ...), as provenance.job_provenance reads a job's file.'''
+    proc = subprocess.run(
+        [sys.executable, str(REPO / 'bench' / 'gpu' / 'probes.py'),
+         str(tmp_path), sys.executable], capture_output=True, text=True,
+        timeout=600, env={**os.environ, 'HPCML_CACHE_DIR': str(cache_dir)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import json
+    facts = json.loads((tmp_path / 'probes' / 'probes.json').read_text())
+    assert all(c['ok'] for c in facts['checks']), facts['checks']
+    assert {'cuda_version', 'gpu_driver', 'nccl_version',
+            'framework_versions'} <= set(facts['provenance'])
+    assert 'torch=' in facts['provenance']['framework_versions']
+    for name in ('pip-list-machine.txt', 'pip-freeze-venv.txt',
+                 'collect_env.txt', 'local-partitions.txt'):
+        assert (tmp_path / 'probes' / name).stat().st_size > 0, name
