@@ -1,0 +1,250 @@
+"""What each phase of ``validate.sh run`` runs, and running it.
+
+A phase is one or more ReFrame sessions on ``config/local.py``, each on
+the machine's ``gpu`` partition (``local:cpu`` with ``--cpu``), one rank
+(``scale=1_proc``, ``launch_mode=per_task``), every stage directory kept,
+its own ``HPCML_VAR_DIR`` under ``OUT/<phase>/var`` and a run report
+``OUT/<phase>/report-<n>.json``:
+
+``probes``
+    no ReFrame session: ``probes.py`` (torch, CUDA, driver, bf16, TF32,
+    what ``config/local.py`` detects, the energy sampler, matrix rates).
+``binding``
+    every PyTorch workload at ``tiny`` size as a rank that Slurm bound to
+    one GPU sees it: ``CUDA_VISIBLE_DEVICES=0 LOCAL_RANK=1`` (finding 1 of
+    the GPU-path review: ``cuda:LOCAL_RANK`` is then an invalid ordinal).
+``mlperf``
+    BERT-Large, CosmoFlow, DeepLabV3+, AlphaFold2 at ``--mode short``
+    (the benchmarks' models, batches and precision), steps cut to fit.
+``lm``
+    Megatron 800M (global batch 16), GPT-2 124M fine-tuning in fp32, fp16
+    and bf16, MMoCLIP ViT-L-14 (batch 512) at ``--mode short``.
+``mlperf-precision``, ``lm-precision``
+    the precisions beside each default: fp16 and fp32 for the MLPerf-style
+    programs, OpenCLIP's amp_bf16 and fp32, Megatron fp16.
+
+With ``--cpu`` the same sessions run at ``tiny`` size for 3 steps (bf16
+and amp_bf16 for the precision phases: the CPUs' default is fp32
+already): this is what CI runs. Steps on the GPU are cut so that the
+phases fit three device calls of 10 minutes, offline install included,
+with the review's CPU-bound data generation (finding 5) still in place; a
+phase that runs out of its budget stops its ReFrame session and says so.
+"""
+import dataclasses
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+#: The PyTorch checks (class name -> workload). ResNet50TF is TensorFlow:
+#: no TF GPU wheel fits a device call (README, "First run on a GPU").
+CHECKS = {
+    'BERTLarge': 'bert', 'CosmoFlow': 'cosmoflow',
+    'DeepLabV3Plus': 'deeplabv3plus', 'AlphaFold2': 'alphafold2',
+    'MegatronGPT': 'megatron', 'GPT2FineTune': 'gpt2_finetune',
+    'MMoCLIP': 'clip',
+}
+
+MLPERF = ('BERTLarge', 'CosmoFlow', 'DeepLabV3Plus', 'AlphaFold2')
+
+#: The environment of a rank Slurm bound to one GPU (--gpus-per-task=1):
+#: it sees one device, and its local rank is not 0.
+BINDING_ENV = {'CUDA_VISIBLE_DEVICES': '0', 'LOCAL_RANK': '1'}
+
+#: Steps of each case at --mode short on one GPU (estimates for an H100:
+#: BERT-Large ~0.1 s a step, AlphaFold2 ~0.5-1.5 s, CosmoFlow ~2.5 s and
+#: DeepLabV3+ ~1 s while their synthetic batches are drawn on the CPU,
+#: ViT-L-14 at batch 512 ~1 s, Megatron 800M at 16 sequences ~0.5 s).
+GPU_STEPS = {'BERTLarge': 100, 'CosmoFlow': 20, 'DeepLabV3Plus': 20,
+             'AlphaFold2': 10, 'MegatronGPT': 10, 'GPT2FineTune': 100,
+             'MMoCLIP': 20}
+
+#: Fewer steps for the precision variants (a second and third run of the
+#: same model).
+GPU_PRECISION_STEPS = {'BERTLarge': 30, 'CosmoFlow': 15,
+                       'DeepLabV3Plus': 15, 'AlphaFold2': 5,
+                       'MegatronGPT': 5, 'MMoCLIP': 10}
+
+#: ReFrame's own limit of each case on the GPU (the sizes' are 15 min to
+#: 2 h): one case that hangs must not take the phase's whole budget.
+GPU_CASE_LIMIT = '4m'
+
+
+@dataclasses.dataclass
+class Session:
+    '''One ReFrame session of a phase.'''
+    checks: tuple
+    #: precision -> values (``-P``): on the GPU, and with --cpu.
+    gpu_precisions: tuple = ()
+    cpu_precisions: tuple = ()
+    env: dict = dataclasses.field(default_factory=dict)
+    tiny: bool = False
+    steps: dict = dataclasses.field(default_factory=lambda: GPU_STEPS)
+    #: GPT2FineTune reads gpt2 and WikiText-2 from a prepared directory
+    #: at short size.
+    needs_gpt2: bool = False
+
+    def arguments(self, cpu):
+        '''ReFrame's options for this session (besides the common ones).'''
+        pattern = '|'.join(self.checks)
+        args = ['-n', f'^({pattern})%scale=1_proc%launch_mode=per_task']
+        if not cpu:
+            args += ['-S', f'time_limit={GPU_CASE_LIMIT}']
+        if cpu or self.tiny:
+            args += ['-S', 'size=tiny', '-S', 'steps=3']
+        else:
+            args += ['--mode', 'short']
+            for check in self.checks:
+                args += ['-S', f'{check}.steps={self.steps[check]}']
+            if 'MegatronGPT' in self.checks:
+                args += ['-S', 'MegatronGPT.global_batch_size=16']
+        precisions = self.cpu_precisions if cpu else self.gpu_precisions
+        if precisions:
+            args += ['-P', f'precision={",".join(precisions)}']
+        return args
+
+
+#: Phase -> its sessions, in order (``all`` runs the phases in this order).
+PHASES = {
+    'probes': [],
+    'binding': [Session(tuple(CHECKS), env=BINDING_ENV, tiny=True)],
+    'mlperf': [Session(MLPERF)],
+    'lm': [Session(('MegatronGPT', 'GPT2FineTune', 'MMoCLIP'),
+                   needs_gpt2=True)],
+    'mlperf-precision': [Session(MLPERF, ('fp16', 'fp32'), ('bf16',),
+                                 steps=GPU_PRECISION_STEPS)],
+    'lm-precision': [
+        Session(('MMoCLIP',), ('amp_bf16', 'fp32'), ('amp_bf16',),
+                steps=GPU_PRECISION_STEPS),
+        Session(('MegatronGPT',), ('fp16',), ('bf16',),
+                steps=GPU_PRECISION_STEPS),
+    ],
+}
+
+#: Phases whose ranks start no energy sampler: with LOCAL_RANK=1 the node
+#: has no first task (src/task_env.sh starts it on local rank 0).
+NO_ENERGY_PHASES = ('binding',)
+
+
+def wheel_phases():
+    '''[(phase, workloads)] for the wheel sets (wheelsets.py).'''
+    return [(phase, sorted({CHECKS[c] for s in sessions for c in s.checks}))
+            for phase, sessions in PHASES.items()]
+
+
+def prepare_gpt2(root):
+    '''What ``hpcml prepare gpt2_finetune`` would fetch, made offline under
+    *root* (once): the published gpt2 configuration (124M parameters,
+    random weights: the throughput is the model's, the perplexity means
+    nothing) and the program's generated corpus with its tokenizer, as
+    tests/test_fullsize.py makes them.'''
+    from hpctestlib_ml import prepare
+    root = pathlib.Path(root)
+    if prepare.gpt2_missing(root / 'prepared') is None:
+        return root / 'prepared'
+    # Local files only: no hub lookup that waits on a network there is not.
+    os.environ.setdefault('HF_HUB_OFFLINE', '1')
+    os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
+    sys.path.insert(0, str(REPO / 'src'))
+    from gpt2_finetune.__main__ import model_config, tiny_model_and_data
+    from transformers import GPT2LMHeadModel
+    tokenizer, _, (_, data) = tiny_model_and_data(root / 'work')
+    source = root / 'hub' / 'gpt2'
+    tokenizer.save_pretrained(source)
+    GPT2LMHeadModel(model_config('gpt2')).save_pretrained(source)
+    prepare.prepare_gpt2_finetune(root / 'prepared', source=str(source),
+                                  dataset=('text', data))
+    return root / 'prepared'
+
+
+def run_session(session, number, phase_dir, cpu, deadline, extra, env):
+    '''Run one session under the phase's *deadline* (Unix s); its entry
+    for ``phase.json``.'''
+    report = phase_dir / f'report-{number}.json'
+    command = [os.path.join(os.path.dirname(sys.executable), 'reframe'),
+               '-C', str(REPO / 'config' / 'local.py'),
+               '-c', str(REPO / 'checks'), '-r',
+               '--system', 'local:cpu' if cpu else 'local:gpu',
+               '--keep-stage-files', '--report-file', str(report),
+               *session.arguments(cpu), *extra]
+    entry = {'command': command, 'env': session.env, 'report': report.name}
+    left = deadline - time.time()
+    if left < 30:
+        entry['status'] = f'not run: {left:.0f} s left of the phase budget'
+        return entry
+    started = time.time()
+    with open(phase_dir / f'reframe-{number}.log', 'w') as log:
+        proc = subprocess.Popen(command, cwd=REPO, stdout=log,
+                                stderr=subprocess.STDOUT,
+                                env={**env, **session.env},
+                                start_new_session=True)
+        try:
+            entry['exit_code'] = proc.wait(
+                timeout=None if left == float('inf') else left)
+            entry['status'] = 'ran'
+        except subprocess.TimeoutExpired:
+            # ReFrame stops its jobs on SIGTERM and writes its report.
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            entry['status'] = (f'stopped at the phase budget after '
+                               f'{time.time() - started:.0f} s')
+    entry['seconds'] = round(time.time() - started, 1)
+    return entry
+
+
+def run_phase(phase, out, cpu, deadline, extra=()):
+    '''Run *phase*'s sessions into ``OUT/<phase>``; writes ``phase.json``.'''
+    phase_dir = pathlib.Path(out) / phase
+    phase_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, 'HPCML_VAR_DIR': str(phase_dir / 'var'),
+           'HPCML_CACHE_DIR': str(pathlib.Path(out) / 'cache')}
+    env.pop('RFM_CONFIG_FILES', None)
+    record = {'phase': phase, 'cpu': cpu, 'started': time.time(),
+              'sessions': []}
+    for number, session in enumerate(PHASES[phase]):
+        if session.needs_gpt2 and not cpu:
+            env['HPCML_PREPARED_DIR'] = str(
+                prepare_gpt2(REPO / 'var' / 'gpuval' / 'gpt2'))
+        record['sessions'].append(run_session(session, number, phase_dir,
+                                              cpu, deadline, extra, env))
+    record['stopped'] = time.time()
+    (phase_dir / 'phase.json').write_text(json.dumps(record, indent=1))
+    return record
+
+
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(description='Run one phase of '
+                                     'bench/gpu/validate.sh')
+    parser.add_argument('phase', choices=[p for p in PHASES if p != 'probes'])
+    parser.add_argument('out')
+    parser.add_argument('--cpu', action='store_true')
+    parser.add_argument('--deadline', type=float, default=float('inf'),
+                        help='Unix time by which the phase must end')
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ['--list']:            # for validate.sh
+        print(' '.join(PHASES))
+        return
+    extra = []
+    if '--' in argv:                  # more ReFrame options
+        extra = argv[argv.index('--') + 1:]
+        argv = argv[:argv.index('--')]
+    args = parser.parse_args(argv)
+    record = run_phase(args.phase, args.out, args.cpu, args.deadline, extra)
+    for entry in record['sessions']:
+        print(f'{args.phase}: session {entry["report"]}: {entry["status"]}'
+              + (f', ReFrame exit code {entry["exit_code"]}'
+                 if 'exit_code' in entry else ''))
+
+
+if __name__ == '__main__':
+    main()
