@@ -96,3 +96,14 @@ def test_nothing_changed_is_said():
     same = [run(i, gpu_driver='550.54') for i in range(6)]
     assert causes.likely_cause(same[:3], same[3:]).startswith(
         'no provenance difference')
+
+
+def test_a_gpu_case_that_ran_on_the_cpu_is_named_first():
+    '''The runs after a slowdown ran on another device (a driver update
+    left torch without a GPU): that, not the driver, is named first.'''
+    gpu = 'gpu cuda NVIDIA A100-SXM4-40GB x4'
+    before = [run(i, device_ran=gpu, gpu_driver='550.54') for i in range(6)]
+    after = [run(6 + i, device_ran='cpu x86_64 x4', gpu_driver='560.28')
+             for i in range(4)]
+    assert causes.likely_cause(before, after).startswith(
+        f'device_ran {gpu} -> cpu x86_64 x4; gpu_driver 550.54 -> 560.28')

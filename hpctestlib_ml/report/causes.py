@@ -3,7 +3,9 @@ point against the runs after it, most likely cause first.
 
 Each run carries its provenance (``hpctestlib_ml.provenance``: framework
 versions, CUDA, driver, NCCL, container image, environment switches, the
-suite's version, the node list). Fields that hold several ``name=value``
+suite's version, the node list) and what its ranks ran on
+(``device_ran``: a GPU case that ran on another device) and the peak its
+MFU used (``mfu_peak``). Fields that hold several ``name=value``
 pairs (framework versions, switches) are split, so that one package's
 update is named by itself: ``torch 2.14.1 -> 2.15.0``.
 
@@ -17,9 +19,9 @@ systems (:data:`FIELD_ORDER`).
 import dataclasses
 
 #: Provenance fields in the order they break ties (most likely cause first).
-FIELD_ORDER = ('gpu_driver', 'cuda_version', 'nccl_version',
+FIELD_ORDER = ('device_ran', 'gpu_driver', 'cuda_version', 'nccl_version',
                'framework_versions', 'container_image', 'env_switches',
-               'suite_version', 'energy_counter', 'job_nodelist')
+               'mfu_peak', 'suite_version', 'energy_counter', 'job_nodelist')
 #: Fields of name=value pairs, split into one entry per name.
 PAIR_FIELDS = ('framework_versions', 'env_switches')
 

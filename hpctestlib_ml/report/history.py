@@ -212,7 +212,8 @@ def _run_from_row(row, index, metric_columns):
 #: Provenance fields kept with each run (hpctestlib_ml.siteconfig).
 PROVENANCE_FIELDS = ('suite_version', 'framework_versions', 'cuda_version',
                      'gpu_driver', 'nccl_version', 'container_image',
-                     'env_switches', 'energy_counter', 'job_nodelist')
+                     'env_switches', 'energy_counter', 'device_ran',
+                     'mfu_peak', 'job_nodelist')
 
 
 def perflog_files(directory):
