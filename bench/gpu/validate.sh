@@ -10,7 +10,7 @@
 #       with the working tree): DIR/set-a/{*.whl,requirements.txt,
 #       phases.txt}, ..., DIR/sets.json (bench/gpu/wheelsets.py).
 #
-#   bench/gpu/validate.sh run PHASE[,PHASE...]|all DIR OUT [options] [-- REFRAME_OPTIONS]
+#   bench/gpu/validate.sh run PHASE[,PHASE...]|all [options] DIR OUT [-- REFRAME_OPTIONS]
 #       Phases: probes binding mlperf lm mlperf-precision lm-precision
 #       (bench/gpu/phases.py says what each runs).
 #       DIR: a wheel set (DIR/requirements.txt), a wheelhouse (DIR/sets.json)
@@ -144,10 +144,8 @@ pack() {
 }
 
 run() {
-    [ $# -ge 3 ] || usage
-    local phase_arg="$1" dir="${2%/}" out="$3" cpu=0 do_pack=0 base=python3 budget=
-    shift 3
-    local extra=()
+    local cpu=0 do_pack=0 base=python3 budget= extra=() args=()
+    # Options may come before, between or after PHASE DIR OUT.
     while [ $# -gt 0 ]; do
         case "$1" in
             --cpu) cpu=1 ;;
@@ -155,10 +153,13 @@ run() {
             --python) base="$2"; shift ;;
             --budget) budget="$2"; shift ;;
             --) shift; extra=("$@"); break ;;
-            *) die "unknown option $1 (see bench/gpu/validate.sh with no arguments)" ;;
+            -*) die "unknown option $1 (see bench/gpu/validate.sh with no arguments)" ;;
+            *) args+=("$1") ;;
         esac
         shift
     done
+    [ ${#args[@]} -eq 3 ] || usage
+    local phase_arg="${args[0]}" dir="${args[1]%/}" out="${args[2]}"
     local phases=()
     if [ "$phase_arg" = all ]; then
         phases=("${PHASES[@]}")
