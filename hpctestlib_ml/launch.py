@@ -12,7 +12,11 @@ Two launch modes (:data:`hpctestlib_ml.constants.LAUNCH_MODES`):
     ``python -m torch.distributed.run`` with c10d rendezvous at
     MASTER_ADDR:MASTER_PORT, which forks the node's ranks;
     ``src/task_env.sh torchrun`` gives each node's torchrun its own address
-    (``--local-addr``), or torchrun advertises the host's FQDN.
+    (``--local-addr``), or torchrun advertises the host's FQDN, and says
+    whether it hosts the rendezvous store (``--rdzv-conf is_host=1|0``:
+    the node MASTER_ADDR names, HPCML_RENDEZVOUS_NODE; see
+    ``src/rendezvous_host.py``), or torch guesses from host names and, where
+    nodes are reached by other names, no node starts the store.
 
 Addresses follow the partition's ``rendezvous_address`` setting
 (``src/node_address.sh``): MASTER_ADDR is the job's first node;
@@ -62,7 +66,8 @@ def check_address(scheduler, address):
 
 
 def rendezvous_env(scheduler, address='{hostname}'):
-    '''Shell lines exporting MASTER_ADDR and MASTER_PORT for the job.
+    '''Shell lines exporting MASTER_ADDR and MASTER_PORT for the job, and
+    HPCML_RENDEZVOUS_NODE, the name of the node MASTER_ADDR reaches.
 
     *address* says how to reach a node: a template with ``{hostname}``
     (``'{hostname}i'`` on JUWELS, whose InfiniBand names end in ``i``), a
@@ -85,6 +90,8 @@ def rendezvous_env(scheduler, address='{hostname}'):
                      f'--job-map "$SLURM_JOB_NODELIST")"')
     return lines + [
         first_node,
+        # The node whose torchrun hosts the rendezvous store.
+        'export HPCML_RENDEZVOUS_NODE="$hpcml_first_node"',
         f'export MASTER_ADDR=$({NODE_ADDRESS_SCRIPT} "$hpcml_first_node")',
         f'export MASTER_PORT=$(( {PORT_BASE} + {job_id_expr(scheduler)} % '
         f'{PORT_SPAN} ))',

@@ -107,11 +107,26 @@ def runs_scale(scale_name, part, launch_mode):
     except LayoutError:
         return False
 
-    if part.scales is None and part.gpus_per_node == 0:
-        # Without devices a whole node is one rank: skip whole-node scales
-        # that duplicate a per-process one.
-        scale = SCALES[scale_name]
-        if scale.procs_per_node is None and layout.num_nodes == 1:
-            return False
+    if misfit(layout, part, launch_mode) is not None:
+        return False
+    return duplicated_by(scale_name, part, launch_mode) is None
 
-    return misfit(layout, part, launch_mode) is None
+
+def duplicated_by(scale_name, part, launch_mode):
+    '''The per-process scale that runs the same layout as whole-node scale
+    *scale_name* on *part* (and runs there), or None.
+
+    A whole node is one rank on a CPU partition and on a 1-GPU one, two on
+    a 2-GPU one: ``1_node`` is then ``1_proc`` or ``2_procs`` again, and
+    every case would run twice. The per-process scale is kept.
+    '''
+    if SCALES[scale_name].procs_per_node is not None:
+        return None
+    layout = resolve_layout(scale_name, part)
+    for name, scale in SCALES.items():
+        if (scale.procs_per_node is not None and
+                (scale.num_nodes, scale.procs_per_node) ==
+                (layout.num_nodes, layout.procs_per_node) and
+                runs_scale(name, part, launch_mode)):
+            return name
+    return None

@@ -5,6 +5,10 @@
 # PET_LOCAL_ADDR (torchrun's --local-addr): this node's address, from
 #   node_address.sh. Without it torchrun advertises the host's FQDN to the
 #   other nodes, which need not resolve there or be on the fabric.
+# PET_RDZV_CONF (torchrun's --rdzv-conf) in torchrun mode: is_host=1 on the
+#   node MASTER_ADDR names (HPCML_RENDEZVOUS_NODE, from the job script),
+#   is_host=0 elsewhere (src/rendezvous_host.py): torch's own guess, by host
+#   name, finds no host where nodes are reached by other names.
 # One line per task says where it landed ("hpcml launch: node=n2 task=1
 #   ..."): where each rank ran, for the log and the tests.
 # Provenance (src/provenance.py -> hpcml_provenance.json) from the job's
@@ -25,18 +29,25 @@ set -eu
 mode="$1"
 shift
 here=$(dirname "$0")
+node="${SLURMD_NODENAME:-$(hostname)}"
 if [ -z "${PET_LOCAL_ADDR:-}" ]; then
-    PET_LOCAL_ADDR=$("$here/node_address.sh" "${SLURMD_NODENAME:-$(hostname)}")
+    PET_LOCAL_ADDR=$("$here/node_address.sh" "$node")
     export PET_LOCAL_ADDR
+fi
+if [ "$mode" = torchrun ]; then
+    # $1 is the Python that runs torchrun.
+    PET_RDZV_CONF=$("$1" "$here/rendezvous_host.py")
+    export PET_RDZV_CONF
 fi
 if [ "$mode" = per_task ]; then
     export RANK="${RANK:-${SLURM_PROCID:-${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}}}"
     export LOCAL_RANK="${LOCAL_RANK:-${SLURM_LOCALID:-${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-0}}}}"
     export WORLD_SIZE="${WORLD_SIZE:-${SLURM_NTASKS:-${OMPI_COMM_WORLD_SIZE:-${PMI_SIZE:-1}}}}"
 fi
-echo "hpcml launch: node=${SLURMD_NODENAME:-$(hostname)} task=${SLURM_PROCID:-${RANK:-0}}" \
-    "mode=$mode address=$PET_LOCAL_ADDR master=${MASTER_ADDR:-}:${MASTER_PORT:-}" >&2
-node="${SLURMD_NODENAME:-$(hostname)}"
+landed="node=$node task=${SLURM_PROCID:-${RANK:-0}} mode=$mode"
+landed="$landed address=$PET_LOCAL_ADDR master=${MASTER_ADDR:-}:${MASTER_PORT:-}"
+[ "$mode" != torchrun ] || landed="$landed rdzv_conf=$PET_RDZV_CONF"
+echo "hpcml launch: $landed" >&2
 if [ "${SLURM_PROCID:-${RANK:-0}}" = 0 ]; then
     "$1" "$here/provenance.py" > hpcml_provenance.json 2>/dev/null || true
 fi

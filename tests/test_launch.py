@@ -1,4 +1,5 @@
 """Launch builders: the commands, and the shell they emit run for real in bash."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -139,18 +140,20 @@ def test_thread_env():
     assert launch.thread_env(None) == []
 
 
-def task_env(mode, env, tmp_path=None):
-    '''What task_env.sh MODE exports: (RANK, LOCAL_RANK, WORLD_SIZE,
-    PET_LOCAL_ADDR), '-' for unset.'''
+def task_env(mode, env, tmp_path=None, names=('RANK', 'LOCAL_RANK',
+                                               'WORLD_SIZE', 'PET_LOCAL_ADDR')):
+    '''What task_env.sh MODE exports: the values of *names* (RANK,
+    LOCAL_RANK, WORLD_SIZE, PET_LOCAL_ADDR), '-' for unset.'''
     path = os.environ['PATH']
     if tmp_path is not None:
         path = f'{fake_scontrol(tmp_path, "10.9.9.9")}:{path}'
-    # task_env.sh writes the job's provenance and samples where it runs.
+    # task_env.sh writes the job's provenance and samples where it runs;
+    # in torchrun mode it runs src/rendezvous_host.py with the program's
+    # Python.
     with tempfile.TemporaryDirectory() as cwd:
         out = subprocess.run(
-            [str(SRC_DIR / 'task_env.sh'), mode, 'sh', '-c',
-             'echo ${RANK:--} ${LOCAL_RANK:--} ${WORLD_SIZE:--} '
-             '$PET_LOCAL_ADDR'],
+            [str(SRC_DIR / 'task_env.sh'), mode, sys.executable, '-c',
+             f'import os; print(*(os.environ.get(n, "-") for n in {names}))'],
             env={'PATH': path, **env}, cwd=cwd, capture_output=True,
             text=True, check=True)
     return tuple(out.stdout.split())
@@ -181,21 +184,109 @@ def test_single_local_task_and_torchrun_values_win():
 
 def test_torchrun_node_gets_its_own_address_and_no_ranks(tmp_path):
     env = {'SLURM_PROCID': '1', 'SLURM_NTASKS': '2',
-           'SLURMD_NODENAME': 'jwb0043', 'HPCML_RENDEZVOUS_ADDRESS': 'nodeaddr'}
+           'SLURMD_NODENAME': 'jwb0043', 'HPCML_RENDEZVOUS_ADDRESS': 'nodeaddr',
+           'HPCML_RENDEZVOUS_NODE': 'jwb0042'}
     assert task_env('torchrun', env, tmp_path) == ('-', '-', '-', '10.9.9.9')
 
 
 def test_each_task_says_where_it_landed(tmp_path):
     env = {'SLURM_PROCID': '1', 'SLURMD_NODENAME': 'jwb0043',
            'HPCML_RENDEZVOUS_ADDRESS': '{hostname}i',
+           'HPCML_RENDEZVOUS_NODE': 'jwb0042',
            'MASTER_ADDR': 'jwb0042i', 'MASTER_PORT': '21234',
            'PATH': os.environ['PATH']}
-    out = subprocess.run([str(SRC_DIR / 'task_env.sh'), 'torchrun', 'true'],
+    out = subprocess.run([str(SRC_DIR / 'task_env.sh'), 'torchrun',
+                          sys.executable, '-c', ''],
                          env=env, cwd=tmp_path, capture_output=True,
                          text=True, check=True)
     assert out.stdout == ''
     assert out.stderr == ('hpcml launch: node=jwb0043 task=1 mode=torchrun '
-                          'address=jwb0043i master=jwb0042i:21234\n')
+                          'address=jwb0043i master=jwb0042i:21234 '
+                          'rdzv_conf=is_host=0\n')
+
+
+def load_rendezvous_host():
+    '''src/rendezvous_host.py (src/ is the programs' path, not the
+    tests').'''
+    spec = importlib.util.spec_from_file_location(
+        'rendezvous_host', SRC_DIR / 'rendezvous_host.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def slurm_task_env(node_id, node):
+    '''What srun gives the one task on node *node_id* of a 2-node job on
+    JUWELS Booster, plus the job script's exports.'''
+    return {'SLURM_JOB_ID': '12345678', 'SLURM_JOB_NODELIST': 'jwb[0042-0043]',
+            'SLURM_JOB_NUM_NODES': '2', 'SLURM_NNODES': '2',
+            'SLURM_NTASKS': '2', 'SLURM_PROCID': str(node_id),
+            'SLURM_NODEID': str(node_id), 'SLURM_LOCALID': '0',
+            'SLURMD_NODENAME': node, 'HPCML_RENDEZVOUS_ADDRESS': '{hostname}i',
+            'HPCML_RENDEZVOUS_NODE': 'jwb0042', 'MASTER_ADDR': 'jwb0042i',
+            'MASTER_PORT': '21234'}
+
+
+def test_the_first_node_hosts_the_rendezvous_under_slurm():
+    rh = load_rendezvous_host()
+    # The host name is not the node's address; under Slurm the node's name
+    # decides, whatever the host name is.
+    assert rh.hosts_rendezvous(slurm_task_env(0, 'jwb0042'),
+                               'jwb0042.juwels')
+    assert not rh.hosts_rendezvous(slurm_task_env(1, 'jwb0043'),
+                                   'jwb0043.juwels')
+    assert rh.rdzv_conf(slurm_task_env(0, 'jwb0042'), 'x') == 'is_host=1'
+    assert rh.rdzv_conf(slurm_task_env(1, 'jwb0043'), 'x') == 'is_host=0'
+
+
+def test_the_local_launchers_one_node_hosts_the_rendezvous():
+    rh = load_rendezvous_host()
+    # The local job script's first node is $(hostname).
+    assert rh.hosts_rendezvous({'HPCML_RENDEZVOUS_NODE': 'vm'}, 'vm')
+
+
+def test_rendezvous_host_keeps_other_options_and_fails_clearly():
+    rh = load_rendezvous_host()
+    env = {**slurm_task_env(1, 'jwb0043'),
+           'PET_RDZV_CONF': 'read_timeout=120,is_host=1'}
+    assert rh.rdzv_conf(env, 'x') == 'read_timeout=120,is_host=0'
+    with pytest.raises(rh.RendezvousHostError,
+                       match='HPCML_RENDEZVOUS_NODE is not set'):
+        rh.hosts_rendezvous({'SLURMD_NODENAME': 'jwb0043'}, 'x')
+    out = subprocess.run([sys.executable, str(SRC_DIR / 'rendezvous_host.py')],
+                         env={'PATH': os.environ['PATH']},
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.startswith('rendezvous_host.py: HPCML_RENDEZVOUS_NODE '
+                                 'is not set')
+
+
+@pytest.mark.parametrize('node_id, node, is_host', [(0, 'jwb0042', True),
+                                                    (1, 'jwb0043', False)])
+def test_torch_reads_the_rendezvous_host_from_each_task(node_id, node,
+                                                        is_host):
+    '''task_env.sh's PET_RDZV_CONF, parsed the way torchrun and its c10d
+    handler parse --rdzv-conf.'''
+    from torch.distributed.elastic.rendezvous import RendezvousParameters
+    from torch.distributed.elastic.rendezvous.utils import \
+        _parse_rendezvous_config
+    conf, = task_env('torchrun', slurm_task_env(node_id, node),
+                     names=('PET_RDZV_CONF',))
+    params = RendezvousParameters('c10d', 'jwb0042i:21234', '12345678', 2, 2,
+                                  **_parse_rendezvous_config(conf))
+    assert params.get_as_bool('is_host') is is_host
+
+
+def test_job_script_names_the_rendezvous_node(tmp_path):
+    lines = launch.rendezvous_env('slurm', '{hostname}i')
+    script = '\n'.join(lines + ['echo "$HPCML_RENDEZVOUS_NODE"'])
+    out = subprocess.run(['bash', '-c', script], capture_output=True,
+                         text=True, check=True, env={
+                             'PATH': f'{fake_scontrol(tmp_path)}:'
+                                     f'{os.environ["PATH"]}',
+                             'SLURM_JOB_NODELIST': 'jwb[0042-0043]',
+                             'SLURM_JOB_ID': '7'})
+    assert out.stdout == 'jwb0042\n'
 
 
 def test_node_address_fails_clearly_for_unknown_node(tmp_path):

@@ -46,6 +46,32 @@ def test_cpu_cluster_skips_whole_node_duplicate():
     assert not runs_scale('4_nodes', CPU_CLUSTER, 'per_task')
 
 
+@pytest.mark.parametrize('gpus, expected', [
+    (1, ['1_proc', '2_nodes']),
+    (2, ['1_proc', '2_procs', '2_nodes']),
+])
+def test_gpu_partition_skips_whole_node_duplicate(gpus, expected):
+    '''On a 1-GPU node 1_node is 1 x 1, as 1_proc; on a 2-GPU node 1 x 2,
+    as 2_procs: each case runs once, at the per-process scale.'''
+    part = PartitionFacts('site:gpu', max_nodes=2, gpus_per_node=gpus,
+                          cpus_per_node=16)
+    for mode in ('per_task', 'torchrun'):
+        assert [s for s in ('1_proc', '2_procs', '1_node', '2_nodes')
+                if runs_scale(s, part, mode)] == expected, mode
+
+
+def test_whole_node_kept_where_its_per_process_twin_does_not_run():
+    # The site lists 1_node only: it runs, 1 x 1.
+    part = PartitionFacts('site:gpu', max_nodes=2, gpus_per_node=1,
+                          scales=('1_node', '2_nodes'))
+    assert runs_scale('1_node', part, 'per_task')
+    assert not runs_scale('1_proc', part, 'per_task')
+    # Four GPUs: 1_node is 1 x 4, no per-process scale's layout.
+    assert runs_scale('1_node', BOOSTER, 'per_task')
+    assert runs_scale('1_proc', BOOSTER, 'per_task')
+    assert runs_scale('2_procs', BOOSTER, 'per_task')
+
+
 def test_unlimited_partition():
     part = PartitionFacts('x:y', max_nodes=math.inf, gpus_per_node=8)
     assert runs_scale('16_nodes', part, 'torchrun')

@@ -34,6 +34,7 @@ def test_torchrun_ranks_on_one_output_write_whole_lines(tmp_path):
     env = {**os.environ, 'MASTER_ADDR': '127.0.0.1',
            'MASTER_PORT': str(free_port()), 'HPCML_RENDEZVOUS_ADDRESS':
            '127.0.0.1', 'PET_LOCAL_ADDR': '127.0.0.1',
+           'HPCML_RENDEZVOUS_NODE': socket.gethostname(),
            'PYTHONPATH': f'{REPO / "tests" / "programs"}:{REPO / "src"}'}
     with open(out, 'w') as fp:
         subprocess.run(['sh', '-c', script], stdout=fp,

@@ -177,8 +177,9 @@ def test_local_gpu_partition_runs_the_benchmark_size(run_reframe, tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:]
     scripts = {p.parent.name: p.read_text()
                for p in (var / 'stage').rglob('rfm_job.sh')}
-    # 1 GPU (both launch modes), 2 GPUs and the whole node under torchrun.
-    assert len(scripts) == 4, list(scripts)
+    # 1 GPU (both launch modes) and 2 GPUs under torchrun; the whole node
+    # is 2 GPUs again (1 x 2, as 2_procs): it does not run twice.
+    assert len(scripts) == 3, list(scripts)
     for text in scripts.values():
         assert '--model ViT-L-14' in text
         assert '--device cuda --precision amp' in text

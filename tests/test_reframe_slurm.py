@@ -2,8 +2,10 @@
 (tests/slurm/cluster.sh) and the generic config/slurm.py pointed at it by
 the cluster's env.sh, as a site would point it at theirs.
 
-Nodes n1 and n2 do not resolve by name, so every multi-node case here also
-proves the config's ``rendezvous_address: nodeaddr`` path.
+Nodes n1 and n2 are reached at another name than their host name, their
+NodeAddr n1i, n2i (as JUWELS' jwb0001i), which is not among the host name's
+addresses: every torchrun case here also proves that the job states which
+node hosts the rendezvous, where torch's guess by host name finds none.
 """
 import ast
 import json
@@ -104,9 +106,30 @@ def report_cases(var_dir):
 
 def launch_lines(case):
     '''(node, task) of each ``hpcml launch:`` line of a case's stderr.'''
+    return sorted((line['node'], line['task'])
+                  for line in launch_records(case))
+
+
+def launch_records(case):
+    '''The fields of each ``hpcml launch:`` line of a case's stderr.'''
     err = pathlib.Path(case['outputdir'], case['job_stderr']).read_text()
-    return sorted(re.findall(r'^hpcml launch: node=(\S+) task=(\d+)', err,
-                             re.MULTILINE))
+    return [dict(field.split('=', 1) for field in line.split()[2:])
+            for line in err.splitlines() if line.startswith('hpcml launch: ')]
+
+
+def assert_met_at_node_addresses(case):
+    '''Each task ran at its node's address (n1i, n2i), met the others at
+    the job's first node's, and under torchrun only that node hosted the
+    rendezvous.'''
+    records = launch_records(case)
+    first = min(r['node'] for r in records)
+    for r in records:
+        assert r['mode'] == case['launch_mode'], r
+        assert r['address'] == f'{r["node"]}i', r
+        assert re.fullmatch(rf'{first}i:2\d{{4}}', r['master']), r
+        if case['launch_mode'] == 'torchrun':
+            assert r['rdzv_conf'] == \
+                f'is_host={int(r["node"] == first)}', r
 
 
 def wait_for_training(var_dir, since, timeout=180):
@@ -185,10 +208,7 @@ def test_workload_trains_on_one_and_two_nodes_in_both_launch_modes(
             assert lines == [('n1', '0'), ('n2', '1')]
         else:
             assert lines in ([('n1', '0')], [('n2', '0')])
-        err = pathlib.Path(case['outputdir'], case['job_stderr']).read_text()
-        assert re.search(rf'node=n[12] task=0 mode={case["launch_mode"]} '
-                         r'address=127\.0\.0\.1 master=127\.0\.0\.1:2\d{4}$',
-                         err, re.MULTILINE), err[:2000]
+        assert_met_at_node_addresses(case)
         assert case['num_tasks'] == (2 if two else 1)
 
         script = pathlib.Path(case['outputdir'], 'rfm_job.sh').read_text()
@@ -200,6 +220,41 @@ def test_workload_trains_on_one_and_two_nodes_in_both_launch_modes(
     rows = read_perflog(var / 'perflogs' / 'slurm' / 'ci' / f'{check}.log')
     assert len(rows) == 4
     assert all(r['result'] == 'pass' for r in rows)
+
+
+def torch_sees_itself_as_rendezvous_host(cluster, tmp_path, endpoint):
+    '''{node: torch's own guess (``_matches_machine_hostname``) whether
+    *endpoint* is that node}, from a job on both nodes.'''
+    out = tmp_path / 'guess.out'
+    guess = ('import socket; from torch.distributed.elastic.rendezvous.utils '
+             'import _matches_machine_hostname as m; '
+             f'print(socket.gethostname(), m({endpoint!r}))')
+    cluster.run('sbatch', '--wait', '-N2', '-n2', f'--output={out}',
+                '--wrap', f'srun {BIN / "python"} -c "{guess}"')
+    return dict(line.split() for line in out.read_text().splitlines())
+
+
+def test_torchrun_meets_where_host_names_are_not_node_addresses(
+        slurm_cluster, tmp_path, cache_dir):
+    '''JUWELS' case: ranks meet at the first node's host name plus 'i'
+    (``rendezvous_address: '{hostname}i'``), an address of that node that
+    is not its host name's. torch's guess of which node hosts the c10d
+    store finds none (checked first, so that this test cannot pass
+    without the case it is about); the job must say which.'''
+    assert torch_sees_itself_as_rendezvous_host(
+        slurm_cluster, tmp_path, 'n1i') == {'n1': 'False', 'n2': 'False'}
+
+    var = tmp_path / 'var'
+    proc = run_suite(slurm_cluster, var, cache_dir, '-n',
+                     '^CosmoFlow%scale=2_nodes%launch_mode=torchrun',
+                     HPCML_RENDEZVOUS_ADDRESS='{hostname}i')
+    assert proc.returncode == 0, reason(proc.stdout + proc.stderr)
+    case, = report_cases(var).values()
+    assert case['result'] == 'pass', case['fail_reason']
+    assert launch_lines(case) == [('n1', '0'), ('n2', '1')]
+    assert_met_at_node_addresses(case)
+    script = pathlib.Path(case['outputdir'], 'rfm_job.sh').read_text()
+    assert "export HPCML_RENDEZVOUS_ADDRESS='{hostname}i'" in script
 
 
 def test_node_sweep_runs_the_smoke_case_on_every_node(node_sweep):

@@ -16,13 +16,25 @@
 #   cluster.sh env DIR                  print the environment that points
 #                                       Slurm's commands and config/slurm.py
 #                                       at the cluster (also in DIR/env.sh)
+#   cluster.sh exec DIR COMMAND...      run COMMAND in that environment,
+#                                       resolving the nodes' names as they
+#                                       do (srun and salloc need it; sbatch,
+#                                       squeue, scontrol and ReFrame do not)
 #
 # Nodes n1 and n2 are two slurmd on different ports (Debian builds Slurm
 # with multiple-slurmd support), each started under `unshare --uts` with
-# its own hostname, so jobs see the node they run on. Their names do not
-# resolve: NodeAddr is 127.0.0.1, and the suite's config must reach nodes
-# through `rendezvous_address: nodeaddr`, as on sites whose hostnames are
-# not the address to use. Each node has one CPU; both share this machine.
+# its own hostname, so jobs see the node they run on. Each node is reached
+# by another name than its host name, as on JUWELS (jwb0001 -> jwb0001i,
+# InfiniBand): NodeAddr is n1i, n2i. The cluster's hosts file (DIR/etc/hosts,
+# bind-mounted over /etc/hosts in a mount namespace of the daemons' own,
+# which their jobs inherit) resolves the host names n1, n2 to 127.0.10.N and
+# the node addresses n1i, n2i to 127.0.11.N: loopback addresses, so every
+# node can listen on and reach them all, but a node's address is not among
+# its host name's, so torch's guess of who hosts the rendezvous (by host
+# name) fails there as it does on JUWELS. The suite's config reaches nodes
+# through `rendezvous_address: nodeaddr`, or the template `{hostname}i`.
+# The rest of the machine resolves none of these names. Each node has one
+# CPU; both share this machine.
 #
 # Ports: HPCML_SLURM_PORT_BASE (default 16817) and the next 14.
 set -euo pipefail
@@ -36,6 +48,12 @@ db_port=$((port_base + 3))
 node_port() { echo $((port_base + 4 + $1)); }
 nodes=(n1 n2)
 partition=ci
+
+# The address of node N (1, 2, ...) under its host name and under its
+# NodeAddr (the host name plus 'i').
+host_ip() { echo "127.0.10.$1"; }
+node_ip() { echo "127.0.11.$1"; }
+node_addr() { echo "${1}i"; }
 
 need_root() {
     [ "$(id -u)" = 0 ] || die "must run as root (slurmd starts jobs as any user)"
@@ -109,10 +127,34 @@ write_conf() {
         local i=0
         for n in "${nodes[@]}"; do
             i=$((i + 1))
-            echo "NodeName=$n NodeAddr=127.0.0.1 Port=$(node_port $i) CPUs=1 State=UNKNOWN"
+            echo "NodeName=$n NodeAddr=$(node_addr $n) Port=$(node_port $i) CPUs=1 State=UNKNOWN"
         done
         echo "PartitionName=$partition Nodes=$(IFS=,; echo "${nodes[*]}") Default=YES MaxTime=INFINITE State=UP"
     } > "$dir/etc/slurm.conf"
+}
+
+write_hosts() {
+    local dir=$1 i=0 n
+    {
+        cat /etc/hosts
+        for n in "${nodes[@]}"; do
+            i=$((i + 1))
+            echo "$(host_ip $i) $n"
+            echo "$(node_ip $i) $(node_addr $n)"
+        done
+    } > "$dir/etc/hosts"
+}
+
+# Run "$@" with the cluster's hosts file as /etc/hosts, in a mount namespace
+# of its own (and with host name NAME unless it is empty), so that it and
+# what it starts resolve the nodes' names: with_cluster_hosts DIR NAME CMD...
+with_cluster_hosts() {
+    local hosts=$1/etc/hosts name=$2; shift 2
+    unshare --mount ${name:+--uts} sh -c '
+        mount --bind "$0" /etc/hosts || exit 1
+        [ -z "$1" ] || hostname "$1" || exit 1
+        shift
+        exec "$@"' "$hosts" "$name" "$@"
 }
 
 start_accounting() {
@@ -184,6 +226,7 @@ start() {
     started=no
     trap "[ \$started = yes ] || stop '$dir' >/dev/null" EXIT
     write_conf "$dir" "$accounting"
+    write_hosts "$dir"
     write_env "$dir" "$accounting"
 
     if [ "$accounting" = yes ]; then
@@ -194,9 +237,11 @@ start() {
             --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed"
     fi
 
-    slurmctld -f "$SLURM_CONF" || die "slurmctld did not start: see $dir/log/slurmctld.log"
+    # slurmctld reaches the nodes at their NodeAddr: it resolves them too.
+    with_cluster_hosts "$dir" '' slurmctld -f "$SLURM_CONF" \
+        || die "slurmctld did not start: see $dir/log/slurmctld.log"
     for n in "${nodes[@]}"; do
-        unshare --uts sh -c "hostname $n && exec slurmd -f '$SLURM_CONF' -N $n" \
+        with_cluster_hosts "$dir" "$n" slurmd -f "$SLURM_CONF" -N "$n" \
             || die "slurmd $n did not start: see $dir/log/slurmd-$n.log"
     done
     if ! wait_for 60 sh -c "sinfo -h -p $partition -t idle -o '%D' | grep -qx ${#nodes[@]}"; then
@@ -289,5 +334,9 @@ case "${1:-}" in
     stop) shift; stop "$@" ;;
     status) shift; status "$@" ;;
     env) cat "${2:?usage: cluster.sh env DIR}/env.sh" ;;
+    exec)
+        dir=$(cd "${2:?usage: cluster.sh exec DIR COMMAND...}" && pwd); shift 2
+        . "$dir/env.sh"
+        with_cluster_hosts "$dir" '' "$@" ;;
     *) sed -n '2,/^set -eu/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -21,6 +21,7 @@ export NCCL_DEBUG=${NCCL_DEBUG:-INFO}
 export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,NET}
 export HPCML_RENDEZVOUS_ADDRESS='{hostname}i'
 hpcml_first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export HPCML_RENDEZVOUS_NODE="$hpcml_first_node"
 export MASTER_ADDR=$($REPO/src/node_address.sh "$hpcml_first_node")
 export MASTER_PORT=$(( 20000 + ${SLURM_JOB_ID} % 10000 ))
 export OMP_NUM_THREADS=24
