@@ -1,6 +1,9 @@
 """ResNet-50 in TensorFlow: analytic FLOPs against Keras' network, the
-tf_cnn_benchmarks log parser on real logs, TF_CONFIG rendezvous, and the
-program's TFRecord input on generated ImageNet-layout files."""
+tf_cnn_benchmarks log parser on real logs, TF_CONFIG rendezvous, the
+program's TFRecord input on generated ImageNet-layout files, and two
+workers with and without XLA."""
+import os
+import socket
 import subprocess
 import sys
 import threading
@@ -128,3 +131,37 @@ def test_program_trains_on_imagenet_tfrecords(tmp_path):
         cwd=REPO / 'src', capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert 'no train-* TFRecord files' in proc.stderr
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize('xla', ['on', 'off'])
+def test_two_workers_train_together_with_and_without_xla(tmp_path, xla):
+    '''XLA compiles each replica's forward and backward pass, not the
+    cross-worker all-reduce (which XLA cannot compile: on CPUs TensorFlow
+    says "Collectives are not yet implemented for CPU devices when
+    compiling with XLA"). Both workers print the same losses.'''
+    pytest.importorskip('tensorflow')
+    base = {**os.environ, 'PYTHONPATH': str(REPO / 'src'), 'WORLD_SIZE': '2',
+            'LOCAL_WORLD_SIZE': '2', 'MASTER_ADDR': '127.0.0.1',
+            'MASTER_PORT': str(free_port()), 'OMP_NUM_THREADS': '1'}
+    procs = [subprocess.Popen(
+        [BIN / 'python', '-m', 'resnet50_tf', '--image-size', '32',
+         '--batch-size', '2', '--steps', '2', '--xla', xla],
+        cwd=tmp_path, env={**base, 'RANK': str(r), 'LOCAL_RANK': str(r)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for r in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+    text = outs[0][0] + outs[1][0]
+    m = EXTRACTORS['resnet50'](text)
+    assert m['workers'] == 2 and m['steps'] == 2 and m['losses_finite']
+    losses = [[line.split('\t')[-1] for line in out.splitlines()
+               if line[:2] in ('1\t', '2\t')] for out, _ in outs]
+    assert losses[0] == losses[1] and len(losses[0]) == 2
+    assert f'; XLA {xla}' in text

@@ -161,18 +161,29 @@ def main(argv=None):
 
     batches = iter(strategy.distribute_datasets_from_function(dataset))
 
-    def replica_step(images, labels):
+    def replica_gradients(images, labels):
         with tf.GradientTape() as tape:
             probabilities = model(images, training=True)
             loss = tf.nn.compute_average_loss(
                 loss_fn(labels, probabilities), global_batch_size=global_batch)
             scaled = (optimizer.scale_loss(loss) if args.precision == 'fp16'
                       else loss)
-        gradients = tape.gradient(scaled, model.trainable_variables)
+        return loss, tape.gradient(scaled, model.trainable_variables)
+
+    # XLA compiles the replica's forward and backward pass only: the
+    # gradients' all-reduce (in apply_gradients) and the loss's reduction
+    # stay outside, since XLA cannot compile cross-worker collectives
+    # (tensorflow/tensorflow#45940, #58961; on CPUs: "Collectives are not
+    # yet implemented for CPU devices when compiling with XLA").
+    if xla:
+        replica_gradients = tf.function(replica_gradients, jit_compile=True)
+
+    def replica_step(images, labels):
+        loss, gradients = replica_gradients(images, labels)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         return loss
 
-    @tf.function(jit_compile=xla)
+    @tf.function
     def train_step(images, labels):
         return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(
             replica_step, args=(images, labels)), axis=None)
