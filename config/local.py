@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 
-from hpctestlib_ml import cpu_peak, peaks
+from hpctestlib_ml import cpu_peak, peaks, tensorflow_build
 from hpctestlib_ml.siteconfig import (CACHE_DIR, container_environment,
                                       local_general, make_site_configuration,
                                       system_dirs, with_apptainer)
@@ -103,6 +103,22 @@ if shutil.which('apptainer'):
     # The *Container checks run here too, on images in containers/.
     _partitions = [with_apptainer(p) for p in _partitions]
 
+_python_environment = {
+    'name': 'python',
+    # The suite's .venv has both frameworks (pyproject extras).
+    'features': ['torch', 'tensorflow'],
+    'env_vars': [['PATH', f'{_python_bin}:$PATH']],
+    'target_systems': ['local'],
+}
+# On the gpu partition, TensorFlow only where its build computes on these
+# GPUs: the default extra installs tensorflow-cpu, with which ResNet50TF's
+# benchmark size would train on the CPU.
+_gpu_python_environment = {
+    **_python_environment, 'target_systems': ['local:gpu'],
+    'features': ['torch'] + (['tensorflow'] if tensorflow_build.drives(
+        _gpu_vendor) else []),
+}
+
 site_configuration = make_site_configuration(
     systems=[{
         'name': 'local',
@@ -112,12 +128,7 @@ site_configuration = make_site_configuration(
         **system_dirs(),
         'partitions': _partitions,
     }],
-    environments=[{
-        'name': 'python',
-        # The suite's .venv has both frameworks (pyproject extras).
-        'features': ['torch', 'tensorflow'],
-        'env_vars': [['PATH', f'{_python_bin}:$PATH']],
-        'target_systems': ['local'],
-    }, container_environment('local')],
+    environments=[_python_environment, _gpu_python_environment,
+                  container_environment('local')],
     general=local_general(),
 )

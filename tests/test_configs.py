@@ -8,7 +8,7 @@ import sys
 import pytest
 from reframe.core import config as rfm_config
 
-from hpctestlib_ml import REPO_ROOT, siteconfig
+from hpctestlib_ml import REPO_ROOT, siteconfig, tensorflow_build
 from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS, SCALES
 
 CONFIGS = ['config/local.py', 'config/slurm.py',
@@ -282,6 +282,72 @@ def test_local_gpu_partition_appears_with_gpus(tmp_path, monkeypatch):
     assert gpu['devices'] == [{'type': 'gpu', 'num_devices': 4,
                                'model': 'H100-SXM'}]
     assert gpu['devices'][0]['model'] in DEVICE_PEAK_FLOPS
+
+
+#: build_info.py as TensorFlow's build writes it (a CUDA wheel's; the
+#: CPU one is the installed tensorflow-cpu's).
+CUDA_BUILD_INFO = '''"""Auto-generated module providing information about the build."""
+import collections
+
+build_info = collections.OrderedDict([('cpu_compiler', '/usr/lib/llvm-18/bin/clang'), ('cuda_compute_capabilities', ['sm_60', 'sm_70', 'sm_80', 'sm_89', 'compute_90']), ('cuda_version', '12.5.1'), ('cudnn_version', '9'), ('is_cuda_build', True), ('is_rocm_build', False), ('is_tensorrt_build', False)])
+'''
+CPU_BUILD_INFO = '''import collections
+
+build_info = collections.OrderedDict([('is_cuda_build', False), ('is_rocm_build', False), ('is_tensorrt_build', False)])
+'''
+
+
+def fake_tensorflow(directory, build_info):
+    '''A TensorFlow package under *directory* whose build_info.py is
+    *build_info*; returns *directory*.'''
+    platform_dir = directory / 'tensorflow' / 'python' / 'platform'
+    platform_dir.mkdir(parents=True)
+    (directory / 'tensorflow' / '__init__.py').write_text('')
+    (platform_dir / 'build_info.py').write_text(build_info)
+    return directory
+
+
+def test_tensorflow_gpu_backend_from_its_build_info():
+    assert tensorflow_build.gpu_backend(CUDA_BUILD_INFO) == 'cuda'
+    assert tensorflow_build.gpu_backend(CPU_BUILD_INFO) is None
+    assert tensorflow_build.gpu_backend(CPU_BUILD_INFO.replace(
+        "('is_rocm_build', False)", "('is_rocm_build', True)")) == 'rocm'
+    assert tensorflow_build.gpu_backend('build_info = (') is None
+    assert tensorflow_build.gpu_backend(None) is None
+
+
+def test_which_tensorflow_drives_which_gpus(tmp_path):
+    cuda = [str(fake_tensorflow(tmp_path / 'cuda', CUDA_BUILD_INFO))]
+    cpu = [str(fake_tensorflow(tmp_path / 'cpu', CPU_BUILD_INFO))]
+    assert tensorflow_build.drives('nvidia', cuda)
+    assert not tensorflow_build.drives('amd', cuda)
+    assert not tensorflow_build.drives('nvidia', cpu)
+    assert not tensorflow_build.drives(None, cuda)
+    assert not tensorflow_build.drives('nvidia', [str(tmp_path / 'none')])
+
+
+def test_local_gpu_partition_offers_tensorflow_only_with_a_gpu_build(
+        tmp_path, monkeypatch):
+    '''ResNet50TF (valid_prog_environs +tensorflow) runs on local:gpu only
+    where the installed TensorFlow computes on its GPUs: .venv's
+    tensorflow-cpu would train the benchmark size on the CPU.'''
+    fake_nvidia_smi(tmp_path, monkeypatch, ['NVIDIA H100 80GB HBM3'] * 4)
+
+    def features(partition):
+        forget_config_modules()
+        site = load('config/local.py', f'local:{partition}')
+        env, = [e for e in site.get('environments')
+                if e['name'] == 'python']
+        return env['features']
+
+    assert features('cpu') == ['torch', 'tensorflow']
+    if tensorflow_build.installed_build_info() is not None:
+        assert tensorflow_build.gpu_backend(
+            tensorflow_build.installed_build_info()) is None  # tensorflow-cpu
+        assert features('gpu') == ['torch']
+    monkeypatch.syspath_prepend(str(fake_tensorflow(tmp_path / 'site',
+                                                    CUDA_BUILD_INFO)))
+    assert features('gpu') == ['torch', 'tensorflow']
 
 
 AMD_SMI_STATIC_ASIC = '''GPU: 0

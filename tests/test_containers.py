@@ -169,6 +169,41 @@ def test_ngc_global_constraints_do_not_hold_the_pins():
                      r'-c /opt/hpcml-constraints.txt', post)
 
 
+def run_keras_check(tmp_path, keras_version=None):
+    '''The TensorFlow image's Keras check (its %post line that imports
+    keras), run by this environment's Python, with a stand-in keras of
+    *keras_version* where given.'''
+    post = apptainer_def.render(definition('tensorflow').sections['post'],
+                                definition('tensorflow').arguments)
+    line, = [s.strip() for s in post.splitlines()
+             if s.strip().startswith("python3 -c 'import sys, keras")]
+    tmp_path = tmp_path / (keras_version or 'installed')
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir(parents=True)
+    wrapper = bin_dir / 'python3'
+    wrapper.write_text(f'#!/bin/sh\nexec {BIN / "python"} "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, 'PATH': f'{bin_dir}:{os.environ["PATH"]}'}
+    if keras_version:
+        (tmp_path / 'keras').mkdir()
+        (tmp_path / 'keras' / '__init__.py').write_text(
+            f'__version__ = {keras_version!r}\n')
+        env['PYTHONPATH'] = str(tmp_path)
+    return subprocess.run(['sh', '-c', line], env=env, capture_output=True,
+                          text=True)
+
+
+def test_tensorflow_image_build_stops_without_keras_3(tmp_path):
+    pytest.importorskip('keras')
+    assert run_keras_check(tmp_path).returncode == 0   # .venv's Keras 3
+    proc = run_keras_check(tmp_path, '2.15.0')
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        'containers/tensorflow.def: keras 2.15.0 in this image, '
+        'src/resnet50_tf needs Keras 3: choose another NGC_TAG (TensorFlow '
+        '2.16 or later)')
+
+
 def test_definition_lint_catches_mistakes():
     with pytest.raises(apptainer_def.DefinitionError, match='unknown section'):
         apptainer_def.parse('Bootstrap: docker\nFrom: x\n%postt\n  true\n')

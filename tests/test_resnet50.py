@@ -1,18 +1,24 @@
 """ResNet-50 in TensorFlow: analytic FLOPs against Keras' network, the
-tf_cnn_benchmarks log parser on real logs, TF_CONFIG rendezvous, and the
-program's TFRecord input on generated ImageNet-layout files."""
+tf_cnn_benchmarks log parser on real logs, TF_CONFIG rendezvous, the
+program's TFRecord input on generated ImageNet-layout files, each worker's
+one GPU on a 4-GPU node, two workers with and without XLA, and the
+program's [hpcml] records."""
+import os
+import socket
 import subprocess
 import sys
 import threading
+import types
 
 import pytest
 
 from conftest import BIN, REPO, read_data
 from hpctestlib_ml import flops
-from hpctestlib_ml.parsers import EXTRACTORS
+from hpctestlib_ml.parsers import EXTRACTORS, hpcml_records
 
 sys.path.insert(0, str(REPO / 'src'))
-from resnet50_tf import cluster  # noqa: E402
+from device_choice import DeviceChoiceError  # noqa: E402
+from resnet50_tf import cluster, devices  # noqa: E402
 
 
 def test_flops_are_keras_resnet50s_convolutions():
@@ -128,3 +134,146 @@ def test_program_trains_on_imagenet_tfrecords(tmp_path):
         cwd=REPO / 'src', capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert 'no train-* TFRecord files' in proc.stderr
+
+
+# What tf.config.list_physical_devices('GPU') lists on a 4-GPU node, where
+# every task sees the node's GPUs (Slurm's default, torchrun), and where
+# Slurm binds one GPU to each task (--gpus-per-task=1: the task sees one).
+NODE_GPUS = [f'/physical_device:GPU:{i}' for i in range(4)]
+BOUND_GPUS = ['/physical_device:GPU:0']
+
+
+@pytest.mark.parametrize('local_world', [
+    {'LOCAL_WORLD_SIZE': '4'}, {'SLURM_NTASKS_PER_NODE': '4'}])
+def test_each_worker_of_an_unbound_4_gpu_node_takes_its_own_gpu(
+        local_world):
+    chosen = [devices.choose_gpu(NODE_GPUS, {**local_world,
+                                             'LOCAL_RANK': str(r)})
+              for r in range(4)]
+    assert chosen == [(r, NODE_GPUS[r]) for r in range(4)]
+
+
+def test_each_worker_bound_to_one_gpu_takes_it_whatever_its_local_rank():
+    for r in range(4):
+        env = {'LOCAL_RANK': str(r), 'SLURM_NTASKS_PER_NODE': '4',
+               'CUDA_VISIBLE_DEVICES': str(r)}
+        assert devices.choose_gpu(BOUND_GPUS, env) == (0, BOUND_GPUS[0])
+
+
+def test_two_gpus_for_four_workers_is_refused_naming_what_was_seen():
+    env = {'LOCAL_RANK': '1', 'LOCAL_WORLD_SIZE': '4',
+           'CUDA_VISIBLE_DEVICES': '0,1'}
+    with pytest.raises(DeviceChoiceError,
+                       match=r'sees 2 devices \(CUDA_VISIBLE_DEVICES=0,1\)'):
+        devices.choose_gpu(NODE_GPUS[:2], env)
+
+
+def test_no_gpu_is_the_cpu():
+    assert devices.choose_gpu([], {'LOCAL_RANK': '3'}) is None
+
+
+class FakeConfig:
+    '''What the program calls of tf.config, on a node with *gpus* whose
+    get_device_details are *details*.'''
+
+    def __init__(self, gpus, details):
+        self.calls = []
+        self.gpus = gpus
+        self.experimental = types.SimpleNamespace(
+            set_memory_growth=lambda gpu, on: self.calls.append(
+                ('growth', gpu, on)),
+            get_device_details=lambda gpu: details,
+            tensor_float_32_execution_enabled=lambda: True)
+
+    def list_physical_devices(self, kind):
+        return list(self.gpus) if kind == 'GPU' else []
+
+    def set_visible_devices(self, devices_, kind):
+        self.calls.append(('visible', devices_, kind))
+
+
+def fake_tf(gpus, details=None, build_info=None):
+    return types.SimpleNamespace(
+        __version__='2.21.0', config=FakeConfig(gpus, details or {}),
+        sysconfig=types.SimpleNamespace(
+            get_build_info=lambda: build_info or {}))
+
+
+def test_a_worker_makes_only_its_gpu_visible_with_growing_memory():
+    tf = fake_tf(NODE_GPUS)
+    gpus, chosen = devices.use_one_gpu(tf, {'LOCAL_RANK': '2',
+                                            'LOCAL_WORLD_SIZE': '4'})
+    assert gpus == NODE_GPUS and chosen == (2, NODE_GPUS[2])
+    assert tf.config.calls == [('visible', [NODE_GPUS[2]], 'GPU'),
+                               ('growth', NODE_GPUS[2], True)]
+
+
+def test_device_record_of_an_h100_worker():
+    tf = fake_tf(NODE_GPUS, {'device_name': 'NVIDIA H100 80GB HBM3',
+                             'compute_capability': (9, 0)},
+                 {'is_cuda_build': True, 'cuda_version': '12.5.1'})
+    env = {'LOCAL_RANK': '1', 'LOCAL_WORLD_SIZE': '4'}
+    record = devices.device_record(tf, env, 5, 1, NODE_GPUS,
+                                   (1, NODE_GPUS[1]))
+    assert record == dict(
+        rank=5, local_rank=1, kind='gpu', backend='cuda', index=1, count=4,
+        name='NVIDIA H100 80GB HBM3', capability='9.0', tf32=True,
+        runtime='cuda 12.5.1', framework='tensorflow 2.21.0', nccl=None,
+        visible='')
+    # cuBLAS and cuDNN leave TF32 off whatever TensorFlow allows.
+    assert not devices.device_record(
+        tf, {**env, 'NVIDIA_TF32_OVERRIDE': '0'}, 5, 1, NODE_GPUS,
+        (1, NODE_GPUS[1]))['tf32']
+
+
+def test_no_driver_library_no_capacity():
+    assert devices.total_memory_bytes('cpu', 0) is None
+    if not os.path.exists('/dev/nvidia0'):
+        assert devices.total_memory_bytes('cuda', 0) is None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize('xla', ['on', 'off'])
+def test_two_workers_train_together_with_and_without_xla(tmp_path, xla):
+    '''XLA compiles each replica's forward and backward pass, not the
+    cross-worker all-reduce (which XLA cannot compile: on CPUs TensorFlow
+    says "Collectives are not yet implemented for CPU devices when
+    compiling with XLA"). Both workers print the same losses and the
+    suite's records: a device and a timing record each, no memory record
+    on CPUs.'''
+    pytest.importorskip('tensorflow')
+    base = {**os.environ, 'PYTHONPATH': str(REPO / 'src'), 'WORLD_SIZE': '2',
+            'LOCAL_WORLD_SIZE': '2', 'MASTER_ADDR': '127.0.0.1',
+            'MASTER_PORT': str(free_port()), 'OMP_NUM_THREADS': '1'}
+    procs = [subprocess.Popen(
+        [BIN / 'python', '-m', 'resnet50_tf', '--image-size', '32',
+         '--batch-size', '2', '--steps', '2', '--xla', xla],
+        cwd=tmp_path, env={**base, 'RANK': str(r), 'LOCAL_RANK': str(r)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for r in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+    text = outs[0][0] + outs[1][0]
+    m = EXTRACTORS['resnet50'](text)
+    assert m['workers'] == 2 and m['steps'] == 2 and m['losses_finite']
+    losses = [[line.split('\t')[-1] for line in out.splitlines()
+               if line[:2] in ('1\t', '2\t')] for out, _ in outs]
+    assert losses[0] == losses[1] and len(losses[0]) == 2
+    assert f'; XLA {xla}' in text
+    device = hpcml_records.by_rank(text, 'device')
+    assert sorted(device) == [0, 1]
+    assert {(d['kind'], d['backend'], d['local_rank'], d['index'])
+            for d in device.values()} == {('cpu', 'cpu', 0, None),
+                                          ('cpu', 'cpu', 1, None)}
+    timing = hpcml_records.by_rank(text, 'timing')
+    assert sorted(timing) == [0, 1]
+    for t in timing.values():
+        assert t['steps'] == 2 and t['compute_s'] > 0
+        assert 0 <= t['data_s'] < t['compute_s']
+    assert hpcml_records.records(text, 'memory') == []

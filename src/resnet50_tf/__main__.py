@@ -8,7 +8,8 @@ data) or ImageNet TFRecords (``--data DIR`` of ``train-*`` files in the
 standard ``image/encoded`` + ``image/class/label`` layout). Several ranks
 train under MultiWorkerMirroredStrategy with a custom ``strategy.run`` loop
 (Keras 3's ``fit`` fails under that strategy: keras-team/keras#20585);
-TF_CONFIG comes from ``cluster.py``.
+TF_CONFIG comes from ``cluster.py``. Each worker computes on one GPU of its
+node (``devices.py``), or on the CPU where it sees none.
 
 Every rank prints what tf_cnn_benchmarks prints per worker under Horovod,
 with the same meaning, so one parser reads both: ``Step\\tImg/sec\\t
@@ -17,7 +18,9 @@ LOSS`` (this worker's own running mean after the warm-up steps), and
 ``total images/sec: X``, the whole job's rate as this worker measured it:
 workers x its own rate (tf_cnn_benchmarks' ``num_workers x local_step x
 batch_size / elapsed_time``; the workers step together, so each one's
-figure estimates the same job rate).
+figure estimates the same job rate). Beside them each worker prints the
+suite's ``[hpcml] device`` and ``timing`` records and, on a GPU, ``memory``
+(``hpcml_log``).
 """
 import argparse
 import os
@@ -128,6 +131,17 @@ def main(argv=None):
     import keras
     import tensorflow as tf
 
+    from device_choice import DeviceChoiceError
+    from hpcml_log import emit
+    from resnet50_tf import devices
+    rank = int(os.environ.get('RANK', 0))
+    local_rank = int(os.environ.get('LOCAL_RANK') or 0)
+    try:
+        # Before anything starts TensorFlow's runtime: one GPU per worker.
+        gpus, chosen = devices.use_one_gpu(tf, os.environ)
+    except DeviceChoiceError as err:
+        sys.exit(f'resnet50_tf: error: {err}')
+
     threads = int(os.environ.get('OMP_NUM_THREADS', 0))
     if threads:
         # TensorFlow's thread pools ignore OpenMP's variable; the job
@@ -138,7 +152,14 @@ def main(argv=None):
     keras.mixed_precision.set_global_policy(POLICIES[args.precision])
     strategy = (tf.distribute.MultiWorkerMirroredStrategy() if world > 1
                 else tf.distribute.get_strategy())
-    gpus = tf.config.list_physical_devices('GPU')
+    record = devices.device_record(tf, os.environ, rank, local_rank, gpus,
+                                   chosen)
+    emit('device', **record)
+    if strategy.num_replicas_in_sync != world:
+        sys.exit(f'resnet50_tf: error: {strategy.num_replicas_in_sync} '
+                 f'replicas in sync for {world} workers (one each was '
+                 f'expected): this worker sees '
+                 f'{tf.config.get_visible_devices()}')
     xla = args.xla == 'on' or (args.xla == 'auto' and bool(gpus))
     global_batch = args.batch_size * world
 
@@ -161,41 +182,54 @@ def main(argv=None):
 
     batches = iter(strategy.distribute_datasets_from_function(dataset))
 
-    def replica_step(images, labels):
+    def replica_gradients(images, labels):
         with tf.GradientTape() as tape:
             probabilities = model(images, training=True)
             loss = tf.nn.compute_average_loss(
                 loss_fn(labels, probabilities), global_batch_size=global_batch)
             scaled = (optimizer.scale_loss(loss) if args.precision == 'fp16'
                       else loss)
-        gradients = tape.gradient(scaled, model.trainable_variables)
+        return loss, tape.gradient(scaled, model.trainable_variables)
+
+    # XLA compiles the replica's forward and backward pass only: the
+    # gradients' all-reduce (in apply_gradients) and the loss's reduction
+    # stay outside, since XLA cannot compile cross-worker collectives
+    # (tensorflow/tensorflow#45940, #58961; on CPUs: "Collectives are not
+    # yet implemented for CPU devices when compiling with XLA").
+    if xla:
+        replica_gradients = tf.function(replica_gradients, jit_compile=True)
+
+    def replica_step(images, labels):
+        loss, gradients = replica_gradients(images, labels)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         return loss
 
-    @tf.function(jit_compile=xla)
+    @tf.function
     def train_step(images, labels):
         return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(
             replica_step, args=(images, labels)), axis=None)
 
-    rank = int(os.environ.get('RANK', 0))
     print(f'TensorFlow:  {tf.__version__}')
     print('Model:       resnet50 (keras.applications.ResNet50, v1)')
     print(f'Image size:  {args.image_size}')
     print(f'Batch size:  {global_batch} global')
     print(f'             {args.batch_size} per device')
     print(f'Num workers: {world} (rank {rank})')
-    print(f'Devices:     {len(gpus) or "CPU"}; XLA {"on" if xla else "off"}')
+    device = (f'GPU {chosen[0]} of {len(gpus)} ({record["name"]})' if chosen
+              else 'CPU')
+    print(f'Devices:     {device}; XLA {"on" if xla else "off"}')
     print(f'Precision:   {args.precision}')
     print(f'Data:        {args.data}')
     print('=' * 64, flush=True)
 
-    times = []
+    times, data_s = [], 0.0
     print('Step\tImg/sec\ttotal_loss')
     for step in range(WARMUP_STEPS + args.steps):
-        images, labels = next(batches)
         start = time.perf_counter()
+        images, labels = next(batches)
+        fetched = time.perf_counter()
         loss = float(train_step(images, labels))  # float() waits for it
-        elapsed = time.perf_counter() - start
+        elapsed = time.perf_counter() - fetched
         if step + 1 == WARMUP_STEPS:
             print('Done warm up', flush=True)
         if step < WARMUP_STEPS:
@@ -203,6 +237,7 @@ def main(argv=None):
         if not times:
             timed_start = time.time() - elapsed
         times.append(elapsed)
+        data_s += fetched - start
         mean, error, jitter = timing(args.batch_size, times)
         print(f'{step + 1 - WARMUP_STEPS}\timages/sec: {mean:.1f} +/- '
               f'{error:.1f} (jitter = {jitter:.1f})\t{loss:.3f}', flush=True)
@@ -212,6 +247,11 @@ def main(argv=None):
     # The timed region in Unix time, for the energy figures.
     print(f'[hpcml] timed region {timed_start:.3f} {time.time():.3f}')
     mean, _, _ = timing(args.batch_size, times)
+    if chosen is not None:
+        emit('memory', **devices.memory_record(tf, rank, record['backend'],
+                                               chosen[0]))
+    emit('timing', rank=rank, steps=len(times), data_s=round(data_s, 6),
+         compute_s=round(sum(times), 6))
     print('-' * 64)
     print(f'total images/sec: {world * mean:.2f}')
     print('-' * 64, flush=True)
