@@ -63,6 +63,11 @@ class ResNet50Training(MLTrainingTest):
         return not (self.implementation == 'tf_cnn_benchmarks' and
                     self.launch_mode == 'torchrun')
 
+    def prints_device_records(self):
+        '''tf_cnn_benchmarks prints its own log only; src/resnet50_tf
+        prints the suite's records.'''
+        return self.implementation != 'tf_cnn_benchmarks'
+
     def finalize_settings(self):
         if self.implementation not in IMPLEMENTATIONS:
             raise BadInputError(

@@ -10,6 +10,8 @@ local rank: it must use ordinal 0, not ``cuda:LOCAL_RANK`` ("invalid device
 ordinal" on local ranks 1-3). Where every task sees all of the node's GPUs
 (Slurm's default, torchrun), local rank *r* uses ordinal *r*.
 """
+import os
+import platform
 
 #: Visibility variables, in the order the runtimes apply them: CUDA's, then
 #: HIP's, then ROCr's (which the HIP runtime applies first, beneath HIP's).
@@ -88,3 +90,12 @@ def bf16_native(backend, capability):
     if backend == 'hip':
         return True
     return tuple(capability or (0, 0)) >= AMPERE
+
+
+def cpu_device_fields():
+    '''The fields of a ``device`` record that computes on the CPU (the
+    same for every framework): the machine's CPUs, no GPU facts.'''
+    return {'kind': 'cpu', 'backend': 'cpu', 'index': None,
+            'count': os.cpu_count(),
+            'name': platform.processor() or platform.machine(),
+            'capability': None, 'tf32': False, 'nccl': None}

@@ -20,7 +20,6 @@ same way.
   records (fields: :mod:`hpctestlib_ml.parsers.hpcml_records`).
 """
 import os
-import platform
 import sys
 
 import torch
@@ -140,10 +139,7 @@ def device_facts(device, rank, env=None):
              'runtime': runtime(),
              'visible': device_choice.visibility(env)}
     if device.type != 'cuda':
-        return {**facts, 'kind': 'cpu', 'backend': 'cpu', 'index': None,
-                'count': os.cpu_count(),
-                'name': platform.processor() or platform.machine(),
-                'capability': None, 'tf32': False, 'nccl': None}
+        return {**facts, **device_choice.cpu_device_fields()}
     major, minor = capability(device)
     return {**facts, 'kind': 'gpu', 'backend': backend(),
             'index': device.index, 'count': torch.cuda.device_count(),

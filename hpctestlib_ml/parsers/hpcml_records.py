@@ -13,6 +13,9 @@ Types and their fields:
     (``cuda 12.8``: the runtime the framework was built with),
     ``framework`` (``torch 2.11.0``), ``nccl`` (the version the framework
     loads), ``visible`` (the visibility variable as the rank saw it).
+    On the CPU: ``index``, ``capability`` and ``nccl`` None, ``count``
+    the machine's CPUs, ``name`` its processor
+    (``device_choice.cpu_device_fields``).
 ``memory`` (each rank, once, after training)
     ``rank``, ``peak_allocated_MiB`` (the framework allocator's peak of
     live tensors), ``peak_reserved_MiB`` (what the allocator held from the

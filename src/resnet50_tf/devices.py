@@ -77,10 +77,9 @@ def device_record(tf, env, rank, local_rank, gpus, chosen):
     framework = f'tensorflow {tf.__version__}'
     visible = device_choice.visibility(env)
     if chosen is None:
-        return dict(rank=rank, local_rank=local_rank, kind='cpu',
-                    backend='cpu', index=None, count=0, name=None,
-                    capability=None, tf32=False, runtime=None,
-                    framework=framework, nccl=None, visible=visible)
+        return dict(rank=rank, local_rank=local_rank, runtime=None,
+                    framework=framework, visible=visible,
+                    **device_choice.cpu_device_fields())
     index, gpu = chosen
     build_info = dict(tf.sysconfig.get_build_info())
     backend = build_backend(build_info)
