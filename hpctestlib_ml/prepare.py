@@ -16,6 +16,9 @@ The directory: ``-S prepared_dir=``, else the partition's
 """
 import os
 import pathlib
+import sys
+
+from hpctestlib_ml import SRC_DIR
 
 #: What GPT-2 fine-tuning's benchmark reads (run_clm's model and data).
 GPT2_MODEL = 'gpt2'
@@ -88,6 +91,31 @@ def prepare_gpt2_finetune(root, model=GPT2_MODEL, source=None,
                            f'reachable)') from None
     raw.save_to_disk(str(data_dir))
     return [model_dir, data_dir]
+
+
+def prepare_gpt2_stand_in(root):
+    '''Where no hub is reachable (this project's CI, a GPU machine without
+    network): the directories ``hpcml prepare gpt2_finetune`` writes,
+    made from local sources, under *root*/prepared: the published gpt2
+    config (124M parameters, random weights, from transformers'
+    defaults), the tiny run's byte-level BPE and generated corpus
+    (``src/gpt2_finetune``), put through the same preparation. Returns
+    *root*/prepared.'''
+    root = pathlib.Path(root)
+    prepared = root / 'prepared'
+    if gpt2_missing(prepared) is None:
+        return prepared
+    if str(SRC_DIR) not in sys.path:
+        sys.path.insert(0, str(SRC_DIR))
+    from gpt2_finetune.__main__ import model_config, tiny_model_and_data
+    from transformers import GPT2LMHeadModel
+    tokenizer, _, (_, data) = tiny_model_and_data(root / 'work')
+    source = root / 'hub' / 'gpt2'
+    tokenizer.save_pretrained(source)
+    GPT2LMHeadModel(model_config('gpt2')).save_pretrained(source)
+    prepare_gpt2_finetune(prepared, source=str(source),
+                          dataset=('text', data))
+    return prepared
 
 
 #: Workload -> function(root) -> directories written.

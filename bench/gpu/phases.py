@@ -141,25 +141,13 @@ def prepare_gpt2(root):
     '''What ``hpcml prepare gpt2_finetune`` would fetch, made offline under
     *root* (once): the published gpt2 configuration (124M parameters,
     random weights: the throughput is the model's, the perplexity means
-    nothing) and the program's generated corpus with its tokenizer, as
-    tests/test_fullsize.py makes them.'''
+    nothing) and the program's generated corpus with its tokenizer
+    (:func:`hpctestlib_ml.prepare.prepare_gpt2_stand_in`).'''
     from hpctestlib_ml import prepare
-    root = pathlib.Path(root)
-    if prepare.gpt2_missing(root / 'prepared') is None:
-        return root / 'prepared'
     # Local files only: no hub lookup that waits on a network there is not.
     os.environ.setdefault('HF_HUB_OFFLINE', '1')
     os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
-    sys.path.insert(0, str(REPO / 'src'))
-    from gpt2_finetune.__main__ import model_config, tiny_model_and_data
-    from transformers import GPT2LMHeadModel
-    tokenizer, _, (_, data) = tiny_model_and_data(root / 'work')
-    source = root / 'hub' / 'gpt2'
-    tokenizer.save_pretrained(source)
-    GPT2LMHeadModel(model_config('gpt2')).save_pretrained(source)
-    prepare.prepare_gpt2_finetune(root / 'prepared', source=str(source),
-                                  dataset=('text', data))
-    return root / 'prepared'
+    return prepare.prepare_gpt2_stand_in(root)
 
 
 def run_session(session, number, phase_dir, cpu, deadline, extra, env):
