@@ -325,6 +325,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         if self.runs_in_container:
             self.use_container()
         self.add_utilisation_metrics()
+        self.add_record_metrics()
 
     def resolve_size_and_layout(self):
         part = self.current_partition
@@ -593,28 +594,47 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
 
     @run_before('performance')
     def add_device_metrics(self):
-        '''What the ranks' records say: :attr:`device_ran`, and the
-        figures ``gpu_mem_peak_MiB`` (the largest device memory a rank
-        held: absent on CPUs, not zero) and ``data_share`` (% of the step
-        time spent waiting for data: the workload's parser's figure where
-        its program logs its own, else the ``timing`` records).'''
-        text = self.log_text()
-        records = hpcml_records.records(text, 'device')
+        '''What the ranks' records say: :attr:`device_ran` (and
+        :attr:`mfu_peak`, from the math mode they report).'''
+        records = self.device_records()
         self.device_ran = device_check.device_summary(records)
         if 'mfu' in self.perf_variables:
             self.peak_flops_per_node(records)        # sets mfu_peak
-        memory = device_check.gpu_memory_peak(
-            hpcml_records.records(text, 'memory'))
-        if memory is not None:
+
+    def add_record_metrics(self):
+        '''At setup, so that every run of a case logs the same columns
+        (a perflog's header changes, and ReFrame starts a new file, when a
+        case's figures do), where the program prints the suite's records:
+        ``data_share`` (% of the steady-state step time spent waiting for
+        data: the workload's parser's figure where its program logs its
+        own, else the ``timing`` records) and, on GPUs, ``gpu_mem_peak_MiB``
+        (the largest device memory a rank held; absent on CPUs, not
+        zero).'''
+        if not self.prints_device_records():
+            return
+        self.perf_variables['data_share'] = sn.make_performance_function(
+            self._data_share, '%')
+        if self.uses_gpus:
             self.perf_variables['gpu_mem_peak_MiB'] = \
-                sn.make_performance_function(lambda: memory, 'MiB')
+                sn.make_performance_function(self._gpu_memory_peak, 'MiB')
+
+    def _data_share(self):
         share = self.metrics().get('data_share')
         if share is None:
             share = device_check.data_share(
-                hpcml_records.records(text, 'timing'))
-        if share is not None:
-            self.perf_variables['data_share'] = \
-                sn.make_performance_function(lambda: share, '%')
+                hpcml_records.records(self.log_text(), 'timing'))
+        if share is None:
+            raise SanityError('data_share: no [hpcml] timing record in the '
+                              'log')
+        return share
+
+    def _gpu_memory_peak(self):
+        peak = device_check.gpu_memory_peak(
+            hpcml_records.records(self.log_text(), 'memory'))
+        if peak is None:
+            raise SanityError('gpu_mem_peak_MiB: no [hpcml] memory record '
+                              'in the log')
+        return peak
 
     @run_before('performance')
     def add_provenance_and_energy(self):

@@ -104,10 +104,15 @@ def test_sampler_stops_when_its_parent_ends(tmp_path):
     assert out.stat().st_size == size        # it has stopped
 
 
+STEPS = 200
+
+
 @pytest.mark.integration
 def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
     '''A CosmoFlow case on a node whose one RAPL package draws 40 W: the
-    perflog gets energy_J = 40 W x the timed region and avg_power_W = 40.'''
+    perflog gets energy_J = 40 W x the timed region and avg_power_W = 40.
+    Its steps take about 25 ms here: 200 of them make a timed region of
+    some seconds, enough samples (at 0.2 s) for a figure.'''
     root = tmp_path / 'powercap'
     counter, = powercap(root, packages=1)
     stop = threading.Event()
@@ -131,7 +136,8 @@ def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
         proc = subprocess.run(
             [BIN / 'reframe', '-C', REPO / 'config/local.py', '-c',
              REPO / 'checks/cosmoflow.py', '-n',
-             '^CosmoFlow%scale=1_proc%launch_mode=per_task', '-r'],
+             '^CosmoFlow%scale=1_proc%launch_mode=per_task', '-r',
+             '-S', f'steps={STEPS}'],
             env=env, capture_output=True, text=True, timeout=600,
             stdin=subprocess.DEVNULL)
     finally:
@@ -145,7 +151,7 @@ def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
     # last step's), not run_start..run_stop, which holds the warm-up step
     # and the evaluation.
     window = float(row['energy_J_value']) / float(row['avg_power_W_value'])
-    steady_steps = 20 - 1
+    steady_steps = STEPS - 1
     assert window == pytest.approx(
         steady_steps * float(row['time_per_step_secs_value']), rel=0.05)
     assert window < float(row['run_time_secs_value'])

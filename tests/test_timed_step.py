@@ -89,3 +89,26 @@ def test_the_pool_holds_one_batch_a_step_where_they_fit():
     direct = Batches(counting(), torch.device('cpu'), steps=3, pooled=False)
     assert [int(next(direct)[0][0]) for _ in range(4)] == [1, 2, 3, 4]
     assert direct.seconds >= 0
+
+
+def test_fp16_scales_the_loss_so_small_gradients_survive():
+    '''fp16's smallest subnormal is 6e-8: gradients below it vanish
+    unless the loss is scaled (review finding 18). A step whose true
+    gradient is 1e-8 moves the weight only with the programs' scaler.'''
+    sys.path.insert(0, str(REPO / 'src'))
+    import torch
+    from mlperf_train import grad_scaler, supervised_step
+    cpu = torch.device('cpu')
+    assert grad_scaler(cpu, 'fp16').is_enabled()
+    assert not grad_scaler(cpu, 'bf16').is_enabled()
+    model = torch.nn.Linear(1, 1, bias=False)
+    torch.nn.init.ones_(model.weight)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e4)
+    batch = (torch.ones(1, 1), torch.zeros(1, 1))
+    # The loss in fp32 (as the programs' losses are); its gradient enters
+    # the fp16 output at 1e-8.
+    step = supervised_step(model, iter([batch] * 2),
+                           lambda out, y: (out.float() - y).sum() * 1e-8,
+                           optimizer, cpu, 'fp16')
+    step(1)
+    assert model.weight.item() == pytest.approx(1 - 1e-4, rel=1e-3)

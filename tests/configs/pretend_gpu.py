@@ -1,5 +1,6 @@
 """A configuration that says this machine has a GPU it does not have: a
-``gpu`` partition of one H100 on the local scheduler. The tests run GPU
+``gpu`` partition of one GPU on the local scheduler, an H100 unless
+``HPCML_PRETEND_GPU_MODEL`` names another model of the peak table. The tests run GPU
 cases here to see what a GPU case does where torch finds no GPU (a CUDA
 build on an older driver, a container started without ``--nv``): it
 must fail, saying so, never train on the CPU and pass."""
@@ -14,7 +15,7 @@ from hpctestlib_ml.siteconfig import (local_general,  # noqa: E402
 site_configuration = make_site_configuration(
     systems=[{
         'name': 'pretend',
-        'descr': 'This machine, said to have one H100',
+        'descr': 'This machine, said to have a GPU',
         'hostnames': ['.*'],
         'modules_system': 'nomod',
         **system_dirs(),
@@ -26,7 +27,8 @@ site_configuration = make_site_configuration(
             'max_jobs': 1,
             'processor': {'num_cpus': os.cpu_count()},
             'devices': [{'type': 'gpu', 'num_devices': 1,
-                         'model': 'H100-SXM'}],
+                         'model': os.environ.get('HPCML_PRETEND_GPU_MODEL',
+                                                 'H100-SXM')}],
             'features': ['gpu'],
             'extras': {'max_nodes': 1, 'rendezvous_address': '127.0.0.1',
                        'gpu_vendor': 'nvidia'},
