@@ -84,3 +84,30 @@ def test_tf32_active(backend, capability, allowed, env, expected):
     ('hip', (9, 0), True)])
 def test_bf16_native(backend, capability, expected):
     assert device_choice.bf16_native(backend, capability) is expected
+
+
+def test_a_gpu_rank_sets_tf32_and_cudnn_autotuning_and_says_so(monkeypatch):
+    '''torch_device.set_math_mode on an H100 rank (its capability given,
+    no GPU here): TF32 for matrix products and convolutions and cuDNN's
+    autotuning on (review findings 9 and 17), and the device record's
+    tf32 True; NVIDIA_TF32_OVERRIDE=0 makes it False.'''
+    import torch
+    import torch_device
+    monkeypatch.setattr(torch_device, 'capability', lambda device: (9, 0))
+    monkeypatch.delenv('NVIDIA_TF32_OVERRIDE', raising=False)
+    flags = (torch.backends.cuda.matmul.allow_tf32,
+             torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark)
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False   # PyTorch's default
+        torch.backends.cudnn.benchmark = False
+        assert torch_device.set_math_mode(torch.device('cuda', 0)) is True
+        assert torch.backends.cuda.matmul.allow_tf32
+        assert torch.backends.cudnn.allow_tf32
+        assert torch.backends.cudnn.benchmark
+        monkeypatch.setenv('NVIDIA_TF32_OVERRIDE', '0')
+        assert torch_device.tf32_active(torch.device('cuda', 0)) is False
+        assert torch_device.set_math_mode(torch.device('cpu')) is False
+    finally:
+        (torch.backends.cuda.matmul.allow_tf32,
+         torch.backends.cudnn.allow_tf32,
+         torch.backends.cudnn.benchmark) = flags
