@@ -32,3 +32,11 @@ def emit(type_, stream=None, **fields):
     stream = stream or sys.stdout
     stream.write(record(type_, **fields) + '\n')
     stream.flush()
+
+
+def emit_timing(rank, steps, data_s, compute_s, stream=None):
+    '''Print rank *rank*'s ``timing`` record: its *steps* steady-state
+    steps spent *data_s* seconds waiting for data and *compute_s* on the
+    rest (microsecond resolution).'''
+    emit('timing', stream, rank=rank, steps=steps, data_s=round(data_s, 6),
+         compute_s=round(compute_s, 6))

@@ -63,7 +63,7 @@ def evaluate(model, batches, count, device, world):
     hits = torch.zeros(2, device=device)
     with torch.no_grad():
         for _ in range(count):
-            batch = {k: to_device(v, device) for k, v in next(batches).items()}
+            batch = to_device(next(batches), device)
             hits += torch.stack(masked_lm_hits(model(*model_inputs(batch)),
                                                batch))
     if world > 1:

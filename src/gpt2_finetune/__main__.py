@@ -188,9 +188,8 @@ def step_times(global_batch, is_main, rank, synchronize):
                       flush=True)
 
         def on_train_end(self, args, state, control, **kw):
-            hpcml_log.emit('timing', rank=rank, steps=self.steps,
-                           data_s=round(self.data_s, 6),
-                           compute_s=round(self.compute_s, 6))
+            hpcml_log.emit_timing(rank, self.steps, self.data_s,
+                                  self.compute_s)
 
     return StepTimes()
 

@@ -377,9 +377,8 @@ def main(argv=None):
 
     import hpcml_log
     import torch_device
-    hpcml_log.emit('timing', rank=rank, steps=max(0, args.train_iters - 1),
-                   data_s=round(timed['data'], 6),
-                   compute_s=round(timed['total'] - timed['data'], 6))
+    hpcml_log.emit_timing(rank, max(0, args.train_iters - 1), timed['data'],
+                          timed['total'] - timed['data'])
     torch_device.emit_memory(device, rank)
     dist.barrier()
     if last:

@@ -134,9 +134,8 @@ def train(log, step, steps, global_batch, device, world, epoch=1,
             status = 'aborted'
             break
     log.end(mlc.EPOCH_STOP, epoch_num=epoch, step_num=n)
-    hpcml_log.emit('timing', rank=log.rank, steps=max(0, n - 1),
-                   data_s=round(data_total, 6),
-                   compute_s=round(compute_total, 6))
+    hpcml_log.emit_timing(log.rank, max(0, n - 1), data_total,
+                          compute_total)
     torch_device.emit_memory(device, log.rank)
     return status
 
@@ -234,8 +233,7 @@ def evaluate(model, batches, count, metric, device, world,
     with torch.no_grad():
         values = []
         for _ in range(count):
-            x, y = next(batches)
-            x, y = to_device(x, device), y.to(device)
+            x, y = to_device(next(batches), device)
             with autocast(device, precision):
                 out = forward(model, x)
             values.append(metric(out, y))

@@ -132,7 +132,7 @@ def main(argv=None):
     import tensorflow as tf
 
     from device_choice import DeviceChoiceError
-    from hpcml_log import emit
+    from hpcml_log import emit, emit_timing
     from resnet50_tf import devices
     rank = int(os.environ.get('RANK', 0))
     local_rank = int(os.environ.get('LOCAL_RANK') or 0)
@@ -250,8 +250,7 @@ def main(argv=None):
     if chosen is not None:
         emit('memory', **devices.memory_record(tf, rank, record['backend'],
                                                chosen[0]))
-    emit('timing', rank=rank, steps=len(times), data_s=round(data_s, 6),
-         compute_s=round(sum(times), 6))
+    emit_timing(rank, len(times), data_s, sum(times))
     print('-' * 64)
     print(f'total images/sec: {world * mean:.2f}')
     print('-' * 64, flush=True)
