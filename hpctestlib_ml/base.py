@@ -403,7 +403,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         precision=``, a workload's parameter) is skipped with the
         reason.'''
         fp16 = peaks.fp16_for(self.precision)
-        model = self.partition_gpu_model() if self.uses_gpus else None
+        model = self.partition_gpu_model()
         if fp16 is None or peaks.has_bf16(model):
             return
         if self.precision == sized_precision:
@@ -478,8 +478,10 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
                 self.env_vars[name] = ''
 
     def partition_gpu_model(self):
-        '''The GPU model key of the partition's config, or None.'''
-        gpus = self.current_partition.select_devices('gpu')
+        '''The GPU model key of the partition's config; None where the
+        config names none, or the case uses no GPU.'''
+        gpus = (self.current_partition.select_devices('gpu')
+                if self.uses_gpus else [])
         return gpus[0].model if gpus else None
 
     def use_container(self):
@@ -581,9 +583,19 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         return peak * self.layout.gpus_per_node
 
     def device_records(self):
-        '''The ranks' ``[hpcml] device`` records in the log ([] before
-        the run, or where the program prints none).'''
-        return hpcml_records.records(self.log_text(), 'device')
+        '''The ranks' ``[hpcml] device`` records in the log ([] where the
+        program prints none).'''
+        return self.log_records('device')
+
+    def log_records(self, type_):
+        '''The ranks' ``[hpcml]`` records of type *type_* in the log, read
+        once per case (the log is read once too: :meth:`log_text`).'''
+        if getattr(self, '_log_records', None) is None:
+            self._log_records = {}
+        if type_ not in self._log_records:
+            self._log_records[type_] = hpcml_records.records(
+                self.log_text(), type_)
+        return self._log_records[type_]
 
     def prints_device_records(self):
         '''Whether the program prints the suite's ``[hpcml]`` records
@@ -621,16 +633,14 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     def _data_share(self):
         share = self.metrics().get('data_share')
         if share is None:
-            share = device_check.data_share(
-                hpcml_records.records(self.log_text(), 'timing'))
+            share = device_check.data_share(self.log_records('timing'))
         if share is None:
             raise SanityError('data_share: no [hpcml] timing record in the '
                               'log')
         return share
 
     def _gpu_memory_peak(self):
-        peak = device_check.gpu_memory_peak(
-            hpcml_records.records(self.log_text(), 'memory'))
+        peak = device_check.gpu_memory_peak(self.log_records('memory'))
         if peak is None:
             raise SanityError('gpu_mem_peak_MiB: no [hpcml] memory record '
                               'in the log')
@@ -754,7 +764,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         return device_check.device_problems(
             self.device_records(), 'gpu' if self.uses_gpus else 'cpu',
             self.layout.world_size, self.current_partition.fullname,
-            self.partition_gpu_model() if self.uses_gpus else None)
+            self.partition_gpu_model())
 
     def failure_message(self, text, reason):
         '''*reason*, with the exit code and the fix where the suite knows it.'''
