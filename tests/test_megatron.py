@@ -91,9 +91,10 @@ def test_no_iterations_no_numbers():
     assert m['iterations'] == 0 and m['tokens_per_second'] is None
 
 
-def megatron_core_losses(tmp_path, procs, pp=1, tp=1, port=29610):
+def megatron_core_run(tmp_path, procs, pp=1, tp=1, port=29610, extra=(),
+                      dropout='0'):
     '''The fallback (Megatron-Core alone) for 6 iterations of a tiny GPT
-    under torchrun with gloo; its logged losses.'''
+    under torchrun with gloo; its logged iterations and its log.'''
     import os
     import subprocess
     import sys
@@ -107,25 +108,38 @@ def megatron_core_losses(tmp_path, procs, pp=1, tp=1, port=29610):
          '--train-iters', '6', '--lr', '1e-3', '--mock-data',
          # A vocabulary that pads alike at TP 1 and 2 (4096), no dropout:
          # the same tokens and arithmetic in every layout.
-         '--vocab-size', '4096', '--hidden-dropout', '0',
-         '--attention-dropout', '0', '--position-embedding-type', 'rope',
+         '--vocab-size', '4096', '--hidden-dropout', dropout,
+         '--attention-dropout', dropout, '--position-embedding-type', 'rope',
          '--pipeline-model-parallel-size', str(pp),
-         '--tensor-model-parallel-size', str(tp)],
+         '--tensor-model-parallel-size', str(tp), *extra],
         env={**os.environ, 'PYTHONPATH': str(REPO / 'src'),
              'OMP_NUM_THREADS': '1'},
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout + proc.stderr
     assert f'pipeline-model-parallel size: {pp}' in text
-    return [s['loss'] for s in parser.parse_iterations(text)]
+    return parser.parse_iterations(text), text
+
+
+def megatron_core_losses(tmp_path, procs, **kwargs):
+    '''The losses :func:`megatron_core_run` logs.'''
+    iterations, _ = megatron_core_run(tmp_path, procs, **kwargs)
+    return [s['loss'] for s in iterations]
+
+
+@pytest.fixture(scope='module')
+def one_rank(tmp_path_factory):
+    '''The one-rank loss curve the layouts are held against.'''
+    return megatron_core_losses(tmp_path_factory.mktemp('one'), 1,
+                                port=29611)
 
 
 @pytest.mark.integration
-def test_pipeline_and_tensor_parallel_follow_one_rank(tmp_path):
+def test_pipeline_and_tensor_parallel_follow_one_rank(tmp_path, one_rank):
     '''PP=2 and TP=2 with Megatron-Core alone (no Megatron-LM), on this
     CPU with gloo: the same loss curve as one rank from the same seed
     (the weights do not depend on the layout).'''
-    one = megatron_core_losses(tmp_path, 1, port=29611)
+    one = one_rank
     pipeline = megatron_core_losses(tmp_path, 2, pp=2, port=29612)
     tensor = megatron_core_losses(tmp_path, 2, tp=2, port=29613)
     assert len(one) == 6 and all(math.isfinite(x) for x in one)
@@ -133,3 +147,161 @@ def test_pipeline_and_tensor_parallel_follow_one_rank(tmp_path):
     assert tensor == pytest.approx(one, rel=1e-5)
     # Random weights on random tokens: the first loss is ln(vocabulary).
     assert one[0] == pytest.approx(math.log(4096), rel=0.02)
+
+
+@pytest.mark.integration
+def test_data_parallel_and_distributed_optimizer_follow_one_rank(tmp_path,
+                                                                one_rank):
+    '''Data parallel 2, with Megatron-Core's DDP and with its distributed
+    optimizer (optimizer state and main weights sharded, gradients
+    reduce-scattered, weights all-gathered): the same samples in the same
+    order as one rank (Megatron's sampler order), so the same loss curve.'''
+    one = one_rank
+    ddp = megatron_core_losses(tmp_path, 2, port=29622)
+    sharded = megatron_core_losses(tmp_path, 2, port=29623,
+                                   extra=['--use-distributed-optimizer'])
+    assert ddp == pytest.approx(one, rel=1e-5)
+    assert sharded == pytest.approx(one, rel=1e-5)
+
+
+@pytest.mark.integration
+def test_sequence_parallel_follows_one_rank(tmp_path, one_rank):
+    '''TP 2 with sequence parallelism (norms and dropout on sequence
+    shards, all-gather / reduce-scatter around the tensor-parallel
+    layers, the norms' gradients all-reduced by finalize_model_grads):
+    the one-rank loss curve.'''
+    one = one_rank
+    iterations, text = megatron_core_run(tmp_path, 2, tp=2, port=29625,
+                                         extra=['--sequence-parallel'])
+    assert 'sequence parallel: True' in text
+    assert [s['loss'] for s in iterations] == pytest.approx(one, rel=1e-5)
+
+
+@pytest.mark.integration
+def test_selective_recomputation_keeps_the_loss(tmp_path):
+    '''Selective recomputation (core attention recomputed in the backward)
+    gives the loss curve of no recomputation, dropout included (its RNG
+    state is restored for the recomputation).'''
+    plain = megatron_core_losses(tmp_path, 1, port=29626, dropout='0.1')
+    iterations, text = megatron_core_run(
+        tmp_path, 1, port=29627, dropout='0.1',
+        extra=['--recompute-activations', '--recompute-granularity',
+               'selective'])
+    assert 'recomputation: selective' in text
+    assert [s['loss'] for s in iterations] == pytest.approx(plain, rel=1e-6)
+
+
+@pytest.mark.integration
+def test_fp16_trains_with_main_weights_and_loss_scaling(tmp_path, one_rank):
+    '''fp16 as CARAML runs 800M and 13B: fp32 main weights and the
+    dynamic loss scaler (CARAML's scaler arguments). Pure fp16 weights and
+    Adam state (the fallback before) gave NaN from iteration 2; here the
+    losses stay finite and follow fp32's.'''
+    fp32 = one_rank
+    iterations, text = megatron_core_run(
+        tmp_path, 1, port=29629,
+        extra=['--fp16', '--initial-loss-scale', '4096',
+               '--loss-scale-window', '500', '--hysteresis', '2',
+               '--min-loss-scale', '1.0'])
+    losses = [s['loss'] for s in iterations]
+    assert len(losses) == 6 and all(math.isfinite(x) for x in losses), text
+    assert not any(s['nan'] for s in iterations)
+    assert losses == pytest.approx(fp32, rel=1e-2)
+    assert 'loss scale: 4096.0' in text
+
+
+def saved_activation_bytes(recompute):
+    '''Bytes the forward pass of a small Megatron-Core GPT (the fallback's
+    own builder, sequence 512) keeps for the backward, with and without
+    selective recomputation.'''
+    import sys
+    import torch
+    from conftest import REPO
+    from hpctestlib_ml.model_info import _single_process_group
+    sys.path.insert(0, str(REPO / 'src'))
+    from gpt_pretrain import cpu_patches, layer_spec, mcore_train
+    cpu_patches.apply()
+    argv = ['--num-layers', '2', '--hidden-size', '128',
+            '--num-attention-heads', '4', '--seq-length', '512',
+            '--micro-batch-size', '2', '--global-batch-size', '2',
+            '--train-iters', '1', '--mock-data', '--vocab-size', '1024',
+            '--attention-dropout', '0.1']
+    if recompute:
+        argv.append('--recompute-activations')
+    args = mcore_train.parse_args(argv)
+    saved = {}
+
+    def pack(tensor):
+        saved[id(tensor.untyped_storage())] = tensor.untyped_storage().nbytes()
+        return tensor
+    with _single_process_group():
+        from megatron.core import parallel_state
+        parallel_state.initialize_model_parallel(1, 1)
+        try:
+            spec, _, _ = layer_spec.choose(args)
+            model = mcore_train.build_model(args, 1024, layer_spec=spec)
+            tokens, positions, mask, labels = mcore_train.mock_batch(
+                args, 1024, 0, 'cpu')
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                model(tokens, positions, mask, labels=labels).sum()
+        finally:
+            parallel_state.destroy_model_parallel()
+    return sum(saved.values())
+
+
+def test_selective_recomputation_drops_the_attention_scores():
+    '''Selective recomputation keeps the core attention's inputs instead
+    of its b x heads x s^2 tensors: on this CPU in fp32 three of them per
+    layer (the softmax's output, dropout's mask, a float one on the CPU,
+    and dropout's output that the context product keeps), 12 bytes an
+    element; at b 2, 4 heads, s 512 and 2 layers, 50.3 MB less. (In fp16
+    on a GPU Megatron counts 5 bytes an element: Korthikanti et al. 2022,
+    "Reducing Activation Recomputation in Large Transformer Models".)'''
+    plain = saved_activation_bytes(False)
+    recomputed = saved_activation_bytes(True)
+    scores = 2 * 2 * 4 * 512 * 512 * 12
+    assert plain - recomputed == pytest.approx(scores, rel=0.01)
+
+
+@pytest.mark.parametrize('groups', [4, 2])
+def test_sdpa_attention_equals_megatrons_math_path(groups):
+    '''The fallback's attention on GPU nodes (PyTorch's fused kernels)
+    computes what Megatron-Core's DotProductAttention does: same causal
+    mask, softmax scale and output layout, grouped-query attention
+    (2 key/value groups for 4 heads) included; here on the CPU, where
+    SDPA runs its math kernel.'''
+    import sys
+    import torch
+    from conftest import REPO
+    from hpctestlib_ml.model_info import _single_process_group
+    sys.path.insert(0, str(REPO / 'src'))
+    from gpt_pretrain import cpu_patches
+    cpu_patches.apply()
+    from gpt_pretrain.layer_spec import SdpaAttention
+    from megatron.core.transformer.dot_product_attention import \
+        DotProductAttention
+    from megatron.core.transformer.enums import AttnMaskType
+    from megatron.core.transformer.transformer_config import \
+        TransformerConfig
+    s, b, n, d = 64, 2, 4, 16
+    with _single_process_group():
+        from megatron.core import parallel_state
+        parallel_state.initialize_model_parallel(1, 1)
+        try:
+            config = TransformerConfig(
+                num_layers=1, hidden_size=n * d, num_attention_heads=n,
+                num_query_groups=groups, attention_dropout=0.0,
+                use_cpu_initialization=True)
+            made = {kind: kind(config, 1, AttnMaskType.causal, 'self')
+                    for kind in (DotProductAttention, SdpaAttention)}
+            torch.manual_seed(0)
+            q = torch.randn(s, b, n, d)
+            k, v = torch.randn(s, b, groups, d), torch.randn(s, b, groups, d)
+            mask = torch.triu(torch.ones(s, s, dtype=torch.bool),
+                              diagonal=1).view(1, 1, s, s)
+            math_path = made[DotProductAttention](q, k, v, mask)
+            sdpa = made[SdpaAttention](q, k, v, mask)
+        finally:
+            parallel_state.destroy_model_parallel()
+    assert sdpa.shape == math_path.shape == (s, b, n * d)
+    torch.testing.assert_close(sdpa, math_path, rtol=1e-5, atol=1e-5)

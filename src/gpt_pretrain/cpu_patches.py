@@ -25,6 +25,19 @@ device-agnostic; nothing here changes what is computed.
    embedding weight with ``.cuda()`` before it all-reduces it between the
    first and last pipeline stage; during that call ``Tensor.cuda`` leaves
    a tensor where it is.
+6. Megatron-Core's tensor-parallel layers and their sequence-parallel
+   gathers and scatters, its data-parallel wrapper, contiguous parameter
+   and gradient buffers, optimizers (fp32 main weights, the distributed
+   optimizer), loss scaler, gradient clipping and ``finalize_model_grads``
+   see the same ``torch`` as in 4 (also: ``torch.cuda.Stream``,
+   ``stream`` and ``empty_cache`` do nothing); while the optimizer is
+   built and steps (:func:`cuda_type_names`), ``Tensor.type()`` names CPU
+   tensors as their CUDA types, which is what its dtype checks and
+   gradient clipping's assertion compare against.
+7. Activation recomputation (``tensor_parallel.checkpoint``, selective
+   recomputation of core attention) saves and restores the CUDA RNG state
+   besides the CPU one; without CUDA there is none to save: the CPU
+   generator's state, which dropout on the CPU draws from, is restored.
 """
 import contextlib
 import functools
@@ -61,12 +74,33 @@ def _keep_device(get_emb):
     return patched
 
 
+class _NoStream:
+    '''A CUDA stream where there is none: waits and syncs do nothing.'''
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def wait_stream(self, *args, **kwargs):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+#: torch's tensor factories that take a ``device``.
+_FACTORIES = ('zeros', 'empty', 'ones', 'full', 'tensor', 'arange',
+              'zeros_like', 'empty_like', 'ones_like')
+
+
 class _CpuTorch:
     '''``torch`` for a module that assumes CUDA: ``"cuda"`` tensors are
-    made on the CPU, ``torch.cuda.current_device()`` is the CPU and
-    ``torch.cuda.synchronize()`` does nothing; everything else is torch.'''
+    made on the CPU, ``torch.cuda.current_device()`` is the CPU,
+    synchronisation, streams and the cache do nothing; everything else is
+    torch.'''
 
     class _Cuda:
+        Stream = _NoStream
+
         def __getattr__(self, name):
             return getattr(torch.cuda, name)
 
@@ -78,16 +112,74 @@ class _CpuTorch:
         def synchronize(*args, **kwargs):
             pass
 
+        @staticmethod
+        def empty_cache():
+            pass
+
+        @staticmethod
+        def stream(stream):
+            return contextlib.nullcontext()
+
+        @staticmethod
+        def default_stream(*args, **kwargs):
+            return _NoStream()
+
+        current_stream = default_stream
+
     cuda = _Cuda()
 
     def __getattr__(self, name):
-        return getattr(torch, name)
+        attr = getattr(torch, name)
+        if name not in _FACTORIES:
+            return attr
 
-    @staticmethod
-    def zeros(*args, device=None, **kwargs):
-        if str(device).startswith('cuda'):
-            device = 'cpu'
-        return torch.zeros(*args, device=device, **kwargs)
+        def on_cpu(*args, device=None, **kwargs):
+            if str(device).startswith('cuda'):
+                device = 'cpu'
+            return attr(*args, device=device, **kwargs)
+        return on_cpu
+
+
+#: Megatron-Core modules that see :class:`_CpuTorch` (patches 4 and 6).
+_CUDA_MODULES = (
+    'megatron.core.pipeline_parallel.schedules',
+    'megatron.core.pipeline_parallel.p2p_communication',
+    'megatron.core.tensor_parallel.mappings',
+    'megatron.core.tensor_parallel.layers',
+    'megatron.core.distributed.param_and_grad_buffer',
+    'megatron.core.distributed.distributed_data_parallel',
+    'megatron.core.distributed.finalize_model_grads',
+    'megatron.core.optimizer.optimizer',
+    'megatron.core.optimizer.distrib_optimizer',
+    'megatron.core.optimizer.grad_scaler',
+    'megatron.core.optimizer.clip_grads',
+    'megatron.core.utils',
+)
+
+
+@contextlib.contextmanager
+def cuda_type_names():
+    '''While the optimizer is built or steps without CUDA: ``Tensor.type()``
+    answers ``torch.cuda.HalfTensor`` for a CPU half tensor (and so on),
+    the names Megatron-Core's optimizers check parameters against. A no-op
+    where CUDA is present.'''
+    if torch.cuda.is_available():
+        yield
+        return
+    original = torch.Tensor.type
+
+    def type_(tensor, *args, **kwargs):
+        name = original(tensor, *args, **kwargs)
+        if (not args and not kwargs and isinstance(name, str) and
+                name.startswith('torch.') and
+                not name.startswith('torch.cuda.')):
+            return 'torch.cuda.' + name[len('torch.'):]
+        return name
+    torch.Tensor.type = type_
+    try:
+        yield
+    finally:
+        torch.Tensor.type = original
 
 
 def _tensors_stay(method):
@@ -112,12 +204,16 @@ def apply():
     from megatron.core.models.common.embeddings import rotary_pos_embedding
     utils.GlobalMemoryBuffer.get_tensor = _cpu_get_tensor
     random.CudaRNGStatesTracker.fork = _null_fork
-    from megatron.core.pipeline_parallel import p2p_communication, schedules
     rope = rotary_pos_embedding.RotaryEmbedding
     if not getattr(rope.get_emb, '_hpcml_cpu_patch', False):
         rope.get_emb = _keep_device(rope.get_emb)
         rope.get_emb._hpcml_cpu_patch = True
-    schedules.torch = p2p_communication.torch = _CpuTorch()
+    import importlib
+    cpu_torch = _CpuTorch()
+    for name in _CUDA_MODULES:
+        importlib.import_module(name).torch = cpu_torch
+    random._get_cuda_rng_state = lambda *args, **kwargs: torch.empty(0)
+    random._set_cuda_rng_state = lambda *args, **kwargs: None
     from megatron.core.models.common.language_module.language_module import \
         LanguageModule
     setup = LanguageModule.setup_embeddings_and_output_layer

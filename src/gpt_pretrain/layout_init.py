@@ -62,9 +62,12 @@ def initialise(model, seed, std, num_layers, tp_rank, tp_size):
         split = getattr(param, 'tensor_model_parallel', False)
         if split:
             full[param.partition_dim] *= tp_size
-        if name.endswith('.bias'):
+        module, last = name.split('.')[-2:]
+        if last == 'bias' or last.endswith('_bias'):
             values = torch.zeros(full)
-        elif 'norm' in name.split('.')[-2]:
+        elif 'norm' in module or last.endswith('norm_weight'):
+            # A norm module's weight, or Transformer Engine's norm fused
+            # into the next linear layer (linear_qkv.layer_norm_weight).
             values = torch.ones(full)
         else:
             sigma = scaled if name.endswith(_OUTPUT_PROJECTIONS) else std

@@ -24,8 +24,25 @@ weights = not untie``, as pretrain_gpt.py's model provider passes it). At
 CARAML's 800M shape and the GPT-2 vocabulary padded to 50304 that is
 912,953,344 parameters (``hpcml model-info megatron --size 800M``).
 
-Not here (use Megatron-LM): indexed datasets, interleaved pipelines, the
-distributed optimizer, mixed-precision loss scaling and fp32 main weights.
+Training runs as Megatron-LM's does with CARAML's arguments, with
+Megatron-Core's own parts: the model in Megatron's ``Float16Module`` for
+fp16/bf16, Megatron-Core's ``DistributedDataParallel`` (contiguous
+gradient buffers, fp32 gradient reduction for bf16), its optimizer
+(``get_megatron_optimizer``: fp32 main weights for fp16/bf16, a dynamic
+loss scaler for fp16 with ``--initial-loss-scale``, ``--loss-scale-window``,
+``--hysteresis``, ``--min-loss-scale``, the distributed optimizer with
+``--use-distributed-optimizer``, gradient clipping, no weight decay on
+biases and norms), its learning-rate schedule (warm-up and decay in samples
+or iterations), ``finalize_model_grads`` (data-parallel reduction, tied
+embeddings between pipeline stages, sequence-parallel norms), sequence
+parallelism (``--sequence-parallel``, TP > 1) and selective recomputation
+(``--recompute-activations``). Attention and norms:
+:mod:`gpt_pretrain.layer_spec`.
+What it cannot do as Megatron-LM would is printed as one line, ``>
+departures from Megatron-LM: ...`` (the check logs it).
+
+Not here (use Megatron-LM): indexed datasets, interleaved pipelines,
+evaluation and checkpoints.
 """
 import argparse
 import contextlib
@@ -41,7 +58,14 @@ import torch.distributed as dist
 #: Megatron-LM arguments this program reads.
 _KNOWN = ('num_layers', 'hidden_size', 'num_attention_heads',
           'ffn_hidden_size', 'seq_length', 'max_position_embeddings',
-          'micro_batch_size', 'global_batch_size', 'train_iters', 'lr',
+          'micro_batch_size', 'global_batch_size', 'train_iters',
+          'train_samples', 'lr', 'min_lr', 'lr_decay_style',
+          'lr_decay_samples', 'lr_warmup_samples', 'lr_decay_iters',
+          'lr_warmup_iters', 'optimizer', 'adam_beta1', 'adam_beta2',
+          'adam_eps', 'weight_decay', 'clip_grad', 'loss_scale',
+          'initial_loss_scale', 'min_loss_scale', 'loss_scale_window',
+          'hysteresis', 'use_distributed_optimizer', 'sequence_parallel',
+          'recompute_granularity', 'use_flash_attn',
           'tensor_model_parallel_size', 'pipeline_model_parallel_size',
           'log_interval', 'mock_data', 'data_path', 'vocab_size',
           'make_vocab_size_divisible_by', 'seed', 'bf16', 'fp16',
@@ -61,8 +85,39 @@ def parse_args(argv):
     p.add_argument('--max-position-embeddings', type=int)
     p.add_argument('--micro-batch-size', type=int, required=True)
     p.add_argument('--global-batch-size', type=int, required=True)
-    p.add_argument('--train-iters', type=int, required=True)
+    p.add_argument('--train-iters', type=int)
+    p.add_argument('--train-samples', type=int)
+    # Optimizer and schedule (Megatron-LM's defaults).
+    p.add_argument('--optimizer', default='adam', choices=('adam',))
     p.add_argument('--lr', type=float, default=1e-4)
+    p.add_argument('--min-lr', type=float, default=0.0)
+    p.add_argument('--lr-decay-style', default='linear',
+                   choices=('constant', 'linear', 'cosine',
+                            'inverse-square-root'))
+    p.add_argument('--lr-decay-samples', type=int)
+    p.add_argument('--lr-warmup-samples', type=int, default=0)
+    p.add_argument('--lr-decay-iters', type=int)
+    p.add_argument('--lr-warmup-iters', type=int, default=0)
+    p.add_argument('--adam-beta1', type=float, default=0.9)
+    p.add_argument('--adam-beta2', type=float, default=0.999)
+    p.add_argument('--adam-eps', type=float, default=1e-8)
+    p.add_argument('--weight-decay', type=float, default=0.01)
+    p.add_argument('--clip-grad', type=float, default=1.0)
+    p.add_argument('--loss-scale', type=float,
+                   help='a constant fp16 loss scale (default: dynamic)')
+    p.add_argument('--initial-loss-scale', type=float, default=2.0 ** 32)
+    p.add_argument('--min-loss-scale', type=float, default=1.0)
+    p.add_argument('--loss-scale-window', type=float, default=1000)
+    p.add_argument('--hysteresis', type=int, default=2)
+    p.add_argument('--use-distributed-optimizer', action='store_true')
+    p.add_argument('--accumulate-allreduce-grads-in-fp32',
+                   action='store_true')
+    # Memory and speed.
+    p.add_argument('--sequence-parallel', action='store_true')
+    p.add_argument('--recompute-activations', action='store_true',
+                   help='selective recomputation (core attention)')
+    p.add_argument('--recompute-granularity', choices=('selective',))
+    p.add_argument('--use-flash-attn', action='store_true')
     p.add_argument('--tensor-model-parallel-size', type=int, default=1)
     p.add_argument('--pipeline-model-parallel-size', type=int, default=1)
     p.add_argument('--log-interval', type=int, default=1)
@@ -87,6 +142,20 @@ def parse_args(argv):
     p.add_argument('--attention-dropout', type=float, default=0.1)
     args, ignored = p.parse_known_args(argv)
     args.ignored = ignored
+    # Megatron-LM's validate_args: what these arguments imply.
+    if args.recompute_activations:
+        args.recompute_granularity = 'selective'
+    if args.tensor_model_parallel_size == 1:
+        args.sequence_parallel = False
+    if args.bf16:
+        args.accumulate_allreduce_grads_in_fp32 = True
+    if (args.train_iters is None) == (args.train_samples is None):
+        fail('give one of --train-iters and --train-samples')
+    if args.train_samples is not None:
+        if args.train_samples % args.global_batch_size:
+            fail(f'--train-samples {args.train_samples} is not a multiple '
+                 f'of the global batch {args.global_batch_size}')
+        args.train_iters = args.train_samples // args.global_batch_size
     return args
 
 
@@ -124,9 +193,10 @@ def init_distributed(bf16=False):
     return dist.get_rank(), dist.get_world_size()
 
 
-def build_model(args, vocab, device=None):
+def build_model(args, vocab, device=None, layer_spec=None):
     '''Megatron-Core's GPTModel as pretrain_gpt.py builds it from *args*
-    (the local layer spec; Transformer Engine's has the same parameters).
+    with *layer_spec* (default: the local layer spec; Transformer Engine's
+    has the same parameters, see :mod:`gpt_pretrain.layer_spec`).
     *device* ``meta``: shapes only, no initialisation (``hpcml
     model-info``); parallel state must be initialised either way.'''
     from megatron.core import parallel_state
@@ -153,10 +223,13 @@ def build_model(args, vocab, device=None):
         perform_initialization=not meta,
         params_dtype=dtype, pipeline_dtype=dtype,
         bf16=args.bf16, fp16=args.fp16,
+        sequence_parallel=getattr(args, 'sequence_parallel', False),
+        recompute_granularity=getattr(args, 'recompute_granularity', None),
     )
     with torch.device('meta') if meta else contextlib.nullcontext():
         model = GPTModel(
-            config=config, transformer_layer_spec=get_gpt_layer_local_spec(),
+            config=config,
+            transformer_layer_spec=layer_spec or get_gpt_layer_local_spec(),
             vocab_size=vocab,
             max_sequence_length=(args.max_position_embeddings or
                                  args.seq_length),
@@ -177,10 +250,35 @@ def build_model(args, vocab, device=None):
     return model
 
 
-def mock_batch(args, vocab, generator, device):
-    '''Random tokens, as Megatron-LM's --mock-data.'''
+class MockSamples:
+    '''Which samples this rank's micro-batches hold, in Megatron's order
+    (its pretraining sampler): iteration *i* trains samples ``i x global
+    batch`` onwards; a micro-batch step takes ``micro batch x data
+    parallel`` of them, data-parallel rank *r* the *r*-th slice. Every
+    pipeline stage and tensor-parallel rank counts alike, so all of a
+    model replica's ranks see the same tokens.'''
+
+    def __init__(self, args, dp, dp_rank, num_micro):
+        self.args, self.dp, self.dp_rank = args, dp, dp_rank
+        self.num_micro, self.calls = num_micro, 0
+
+    def next_first_sample(self):
+        iteration, micro = divmod(self.calls, self.num_micro)
+        self.calls += 1
+        mbs = self.args.micro_batch_size
+        return (iteration * self.args.global_batch_size +
+                micro * mbs * self.dp + self.dp_rank * mbs)
+
+
+def mock_batch(args, vocab, first_sample, device):
+    '''Random tokens, as Megatron-LM's --mock-data: sample *n*'s tokens
+    come from a generator seeded by the seed and *n*, so that a seed
+    trains the same samples in every parallel layout.'''
     b, s = args.micro_batch_size, args.seq_length
-    tokens = torch.randint(0, vocab, (b, s + 1), generator=generator)
+    tokens = torch.stack([
+        torch.randint(0, vocab, (s + 1,), generator=torch.Generator()
+                      .manual_seed((args.seed << 32) + first_sample + i))
+        for i in range(b)])
     tokens = tokens.to(device)
     position_ids = torch.arange(s, device=device).unsqueeze(0).expand(b, s)
     # True where attention is masked (Megatron's convention): the future.
@@ -201,8 +299,11 @@ def print_arguments(args, world):
           flush=True)
 
 
-def iteration_line(iteration, args, consumed, elapsed_ms, tflops, lr, loss):
-    '''Megatron-LM's training_log line (elapsed time in ms).'''
+def iteration_line(iteration, args, consumed, elapsed_ms, tflops, lr, loss,
+                   loss_scale=1.0, grad_norm=None, skipped=0):
+    '''Megatron-LM's training_log line (elapsed time in ms); *loss* 0.0
+    where every iteration of the interval was skipped, as Megatron-LM
+    prints it.'''
     now = datetime.datetime.now().strftime('%Y-%m-%d %H:%M:%S')
     line = (f' [{now}] iteration {iteration:8d}/{args.train_iters:8d} |'
             f' consumed samples: {consumed:12d} |'
@@ -212,8 +313,10 @@ def iteration_line(iteration, args, consumed, elapsed_ms, tflops, lr, loss):
     line += (f' learning rate: {lr:.6E} |'
              f' global batch size: {args.global_batch_size:5d} |'
              f' lm loss: {loss:.6E} |'
-             f' loss scale: 1.0 |'
-             f' number of skipped iterations:   0 |'
+             f' loss scale: {loss_scale:.1f} |')
+    if grad_norm is not None:
+        line += f' grad norm: {grad_norm:.3f} |'
+    line += (f' number of skipped iterations: {skipped:3d} |'
              f' number of nan iterations: {int(not math.isfinite(loss)):3d} |')
     return line
 
@@ -236,16 +339,17 @@ def layout(args, world):
     return dp, args.global_batch_size // per_step
 
 
-def forward_step(args, vocab, generator, device, clock):
-    '''The schedules' ``forward_step_func``: one mock micro-batch (every
-    stage draws the same, each uses its part), the stage's forward, and
+def forward_step(args, vocab, samples, device, clock):
+    '''The schedules' ``forward_step_func``: one mock micro-batch, the
+    next of *samples* (:class:`MockSamples`; every stage draws the same,
+    each uses its part), the stage's forward, and
     on the last stage the mean token loss. *clock* ``['data']`` adds up
     the seconds spent making the batches (Megatron-LM's mock data is
     made on the host too, by its data loader).'''
     def step(data_iterator, model):
         start = time.perf_counter()
-        tokens, position_ids, mask, labels = mock_batch(args, vocab,
-                                                        generator, device)
+        tokens, position_ids, mask, labels = mock_batch(
+            args, vocab, samples.next_first_sample(), device)
         clock['data'] += time.perf_counter() - start
         output = model(tokens, position_ids, mask, labels=labels)
 
@@ -258,25 +362,6 @@ def forward_step(args, vocab, generator, device, clock):
     return step
 
 
-def reduce_gradients(model, dp):
-    '''What Megatron's ``finalize_model_grads`` does for this loop: sum
-    the tied word-embedding/output gradients of the first and last
-    pipeline stages, and average every gradient over data parallel.'''
-    from megatron.core import parallel_state
-    if (parallel_state.get_pipeline_model_parallel_world_size() > 1 and
-            model.share_embeddings_and_output_weights and
-            (model.pre_process or model.post_process)):
-        shared = model.shared_embedding_or_output_weight()
-        dist.all_reduce(shared.grad,
-                        group=parallel_state.get_embedding_group())
-    if dp > 1:
-        group = parallel_state.get_data_parallel_group()
-        for param in model.parameters():
-            if param.grad is not None:
-                dist.all_reduce(param.grad, group=group)
-                param.grad.div_(dp)
-
-
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.data_path and not args.mock_data:
@@ -285,7 +370,9 @@ def main(argv=None):
 
     from gpt_pretrain import cpu_patches, layout_init
     patched = cpu_patches.apply()
+    from gpt_pretrain import layer_spec, optim
     from megatron.core import parallel_state
+    from megatron.core.distributed import finalize_model_grads
     from megatron.core.pipeline_parallel import get_forward_backward_func
 
     rank, world = init_distributed(args.bf16)
@@ -310,17 +397,30 @@ def main(argv=None):
         print(f' > padded vocab (size: {args.vocab_size}) with '
               f'{vocab - args.vocab_size} dummy tokens (new size: {vocab})',
               flush=True)
-    model = build_model(args, vocab)
+    spec, spec_kind, departures = layer_spec.choose(args)
+    model = build_model(args, vocab, layer_spec=spec)
     layout_init.initialise(
         model, args.seed, args.init_method_std, args.num_layers,
         parallel_state.get_tensor_model_parallel_rank(), tp)
     params = sum(p.numel() for p in model.parameters())
+    ddp_model = optim.wrap(model, args)
+    optimizer = optim.optimizer(ddp_model, args)
+    scheduler = optim.schedule(optimizer, args)
+    model.config.finalize_model_grads_func = finalize_model_grads
+    model.config.grad_scale_func = optimizer.scale_loss
     last = rank == world - 1
     if rank == 0:
         print(f'> Megatron-Core GPTModel (no Megatron-LM): {world} ranks, '
               f'tensor parallel {tp}, pipeline parallel {pp}, data parallel '
               f'{dp}, {num_micro} micro-batches of {args.micro_batch_size}'
               f'{" (CPU patches applied)" if patched else ""}', flush=True)
+        print(f'> attention: {spec_kind}; optimizer: '
+              f'{type(optimizer).__name__}'
+              f'{" (distributed)" if args.use_distributed_optimizer else ""}'
+              f'; sequence parallel: {args.sequence_parallel}; '
+              f'recomputation: {args.recompute_granularity}', flush=True)
+        print(f'> departures from Megatron-LM: '
+              f'{"; ".join(departures) or "none"}', flush=True)
         if args.ignored:
             print(f'> ignored Megatron-LM-only arguments: '
                   f'{" ".join(args.ignored)}', flush=True)
@@ -330,50 +430,65 @@ def main(argv=None):
           f'{params}', flush=True)
 
     device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    # The same tokens on the ranks of a tensor-parallel group and the
-    # stages of a pipeline, different ones across data-parallel replicas.
-    generator = torch.Generator().manual_seed(
-        args.seed + parallel_state.get_data_parallel_rank())
+    samples = MockSamples(args, dp, parallel_state.get_data_parallel_rank(),
+                          num_micro)
     clock = {'data': 0.0}
-    step_func = forward_step(args, vocab, generator, device, clock)
+    step_func = forward_step(args, vocab, samples, device, clock)
     forward_backward = get_forward_backward_func()
     flops_per_token = training_flops_per_token(args, vocab)
     tokens_per_iter = args.global_batch_size * args.seq_length
 
-    interval_start, interval_losses = time.time(), []
+    interval_start, interval = time.time(), {'losses': [], 'skipped': 0,
+                                             'iterations': 0}
     timed = {'data': 0.0, 'total': 0.0}
     for iteration in range(1, args.train_iters + 1):
         iteration_start, data_before = time.perf_counter(), clock['data']
-        optimizer.zero_grad(set_to_none=True)
+        ddp_model.zero_grad_buffer()
+        optimizer.zero_grad()
         losses = forward_backward(
-            forward_step_func=step_func, data_iterator=None, model=[model],
-            num_microbatches=num_micro, seq_length=args.seq_length,
+            forward_step_func=step_func, data_iterator=None,
+            model=[ddp_model], num_microbatches=num_micro,
+            seq_length=args.seq_length,
             micro_batch_size=args.micro_batch_size)
-        reduce_gradients(model, dp)
-        optimizer.step()
+        # Unscale, check for inf/NaN (fp16: skip the update and lower the
+        # scale), clip, step (main weights, copied back to the model's).
+        with cpu_patches.cuda_type_names():
+            updated, grad_norm, _ = optimizer.step()
+        if updated:
+            scheduler.step(increment=args.global_batch_size)
 
         # The mean loss of the iteration, on the last stage, over data
         # parallel replicas; printed by the last rank (a last stage's).
-        loss = torch.zeros(1)
+        loss = torch.zeros(1, device=device)
         if parallel_state.is_pipeline_last_stage():
             loss = torch.stack([x['lm loss'] for x in losses]).mean()
             dist.all_reduce(loss, group=parallel_state.get_data_parallel_group())
             loss = loss / dp
-        interval_losses.append(float(loss))     # waits for the step
+        loss = float(loss)                       # waits for the step
+        interval['iterations'] += 1
+        if updated:
+            interval['losses'].append(loss)
+        else:
+            interval['skipped'] += 1
         if iteration > 1:                        # steady state
             timed['data'] += clock['data'] - data_before
             timed['total'] += time.perf_counter() - iteration_start
         if iteration % args.log_interval == 0:
-            elapsed = (time.time() - interval_start) / len(interval_losses)
+            elapsed = (time.time() - interval_start) / interval['iterations']
             tflops = (flops_per_token * tokens_per_iter / elapsed / world /
                       1e12 if args.log_throughput else None)
+            losses_kept = interval['losses']
             if last:
                 print(iteration_line(
                     iteration, args, iteration * args.global_batch_size,
-                    elapsed * 1000, tflops, args.lr,
-                    sum(interval_losses) / len(interval_losses)), flush=True)
-            interval_start, interval_losses = time.time(), []
+                    elapsed * 1000, tflops,
+                    optimizer.param_groups[0]['lr'],
+                    sum(losses_kept) / max(1, len(losses_kept)),
+                    loss_scale=float(optimizer.get_loss_scale()),
+                    grad_norm=grad_norm if updated else None,
+                    skipped=interval['skipped']), flush=True)
+            interval_start, interval = time.time(), {
+                'losses': [], 'skipped': 0, 'iterations': 0}
 
     import hpcml_log
     import torch_device
