@@ -252,6 +252,15 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     #: :type: :class:`str`
     mfu_peak = variable(str, value='')
 
+    #: How this run departs from the upstream benchmark's own
+    #: configuration beyond the suite's measurement window (e.g. mock data
+    #: where it trains on a dataset, a kernel the node lacks); 'none'
+    #: where the workload checks and nothing does, '' where it does not
+    #: check. Logged with every result.
+    #:
+    #: :type: :class:`str`
+    departures = variable(str, value='')
+
     #: What this case is on its partition, for references from history
     #: (``$index: [$partition, reference_case]``): size, nodes x ranks per
     #: node, launch mode, batch, precision, the test's own parameters and

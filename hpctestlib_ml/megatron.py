@@ -34,9 +34,9 @@ size, as :func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token` here).
 import math
 
 from reframe.core.builtins import (parameter, performance_function,
-                                   run_after, variable)
+                                   run_after, run_before, variable)
 
-from hpctestlib_ml import flops
+from hpctestlib_ml import caraml, flops
 from hpctestlib_ml.base import (BadInputError, MLTrainingTest, count,
                                 partition_facts)
 from hpctestlib_ml.layout import LayoutError, resolve_layout
@@ -53,14 +53,11 @@ MODELS = {
     '800M': {'num_layers': 16, 'hidden_size': 2048, 'num_attention_heads': 8,
              'seq_length': 2048, 'tp': 1, 'pp': 1, 'micro_batch': 4},
     '13B': {'num_layers': 40, 'hidden_size': 5120, 'num_attention_heads': 32,
+            'ffn_hidden_size': 20480,
             'seq_length': 2048, 'tp': 2, 'pp': 2, 'micro_batch': 2},
     '175B': {'num_layers': 96, 'hidden_size': 12288, 'num_attention_heads': 96,
              'seq_length': 2048, 'tp': 8, 'pp': 8, 'micro_batch': 2},
 }
-
-#: Default global batch (samples per iteration) at benchmark size, rounded
-#: to a multiple of micro batch x data-parallel size.
-BENCHMARK_GLOBAL_BATCH = 2048
 
 #: Iterations at benchmark and short size (``-S steps=`` changes them).
 BENCHMARK_ITERATIONS = 20
@@ -82,11 +79,41 @@ def model_arguments(shape, position_embedding_type=CARAML_POSITION_EMBEDDING,
     args = ['--num-layers', shape['num_layers'],
             '--hidden-size', shape['hidden_size'],
             '--num-attention-heads', shape['num_attention_heads'],
+            *(['--ffn-hidden-size', shape['ffn_hidden_size']]
+              if 'ffn_hidden_size' in shape else []),
             '--seq-length', shape['seq_length'],
             '--max-position-embeddings', shape['seq_length'],
             '--position-embedding-type', position_embedding_type]
     if untie_embeddings:
         args.append('--untie-embeddings-and-output-weights')
+    return [str(a) for a in args]
+
+
+def pretrain_arguments(shape, tp, pp, micro_batch, global_batch, iterations,
+                       precision, data=None,
+                       position_embedding_type=CARAML_POSITION_EMBEDDING,
+                       untie_embeddings=False):
+    '''``pretrain_gpt.py``'s arguments, as strings: CARAML's per size
+    (:mod:`hpctestlib_ml.caraml`) with *shape*, the layout, the batch,
+    *iterations* of it, *precision* and *data* (``data_path``,
+    ``vocab_file``, ``merge_file``; mock data without ``data_path``).'''
+    data = data or {}
+    args = ['--tensor-model-parallel-size', tp,
+            '--pipeline-model-parallel-size', pp]
+    args += model_arguments(shape, position_embedding_type, untie_embeddings)
+    args += ['--micro-batch-size', micro_batch,
+             '--global-batch-size', global_batch,
+             '--train-samples', iterations * global_batch]
+    if data.get('data_path'):
+        args += ['--vocab-file', data.get('vocab_file', ''),
+                 '--merge-file', data.get('merge_file', ''),
+                 '--tokenizer-type', 'GPT2BPETokenizer',
+                 '--data-path', data['data_path']]
+    else:
+        args += ['--mock-data', '--tokenizer-type', 'NullTokenizer',
+                 '--vocab-size', GPT2_VOCAB]
+    args += caraml.arguments(precision)
+    args += caraml.OUTPUT + ['--log-throughput']
     return [str(a) for a in args]
 
 
@@ -123,19 +150,23 @@ class GptPretraining(MLTrainingTest):
     sizes = {
         'tiny': {'batch_size': MODELS['tiny']['micro_batch'],
                  'time_limit': '15m'},
+        # Precision: the model size's in CARAML (caraml.PRECISION), else
+        # bf16 (size_table).
         'benchmark': {'precision': 'bf16', 'steps': BENCHMARK_ITERATIONS,
                       'time_limit': '1h'},
-        # An iteration is a whole global batch (2048 sequences, 4.2M
-        # tokens): 20 of them are minutes already (800M on 4 GPUs: ~26 s
-        # each, CARAML's JEDI row).
+        # An iteration is a whole global batch: 20 of them are the
+        # benchmark's measurement already.
         'short': {'steps': BENCHMARK_ITERATIONS},
     }
 
     #: Model: ``tiny`` (CPU stand-in) or a CARAML size (800M, 13B, 175B).
     model_size = parameter(list(MODELS))
 
-    #: Samples per iteration over all ranks; default: 8 for ``tiny``, else
-    #: 2048 rounded to a multiple of micro batch x data-parallel size.
+    #: Samples per iteration over all ranks; default: CARAML's
+    #: (:func:`hpctestlib_ml.caraml.global_batch`: 32 for 800M, data
+    #: parallel x micro batch x 64 for 13B and 175B), 8 for ``tiny``,
+    #: rounded to a multiple of micro batch x data-parallel size. CARAML
+    #: sweeps 800M's from 16 to 4096 (its JEDI row: 2048).
     #:
     #: :type: :class:`int` or :obj:`None`
     global_batch_size = variable(str, int, type(None), value=None)
@@ -190,6 +221,16 @@ class GptPretraining(MLTrainingTest):
         if self.batch_size is None and self.model_size != 'tiny':
             self.batch_size = MODELS[self.model_size]['micro_batch']
 
+    def size_table(self):
+        '''The sizes, with the benchmark precision of the model size as
+        CARAML runs it (fp16 for 800M and 13B, bf16 for 175B).'''
+        sizes = super().size_table()
+        precision = caraml.PRECISION.get(self.model_size)
+        for name in ('benchmark', 'short'):
+            if precision and name in sizes:
+                sizes[name] = {**sizes[name], 'precision': precision}
+        return sizes
+
     def reference_case_options(self):
         return {'global_batch_size': self.global_batch_size,
                 'tp': self.tp, 'pp': self.pp}
@@ -208,8 +249,8 @@ class GptPretraining(MLTrainingTest):
 
         per_step = self.batch_size * self.dp
         if self.global_batch_size is None:
-            target = (8 if self.resolved_size == 'tiny' else
-                      BENCHMARK_GLOBAL_BATCH)
+            target = (caraml.global_batch(self.model_size, self.batch_size,
+                                          self.dp) or 8)
             self.global_batch_size = per_step * max(1, round(target /
                                                              per_step))
         self.global_batch_size = count('global_batch_size',
@@ -233,6 +274,7 @@ class GptPretraining(MLTrainingTest):
                                 'for mock data')
         self.vocab = padded_vocab(GPT2_VOCAB, self.tp)
         self.train_iters = self.steps
+        self.env_vars.update(caraml.ENVIRONMENT)
 
     def prints_device_records(self):
         '''Megatron-LM's ``pretrain_gpt.py`` prints its own log only; the
@@ -241,33 +283,23 @@ class GptPretraining(MLTrainingTest):
         return not self.megatron_lm
 
     def program_args(self):
-        m = self.model
         args = ['--megatron-lm', self.megatron_lm] if self.megatron_lm else []
-        args += model_arguments(m, self.position_embedding_type,
-                                self.untie_embeddings)
-        args += [
-            '--micro-batch-size', self.batch_size,
-            '--global-batch-size', self.global_batch_size,
-            '--train-iters', self.train_iters,
-            '--lr', '1e-4',
-            '--tensor-model-parallel-size', self.tp,
-            '--pipeline-model-parallel-size', self.pp,
-            '--log-interval', 1,
-            '--log-throughput',
-            '--eval-iters', 0,
-        ]
-        if self.data.get('data_path'):
-            args += ['--data-path', self.data['data_path'],
-                     '--split', '949,50,1',
-                     '--tokenizer-type', 'GPT2BPETokenizer',
-                     '--vocab-file', self.data.get('vocab_file', ''),
-                     '--merge-file', self.data.get('merge_file', '')]
-        else:
-            args += ['--mock-data', '--tokenizer-type', 'NullTokenizer',
-                     '--vocab-size', GPT2_VOCAB]
-        if self.precision in ('bf16', 'fp16'):
-            args.append(f'--{self.precision}')
-        return [str(a) for a in args]
+        return args + pretrain_arguments(
+            self.model, self.tp, self.pp, self.batch_size,
+            self.global_batch_size, self.train_iters, self.precision,
+            self.data, self.position_embedding_type, self.untie_embeddings)
+
+    @run_before('performance')
+    def log_departures(self):
+        ''':attr:`departures`: mock data where CARAML trains on OSCAR,
+        and what the Megatron-Core fallback says it runs otherwise than
+        Megatron-LM would (its ``departures from Megatron-LM`` line).'''
+        found = [] if self.data.get('data_path') else [
+            "mock data (no extras['megatron_data'] or -S data_path)"]
+        match = parser.departures(self.log_text())
+        if match:
+            found.append(match)
+        self.departures = '; '.join(found) or 'none'
 
     def flops_per_token(self):
         m = self.model

@@ -35,8 +35,9 @@ PERFLOG_FIELDS = (
     # provenance (hpctestlib_ml.provenance)
     'suite_version', 'framework_versions', 'cuda_version', 'gpu_driver',
     'nccl_version', 'container_image', 'env_switches', 'energy_counter',
-    # what ran (the programs' [hpcml] device records) and MFU's peak
-    'device_ran', 'mfu_peak',
+    # what ran (the programs' [hpcml] device records), MFU's peak, and
+    # where the run departs from the upstream benchmark's configuration
+    'device_ran', 'mfu_peak', 'departures',
     # references from history (hpctestlib_ml.references)
     'reference_case', 'loss_curve',
 )

@@ -251,7 +251,7 @@ SHORT_ARGS = {
                 '--model ViT-L-14 --local-loss --gather-with-grad '
                 '--grad-checkpointing', '--precision amp'),
     'MegatronGPT%model_size=800M': ('--num-layers 16 --hidden-size 2048',
-                                    '--train-iters 20'),
+                                    '--train-samples 640'),
     'GPT2FineTune%train_precision=bf16': (
         'gpt2_finetune/models/gpt2 --dataset-dir', 'wikitext-2-raw-v1',
         '--max-steps 100'),
@@ -300,21 +300,37 @@ def test_megatron_caraml_sizes_on_juwels(workload_scripts):
     assert '--megatron-lm' not in line
     line = run_line(workload_scripts[
         'MegatronGPT%scale=2_nodes%launch_mode=per_task%model_size=13B'])
-    # CARAML's model arguments, RoPE included (its NVIDIA systems' args).
-    assert ('-m gpt_pretrain --num-layers 40 --hidden-size 5120 '
-            '--num-attention-heads 32 --seq-length 2048 '
+    # CARAML's arguments (tests/test_caraml_args.py holds them against
+    # CARAML's YAML): the model's, RoPE included, and its training ones;
+    # 13B's global batch is data parallel 2 x micro batch 2 x 64.
+    assert ('--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 '
+            '--num-layers 40 --hidden-size 5120 '
+            '--num-attention-heads 32 --ffn-hidden-size 20480 '
+            '--seq-length 2048 '
             '--max-position-embeddings 2048 --position-embedding-type rope '
-            '--micro-batch-size 2 --global-batch-size 2048') in line
+            '--micro-batch-size 2 --global-batch-size 256 '
+            '--train-samples 5120') in line
     assert '--untie-embeddings-and-output-weights' not in line
-    assert ('--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2'
-            in line)
-    assert line.endswith('--mock-data --tokenizer-type NullTokenizer '
-                         '--vocab-size 50257 --bf16')
+    assert ('--mock-data --tokenizer-type NullTokenizer --vocab-size 50257 '
+            '--init-method-std 0.0048 --seed 42 --sequence-parallel '
+            '--recompute-activations --recompute-granularity selective '
+            '--fp16 --optimizer adam') in line
+    assert '--use-distributed-optimizer' in line
+    assert '--use-flash-attn' in line
     line = run_line(workload_scripts[
         'MegatronGPT%scale=8_nodes%launch_mode=torchrun%model_size=800M'])
     assert '--nnodes=8 --nproc-per-node=4' in line
     assert '--num-layers 16 --hidden-size 2048 --num-attention-heads 8' in line
-    assert '--micro-batch-size 4 --global-batch-size 2048' in line
+    # CARAML's 32 is less than one micro batch on each of 32 GPUs.
+    assert '--micro-batch-size 4 --global-batch-size 128' in line
+
+
+def test_megatron_job_sets_carmls_environment(workload_scripts):
+    '''CUDA_DEVICE_MAX_CONNECTIONS=1, as CARAML exports it: Megatron-LM
+    asserts on tensor parallelism without it.'''
+    script = workload_scripts[
+        'MegatronGPT%scale=2_nodes%launch_mode=per_task%model_size=13B']
+    assert 'export CUDA_DEVICE_MAX_CONNECTIONS=1' in script
 
 
 @pytest.mark.parametrize('name, gpus', [

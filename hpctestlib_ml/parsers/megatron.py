@@ -200,3 +200,14 @@ def extract_metrics(text, seq_length=None, flops_per_token=None,
             metrics['tflops_per_gpu'] = (tokens * flops_per_token /
                                          world_size / 1e12)
     return metrics
+
+
+def departures(text):
+    '''What the Megatron-Core fallback (``src/gpt_pretrain``) says it runs
+    otherwise than Megatron-LM, from its ``> departures from Megatron-LM:
+    ...`` line; None where it prints none or says ``none`` (Megatron-LM
+    itself prints no such line).'''
+    match = re.search(r'^> departures from Megatron-LM: (.*)$', text, re.M)
+    if not match or match.group(1).strip() == 'none':
+        return None
+    return match.group(1).strip()
