@@ -83,10 +83,11 @@ LLAMA3_VOCAB = 128256
 #: The Llama 3 architecture in Megatron-LM's terms (its
 #: ``megatron/training/arguments.py``): RMSNorm (eps 1e-5), a SwiGLU MLP,
 #: no biases in the linear layers, RoPE with base 500,000 (Llama 3; 3.1's
-#: ``--use-rope-scaling`` is not modelled), a separate output layer.
+#: ``--use-rope-scaling`` is not modelled), a separate output layer, no
+#: dropout (as Meta and CSCS train it; Megatron-LM's default is 0.1).
 LLAMA3 = {'normalization': 'RMSNorm', 'norm_epsilon': 1e-5, 'swiglu': True,
           'disable_bias_linear': True, 'rotary_base': 500000,
-          'untie_embeddings': True, 'vocab': LLAMA3_VOCAB}
+          'untie_embeddings': True, 'dropout': 0.0, 'vocab': LLAMA3_VOCAB}
 
 #: Model sizes: shape, vocabulary (before padding), parallelism (TP, PP)
 #: and micro batch per GPU; ``global_batch``: the default global batch at
@@ -160,6 +161,9 @@ def model_arguments(shape, position_embedding_type=CARAML_POSITION_EMBEDDING,
         args.append('--disable-bias-linear')
     if shape.get('rotary_base'):
         args += ['--rotary-base', shape['rotary_base']]
+    if shape.get('dropout') is not None:
+        args += ['--attention-dropout', shape['dropout'],
+                 '--hidden-dropout', shape['dropout']]
     if untie_embeddings or shape.get('untie_embeddings'):
         args.append('--untie-embeddings-and-output-weights')
     return [str(a) for a in args]

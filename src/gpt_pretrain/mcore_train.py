@@ -49,6 +49,10 @@ _KNOWN = ('num_layers', 'hidden_size', 'num_attention_heads',
           'position_embedding_type', 'init_method_std', 'hidden_dropout',
           'attention_dropout')
 
+#: Model-shape arguments beyond GPT's defaults (Llama 3).
+_KNOWN += ('normalization', 'norm_epsilon', 'swiglu', 'add_bias_linear',
+           'group_query_attention', 'num_query_groups', 'rotary_base')
+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
@@ -85,6 +89,18 @@ def parse_args(argv):
     p.add_argument('--init-method-std', type=float, default=0.02)
     p.add_argument('--hidden-dropout', type=float, default=0.1)
     p.add_argument('--attention-dropout', type=float, default=0.1)
+    # Llama 3's architecture, Megatron-LM's names and defaults.
+    p.add_argument('--normalization', default='LayerNorm',
+                   choices=('LayerNorm', 'RMSNorm'))
+    p.add_argument('--norm-epsilon', type=float, default=1e-5)
+    p.add_argument('--swiglu', action='store_true',
+                   help='gated MLP with SiLU (default: GeLU)')
+    p.add_argument('--disable-bias-linear', dest='add_bias_linear',
+                   action='store_false')
+    p.add_argument('--group-query-attention', action='store_true')
+    p.add_argument('--num-query-groups', type=int, default=1,
+                   help='with --group-query-attention')
+    p.add_argument('--rotary-base', type=int, default=10000)
     args, ignored = p.parse_known_args(argv)
     args.ignored = ignored
     return args
@@ -98,11 +114,17 @@ def padded_vocab_size(vocab, divisible_by, tp):
 
 def training_flops_per_token(args, vocab):
     '''Megatron-LM's analytic model FLOPs per token (forward + backward, no
-    recomputation): 12 L h^2 (2 + s/h + ffn/h + V/(2 L h)) for a GPT with
-    full multi-head attention; the same formula as hpctestlib_ml.flops.'''
+    recomputation), the full s x s attention counted: 12 L h^2 (1 + g/n +
+    s/h + k ffn/(2h) + V/(2 L h)), g/n query groups per head (1: multi-head
+    attention), k 3 with SwiGLU, else 2; 12 L h^2 (2 + s/h + ffn/h +
+    V/(2 L h)) for a GPT; the same formula as hpctestlib_ml.flops.'''
     L, h, s = args.num_layers, args.hidden_size, args.seq_length
     ffn = args.ffn_hidden_size or 4 * h
-    return 12 * L * h * h * (2 + s / h + ffn / h + vocab / (2 * L * h))
+    groups = (args.num_query_groups / args.num_attention_heads
+              if args.group_query_attention else 1.0)
+    k = 3 if args.swiglu else 2
+    return 12 * L * h * h * (1 + groups + s / h + k * ffn / (2 * h) +
+                             vocab / (2 * L * h))
 
 
 def fail(message):
@@ -130,9 +152,8 @@ def build_model(args, vocab, device=None):
     *device* ``meta``: shapes only, no initialisation (``hpcml
     model-info``); parallel state must be initialised either way.'''
     from megatron.core import parallel_state
+    import torch.nn.functional as F
     from megatron.core.models.gpt import GPTModel
-    from megatron.core.models.gpt.gpt_layer_specs import \
-        get_gpt_layer_local_spec
     from megatron.core.transformer.transformer_config import TransformerConfig
 
     dtype = (torch.bfloat16 if args.bf16 else
@@ -147,6 +168,16 @@ def build_model(args, vocab, device=None):
         init_method_std=args.init_method_std,
         hidden_dropout=args.hidden_dropout,
         attention_dropout=args.attention_dropout,
+        # Megatron-LM's defaults, or Llama 3's (core_transformer_config_
+        # from_args: --swiglu is a gated MLP with SiLU; query groups only
+        # with --group-query-attention).
+        normalization=args.normalization,
+        layernorm_epsilon=args.norm_epsilon,
+        gated_linear_unit=args.swiglu,
+        activation_func=F.silu if args.swiglu else F.gelu,
+        add_bias_linear=args.add_bias_linear,
+        num_query_groups=(args.num_query_groups
+                          if args.group_query_attention else None),
         # gloo sends stage to stage one by one (no batched p2p on CPUs).
         batch_p2p_comm=torch.cuda.is_available(),
         use_cpu_initialization=not torch.cuda.is_available() or meta,
@@ -156,13 +187,14 @@ def build_model(args, vocab, device=None):
     )
     with torch.device('meta') if meta else contextlib.nullcontext():
         model = GPTModel(
-            config=config, transformer_layer_spec=get_gpt_layer_local_spec(),
+            config=config, transformer_layer_spec=layer_spec(config),
             vocab_size=vocab,
             max_sequence_length=(args.max_position_embeddings or
                                  args.seq_length),
             share_embeddings_and_output_weights=(
                 not args.untie_embeddings_and_output_weights),
             position_embedding_type=args.position_embedding_type,
+            rotary_base=args.rotary_base,
             pre_process=parallel_state.is_pipeline_first_stage(),
             post_process=parallel_state.is_pipeline_last_stage(),
         )
@@ -175,6 +207,32 @@ def build_model(args, vocab, device=None):
     elif torch.cuda.is_available():
         model.cuda()
     return model
+
+
+def layer_spec(config):
+    '''Megatron-Core's local layer spec (no Transformer Engine, no apex
+    needed). With RMSNorm, the decoder block's spec with PyTorch's
+    ``torch.nn.RMSNorm`` (``WrappedTorchNorm``) in every layer and as the
+    final norm: given a layer spec alone, the block takes its final norm
+    from what is installed (apex's FusedLayerNorm, LayerNorm only).'''
+    from megatron.core.models.gpt.gpt_layer_specs import \
+        get_gpt_layer_local_spec
+    if config.normalization != 'RMSNorm':
+        return get_gpt_layer_local_spec()
+    from megatron.core.models import backends
+    from megatron.core.transformer.torch_norm import WrappedTorchNorm
+    from megatron.core.transformer.transformer_block import (
+        TransformerBlockSubmodules, get_num_layers_to_build)
+    # Asking for RMSNorm rebinds the backends' default norm for every later
+    # spec of this process: keep it.
+    default_norm = backends.LNImpl
+    try:
+        spec = get_gpt_layer_local_spec(normalization='RMSNorm')
+    finally:
+        backends.LNImpl = default_norm
+    return TransformerBlockSubmodules(
+        layer_specs=[spec] * get_num_layers_to_build(config),
+        layer_norm=WrappedTorchNorm)
 
 
 def mock_batch(args, vocab, generator, device):
