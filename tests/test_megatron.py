@@ -91,7 +91,8 @@ def test_no_iterations_no_numbers():
     assert m['iterations'] == 0 and m['tokens_per_second'] is None
 
 
-def megatron_core_losses(tmp_path, procs, pp=1, tp=1, port=29610):
+def megatron_core_losses(tmp_path, procs, pp=1, tp=1, port=29610,
+                         extra=()):
     '''The fallback (Megatron-Core alone) for 6 iterations of a tiny GPT
     under torchrun with gloo; its logged losses.'''
     import os
@@ -110,7 +111,7 @@ def megatron_core_losses(tmp_path, procs, pp=1, tp=1, port=29610):
          '--vocab-size', '4096', '--hidden-dropout', '0',
          '--attention-dropout', '0', '--position-embedding-type', 'rope',
          '--pipeline-model-parallel-size', str(pp),
-         '--tensor-model-parallel-size', str(tp)],
+         '--tensor-model-parallel-size', str(tp), *extra],
         env={**os.environ, 'PYTHONPATH': str(REPO / 'src'),
              'OMP_NUM_THREADS': '1'},
         capture_output=True, text=True, timeout=600, cwd=tmp_path)

@@ -269,3 +269,28 @@ def test_cscs_layout_on_juwels(tmp_path, size, nodes, layout, batch):
     assert (args.normalization, args.swiglu, args.add_bias_linear,
             args.num_query_groups, args.rotary_base) == \
         ('RMSNorm', True, False, 8, 500000)
+
+
+@pytest.mark.integration
+def test_llama_layers_follow_one_rank_in_every_layout(tmp_path):
+    '''The Llama 3 architecture at a tiny width (RMSNorm, SwiGLU, no
+    biases, 2 query groups for 4 heads, RoPE base 500000, untied output),
+    PP 2 and TP 2 with Megatron-Core alone on this CPU: the loss curve of
+    one rank. TP 2 splits the query groups and the gated MLP's [gate; up]
+    halves; each rank draws its slices of the unsplit model.'''
+    import math
+    from test_megatron import megatron_core_losses
+    extra = ['--ffn-hidden-size', '512', '--group-query-attention',
+             '--num-query-groups', '2', '--normalization', 'RMSNorm',
+             '--norm-epsilon', '1e-5', '--swiglu', '--disable-bias-linear',
+             '--rotary-base', '500000',
+             '--untie-embeddings-and-output-weights']
+    one = megatron_core_losses(tmp_path, 1, port=29621, extra=extra)
+    pipeline = megatron_core_losses(tmp_path, 2, pp=2, port=29622,
+                                    extra=extra)
+    tensor = megatron_core_losses(tmp_path, 2, tp=2, port=29623,
+                                  extra=extra)
+    assert len(one) == 6 and all(math.isfinite(x) for x in one)
+    assert pipeline == pytest.approx(one, rel=1e-5)
+    assert tensor == pytest.approx(one, rel=1e-5)
+    assert one[0] == pytest.approx(math.log(4096), rel=0.02)
