@@ -23,6 +23,9 @@ absolute position embeddings, biases in every linear layer, LayerNorm, a
 weights = not untie``, as pretrain_gpt.py's model provider passes it). At
 CARAML's 800M shape and the GPT-2 vocabulary padded to 50304 that is
 912,953,344 parameters (``hpcml model-info megatron --size 800M``).
+Llama 3 takes Megatron-LM's --normalization RMSNorm --norm-epsilon --swiglu
+--disable-bias-linear --group-query-attention --num-query-groups
+--rotary-base (8B: 8,030,261,248 parameters with 128256 tokens).
 
 Not here (use Megatron-LM): indexed datasets, interleaved pipelines, the
 distributed optimizer, mixed-precision loss scaling and fp32 main weights.
