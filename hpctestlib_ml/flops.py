@@ -69,19 +69,38 @@ def training_flops(forward_flops, recompute=False):
 
 
 def megatron_gpt_flops_per_token(num_layers, hidden, seq_len, vocab,
-                                 ffn_hidden=None):
+                                 ffn_hidden=None, query_groups_ratio=1.0,
+                                 swiglu=False):
     '''Training FLOPs per token of a GPT (forward + backward, no
-    recomputation), Megatron-LM's analytic formula for full multi-head
-    attention: 12 L h^2 (2 + s/h + ffn/h + V/(2 L h)), with V the padded
-    vocabulary (GPT-2: 50257 -> 50304). For ffn = 4h this is Narayanan et al.
-    2021 (SC'21, eq. 3): 72 L h^2 (1 + s/(6h) + V/(12 L h)) per token.
+    recomputation), Megatron-LM's analytic formula with the full s x s
+    attention counted: 12 L h^2 (2 + s/h + ffn/h + V/(2 L h)), with V the
+    padded vocabulary (GPT-2: 50257 -> 50304). For ffn = 4h this is
+    Narayanan et al. 2021 (SC'21, eq. 3): 72 L h^2 (1 + s/(6h) + V/(12 L h))
+    per token.
+
+    Grouped-query attention and a SwiGLU MLP (Llama 3), as Megatron-LM's
+    ``num_floating_point_operations`` counts them: the key and value
+    projections are h x (h g/n) each (*query_groups_ratio* g/n: query
+    groups / attention heads; 1 is multi-head attention), and the gated MLP
+    has three ffn x h matrices instead of two. In general, per token,
+    12 L h^2 (1 + g/n + s/h + k ffn/(2h) + V/(2 L h)), k = 3 with SwiGLU,
+    else 2 (the formula above for g = n, k = 2). The attention scores and
+    weighted values (the s/h term) have every query head attend over the
+    whole sequence whatever the groups: GQA shares keys and values, not
+    the work. Upstream counts that term once for the causal half; the
+    suite counts it whole for every size (see ``GptPretraining.
+    tflops_per_gpu``). The untied output layer is the V/(2 L h) term as
+    before (the logits are computed once, tied or not; the input
+    embedding is a lookup).
 
     CARAML's patched Megatron prints TFLOPs with a 4x (recompute) factor
     instead of 3x, a third more than this.
     '''
     L, h, s = num_layers, hidden, seq_len
     ffn = ffn_hidden or 4 * h
-    return 12 * L * h * h * (2 + s / h + ffn / h + vocab / (2 * L * h))
+    k = 3 if swiglu else 2
+    return 12 * L * h * h * (1 + query_groups_ratio + s / h +
+                             k * ffn / (2 * h) + vocab / (2 * L * h))
 
 
 def causal_lm_forward_flops(seq_len, width, layers, vocab):

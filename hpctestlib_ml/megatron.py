@@ -24,12 +24,52 @@ learned absolute position embeddings, which add a 2048 x 2048 table), 13B
 12,843,796,480 at TP 2, 175B 174,590,681,088 at TP 8 (``hpcml model-info
 megatron --size 13B``).
 
+How it runs: CARAML's whole argument set per size
+(:mod:`hpctestlib_ml.caraml`, compared with CARAML's YAML by
+``tests/test_caraml_args.py``): fp16 for 800M and 13B, bf16 for 175B, with
+CARAML's loss scaler, Adam and cosine schedule in samples, sequence
+parallelism, selective recomputation, the distributed optimizer and flash
+attention, ``CUDA_DEVICE_MAX_CONNECTIONS=1``. The Megatron-Core fallback
+runs the same as far as Megatron-Core goes and says where it cannot
+(perflog field ``departures``).
+
 Vocabulary padding: Megatron-LM pads the tokenizer's vocabulary to a
 multiple of ``make_vocab_size_divisible_by`` (128) x TP, so every tensor-
 parallel rank holds an equal, aligned slice: 50257 -> 50304 at TP 1, 50432
 at TP 2, 50688 at TP 4 and 51200 at TP 8. The padded rows are parameters
 and FLOPs like any others (Megatron's own FLOPs formula uses the padded
 size, as :func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token` here).
+
+Llama 3 8B and 70B (``llama3-8B``, ``llama3-70B``; benchmark size only,
+like the CARAML sizes): Meta's architecture (Grattafiori et al. 2024, "The
+Llama 3 Herd of Models", table 3) in Megatron-LM's arguments: RMSNorm (eps
+1e-5), SwiGLU MLP (ffn 14336 / 28672), no biases in linear layers,
+grouped-query attention with 8 query groups (32 / 64 heads, hidden 4096 /
+8192, 32 / 80 layers), RoPE with base 500,000, output layer untied,
+sequence 8192, Llama 3's 128,256-token vocabulary (mock data and
+``--tokenizer-type NullTokenizer --vocab-size 128256``: the sites'
+indexed datasets are GPT-2 BPE). Llama 3, not 3.1: no RoPE scaling
+(``--use-rope-scaling``, which CSCS's check passes, changes the
+frequencies only, neither parameters nor FLOPs). Parameters at TP 1:
+8,030,261,248 and 70,553,706,496, Meta's counts. Vocabulary padding:
+128256 is a multiple of 128 x 2, so it stays 128256 at TP 1 and 2 (8B's
+layout: TP 1); it becomes 128512 at TP 4 (70B's layout: 4,194,304 more
+parameters, 70,557,900,800 in all) and 129024 at TP 8.
+
+The layout is CSCS's (eth-cscs/cscs-reframe-tests
+``checks/apps/pytorch/pytorch_megatronlm.py`` at
+2f813557625e1294b277a698338f82f398bea7b8, GH200 nodes of 4 GPUs): 8B on
+16 nodes, TP 1, PP 1, micro batch 1, global batch 128 (data parallel 64);
+70B on 32 nodes, TP 4 (its TP ``None``: the GPUs of a node), PP 8, micro
+batch 1, global batch 1024 (data parallel 4). Nodes are not part of the
+model: ``-S num_nodes=16`` / ``32`` selects them. They run with CARAML's
+training arguments (below; sequence parallelism, selective recomputation,
+the distributed optimizer, flash attention) at bf16. Where this departs
+from CSCS: its 70B runs an interleaved pipeline (5 layers per virtual
+stage, i.e. 2 virtual stages per rank), which neither the suite's command
+nor the fallback has (a plain 1F1B pipeline: the non-interleaved bubble);
+context parallel is 1 in both. CSCS also tokenises with the Swiss AI
+tokenizer, not Llama 3's.
 """
 import math
 
@@ -45,18 +85,47 @@ from hpctestlib_ml.parsers import megatron as parser
 #: GPT-2 BPE vocabulary; Megatron pads it to a multiple of 128 x TP (50304).
 GPT2_VOCAB = 50257
 
-#: Model sizes: shape, parallelism (TP, PP) and micro batch per GPU. The
-#: CARAML sizes are its benchmark's; ``tiny`` is the suite's CPU stand-in.
+#: Llama 3's tokenizer (tiktoken BPE, 128,000 + 256 special tokens): a
+#: multiple of 128 and of 256, so Megatron pads it only from TP 4 on.
+LLAMA3_VOCAB = 128256
+
+#: The Llama 3 architecture in Megatron-LM's terms (its
+#: ``megatron/training/arguments.py``): RMSNorm (eps 1e-5), a SwiGLU MLP,
+#: no biases in the linear layers, RoPE with base 500,000 (Llama 3; 3.1's
+#: ``--use-rope-scaling`` is not modelled), a separate output layer, no
+#: dropout (as Meta and CSCS train it; Megatron-LM's default is 0.1).
+LLAMA3 = {'normalization': 'RMSNorm', 'norm_epsilon': 1e-5, 'swiglu': True,
+          'disable_bias_linear': True, 'rotary_base': 500000,
+          'untie_embeddings': True, 'dropout': 0.0, 'vocab': LLAMA3_VOCAB}
+
+#: Model sizes: shape, vocabulary (before padding), parallelism (TP, PP)
+#: and micro batch per GPU; ``global_batch``: the default global batch
+#: where CARAML has none (:func:`hpctestlib_ml.caraml.global_batch`). The
+#: CARAML sizes are its benchmark's; ``tiny`` is the suite's CPU stand-in;
+#: the Llama 3 sizes and their layout and batch are CSCS's (see the module
+#: docstring), trained with CARAML's other arguments (bf16).
 MODELS = {
     'tiny': {'num_layers': 2, 'hidden_size': 256, 'num_attention_heads': 4,
-             'seq_length': 128, 'tp': 1, 'pp': 1, 'micro_batch': 4},
+             'seq_length': 128, 'vocab': GPT2_VOCAB, 'tp': 1, 'pp': 1,
+             'micro_batch': 4},
     '800M': {'num_layers': 16, 'hidden_size': 2048, 'num_attention_heads': 8,
-             'seq_length': 2048, 'tp': 1, 'pp': 1, 'micro_batch': 4},
+             'seq_length': 2048, 'vocab': GPT2_VOCAB, 'tp': 1, 'pp': 1,
+             'micro_batch': 4},
     '13B': {'num_layers': 40, 'hidden_size': 5120, 'num_attention_heads': 32,
             'ffn_hidden_size': 20480,
-            'seq_length': 2048, 'tp': 2, 'pp': 2, 'micro_batch': 2},
+            'seq_length': 2048, 'vocab': GPT2_VOCAB, 'tp': 2, 'pp': 2,
+            'micro_batch': 2},
     '175B': {'num_layers': 96, 'hidden_size': 12288, 'num_attention_heads': 96,
-             'seq_length': 2048, 'tp': 8, 'pp': 8, 'micro_batch': 2},
+             'seq_length': 2048, 'vocab': GPT2_VOCAB, 'tp': 8, 'pp': 8,
+             'micro_batch': 2},
+    'llama3-8B': {'num_layers': 32, 'hidden_size': 4096,
+                  'num_attention_heads': 32, 'num_query_groups': 8,
+                  'ffn_hidden_size': 14336, 'seq_length': 8192, **LLAMA3,
+                  'tp': 1, 'pp': 1, 'micro_batch': 1, 'global_batch': 128},
+    'llama3-70B': {'num_layers': 80, 'hidden_size': 8192,
+                   'num_attention_heads': 64, 'num_query_groups': 8,
+                   'ffn_hidden_size': 28672, 'seq_length': 8192, **LLAMA3,
+                   'tp': 4, 'pp': 8, 'micro_batch': 1, 'global_batch': 1024},
 }
 
 #: Iterations at benchmark and short size (``-S steps=`` changes them).
@@ -79,12 +148,30 @@ def model_arguments(shape, position_embedding_type=CARAML_POSITION_EMBEDDING,
     args = ['--num-layers', shape['num_layers'],
             '--hidden-size', shape['hidden_size'],
             '--num-attention-heads', shape['num_attention_heads'],
-            *(['--ffn-hidden-size', shape['ffn_hidden_size']]
-              if 'ffn_hidden_size' in shape else []),
             '--seq-length', shape['seq_length'],
             '--max-position-embeddings', shape['seq_length'],
             '--position-embedding-type', position_embedding_type]
-    if untie_embeddings:
+    # 13B's --ffn-hidden-size (CARAML's modelargs, 4h), and Llama 3's
+    # architecture (absent from the GPT sizes, whose arguments stay
+    # Megatron-LM's defaults).
+    if shape.get('ffn_hidden_size'):
+        args += ['--ffn-hidden-size', shape['ffn_hidden_size']]
+    if shape.get('num_query_groups'):
+        args += ['--group-query-attention',
+                 '--num-query-groups', shape['num_query_groups']]
+    if shape.get('normalization'):
+        args += ['--normalization', shape['normalization'],
+                 '--norm-epsilon', shape['norm_epsilon']]
+    if shape.get('swiglu'):
+        args.append('--swiglu')
+    if shape.get('disable_bias_linear'):
+        args.append('--disable-bias-linear')
+    if shape.get('rotary_base'):
+        args += ['--rotary-base', shape['rotary_base']]
+    if shape.get('dropout') is not None:
+        args += ['--attention-dropout', shape['dropout'],
+                 '--hidden-dropout', shape['dropout']]
+    if untie_embeddings or shape.get('untie_embeddings'):
         args.append('--untie-embeddings-and-output-weights')
     return [str(a) for a in args]
 
@@ -111,19 +198,32 @@ def pretrain_arguments(shape, tp, pp, micro_batch, global_batch, iterations,
                  '--data-path', data['data_path']]
     else:
         args += ['--mock-data', '--tokenizer-type', 'NullTokenizer',
-                 '--vocab-size', GPT2_VOCAB]
+                 '--vocab-size', shape['vocab']]
     args += caraml.arguments(precision)
     args += caraml.OUTPUT + ['--log-throughput']
     return [str(a) for a in args]
 
 
-def forward_flops_per_sequence(shape, vocab):
-    '''Forward FLOPs of one sequence: Megatron's training formula per token
-    (:func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token`) x sequence
-    length / 3 (forward + backward = 3 forwards).'''
+def flops_per_token(shape, vocab):
+    '''Training FLOPs per token of *shape* with the padded *vocab*:
+    :func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token` with its
+    MLP width, query groups and SwiGLU (Megatron-LM's defaults: 4h,
+    multi-head, GeLU).'''
     return flops.megatron_gpt_flops_per_token(
         shape['num_layers'], shape['hidden_size'], shape['seq_length'],
-        vocab) * shape['seq_length'] / flops.TRAINING_FACTOR
+        vocab, ffn_hidden=shape.get('ffn_hidden_size'),
+        query_groups_ratio=(shape.get('num_query_groups') or
+                            shape['num_attention_heads']) /
+        shape['num_attention_heads'],
+        swiglu=shape.get('swiglu', False))
+
+
+def forward_flops_per_sequence(shape, vocab):
+    '''Forward FLOPs of one sequence: Megatron's training formula per token
+    (:func:`flops_per_token`) x sequence length / 3 (forward + backward =
+    3 forwards).'''
+    return (flops_per_token(shape, vocab) * shape['seq_length'] /
+            flops.TRAINING_FACTOR)
 
 
 def padded_vocab(vocab, tp, divisible_by=128):
@@ -159,14 +259,16 @@ class GptPretraining(MLTrainingTest):
         'short': {'steps': BENCHMARK_ITERATIONS},
     }
 
-    #: Model: ``tiny`` (CPU stand-in) or a CARAML size (800M, 13B, 175B).
+    #: Model: ``tiny`` (CPU stand-in), a CARAML size (800M, 13B, 175B) or
+    #: Llama 3 (llama3-8B, llama3-70B).
     model_size = parameter(list(MODELS))
 
     #: Samples per iteration over all ranks; default: CARAML's
     #: (:func:`hpctestlib_ml.caraml.global_batch`: 32 for 800M, data
-    #: parallel x micro batch x 64 for 13B and 175B), 8 for ``tiny``,
-    #: rounded to a multiple of micro batch x data-parallel size. CARAML
-    #: sweeps 800M's from 16 to 4096 (its JEDI row: 2048).
+    #: parallel x micro batch x 64 for 13B and 175B), CSCS's for Llama 3
+    #: (128 and 1024), 8 for ``tiny``, rounded to a multiple of micro
+    #: batch x data-parallel size. CARAML sweeps 800M's from 16 to 4096
+    #: (its JEDI row: 2048).
     #:
     #: :type: :class:`int` or :obj:`None`
     global_batch_size = variable(str, int, type(None), value=None)
@@ -250,7 +352,8 @@ class GptPretraining(MLTrainingTest):
         per_step = self.batch_size * self.dp
         if self.global_batch_size is None:
             target = (caraml.global_batch(self.model_size, self.batch_size,
-                                          self.dp) or 8)
+                                          self.dp) or
+                      model.get('global_batch', 8))
             self.global_batch_size = per_step * max(1, round(target /
                                                              per_step))
         self.global_batch_size = count('global_batch_size',
@@ -267,12 +370,17 @@ class GptPretraining(MLTrainingTest):
         self.data = dict(extras.get('megatron_data', {}))
         if self.data_path:
             self.data['data_path'] = self.data_path
+        if self.data.get('data_path') and model['vocab'] != GPT2_VOCAB:
+            raise BadInputError(f'{self.model_size} trains on mock data with '
+                                f'its own vocabulary ({model["vocab"]}); the '
+                                f'indexed dataset is GPT-2 BPE: leave '
+                                f'data_path unset')
         if self.data.get('data_path') and not self.megatron_lm:
             raise BadInputError('an indexed dataset needs Megatron-LM itself:'
                                 ' set -S megatron_lm= (or extras '
                                 "'megatron_lm'), or leave data_path unset "
                                 'for mock data')
-        self.vocab = padded_vocab(GPT2_VOCAB, self.tp)
+        self.vocab = padded_vocab(model['vocab'], self.tp)
         self.train_iters = self.steps
         self.env_vars.update(caraml.ENVIRONMENT)
 
@@ -302,9 +410,7 @@ class GptPretraining(MLTrainingTest):
         self.departures = '; '.join(found) or 'none'
 
     def flops_per_token(self):
-        m = self.model
-        return flops.megatron_gpt_flops_per_token(
-            m['num_layers'], m['hidden_size'], m['seq_length'], self.vocab)
+        return flops_per_token(self.model, self.vocab)
 
     def model_flops_per_sample(self):
         '''Per token: the throughput metric counts tokens.'''

@@ -145,7 +145,7 @@ def _megatron(size, device):
                              f'benchmark or one of '
                              f'{", ".join(megatron.MODELS)}')
     shape = megatron.MODELS[name]
-    vocab = megatron.padded_vocab(megatron.GPT2_VOCAB, shape['tp'])
+    vocab = megatron.padded_vocab(shape['vocab'], shape['tp'])
     _programs_importable()
     import torch
     from gpt_pretrain import cpu_patches, mcore_train
@@ -155,7 +155,7 @@ def _megatron(size, device):
         megatron.model_arguments(shape) +
         ['--micro-batch-size', '1', '--global-batch-size', '1',
          '--train-iters', '1', '--mock-data',
-         '--vocab-size', str(megatron.GPT2_VOCAB),
+         '--vocab-size', str(shape['vocab']),
          '--tensor-model-parallel-size', str(shape['tp'])])
     cpu_patches.apply()
     seq = shape['seq_length']
@@ -173,14 +173,23 @@ def _megatron(size, device):
                         torch.ones(1, 1, seq, seq, dtype=torch.bool,
                                    device=dev))
 
+            llama = (f', {args.normalization}, '
+                     f'{"SwiGLU" if args.swiglu else "GeLU"} MLP '
+                     f'{args.ffn_hidden_size or 4 * args.hidden_size}, '
+                     f'{args.num_query_groups} query groups, '
+                     f'{"no " if not args.add_bias_linear else ""}biases, '
+                     f'RoPE base {args.rotary_base}'
+                     if args.normalization != 'LayerNorm' else '')
+            tied = ('untied' if args.untie_embeddings_and_output_weights
+                    else 'tied')
             return _torch_info(
                 'megatron', size, name, model, inputs,
                 megatron.forward_flops_per_sequence(shape, vocab), device,
                 f'Megatron-Core GPTModel, {shape["num_layers"]} layers, '
                 f'hidden {shape["hidden_size"]}, {seq} tokens, vocabulary '
                 f'{vocab} (padded for TP {shape["tp"]}), '
-                f'{args.position_embedding_type} positions, output layer '
-                f'tied')
+                f'{args.position_embedding_type} positions{llama}, output '
+                f'layer {tied}')
         finally:
             parallel_state.destroy_model_parallel()
 

@@ -219,7 +219,7 @@ def saved_activation_bytes(recompute):
     from conftest import REPO
     from hpctestlib_ml.model_info import _single_process_group
     sys.path.insert(0, str(REPO / 'src'))
-    from gpt_pretrain import cpu_patches, layer_spec, mcore_train
+    from gpt_pretrain import cpu_patches, mcore_train
     cpu_patches.apply()
     argv = ['--num-layers', '2', '--hidden-size', '128',
             '--num-attention-heads', '4', '--seq-length', '512',
@@ -238,8 +238,7 @@ def saved_activation_bytes(recompute):
         from megatron.core import parallel_state
         parallel_state.initialize_model_parallel(1, 1)
         try:
-            spec, _, _ = layer_spec.choose(args)
-            model = mcore_train.build_model(args, 1024, layer_spec=spec)
+            model = mcore_train.build_model(args, 1024)
             tokens, positions, mask, labels = mcore_train.mock_batch(
                 args, 1024, 0, 'cpu')
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):

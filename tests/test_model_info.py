@@ -39,7 +39,9 @@ PUBLISHED_PARAMS = {
 #: Every size model-info and the checks know.
 SIZES = [(w, s) for w in sorted(model_info.WORKLOADS)
          for s in ('tiny', 'benchmark')] + [('megatron', '13B'),
-                                            ('megatron', '175B')]
+                                            ('megatron', '175B'),
+                                            ('megatron', 'llama3-8B'),
+                                            ('megatron', 'llama3-70B')]
 
 
 @pytest.fixture(scope='module')

@@ -290,8 +290,11 @@ def test_megatron_caraml_sizes_on_juwels(workload_scripts):
     # fallback runs TP x PP x DP): 800M (TP1/PP1) and 13B (TP2/PP2) from 1
     # node, 175B (TP8/PP8, 64 GPUs) at 16 nodes, as CARAML runs it.
     names = [n for n in workload_scripts if n.startswith('MegatronGPT')]
-    assert {n.split('model_size=')[1] for n in names} == {'800M', '13B',
-                                                          '175B'}
+    assert {n.split('model_size=')[1] for n in names} == {
+        '800M', '13B', '175B', 'llama3-8B', 'llama3-70B'}
+    # Llama 3 70B (TP 4 x PP 8 = 32 GPUs) from 8 nodes.
+    assert {n.split('%')[1] for n in names if n.endswith('llama3-70B')} == {
+        'scale=8_nodes', 'scale=16_nodes'}
     line = run_line(workload_scripts[
         'MegatronGPT%scale=16_nodes%launch_mode=per_task%model_size=175B'])
     assert '--num-layers 96 --hidden-size 12288' in line
@@ -305,10 +308,9 @@ def test_megatron_caraml_sizes_on_juwels(workload_scripts):
     # 13B's global batch is data parallel 2 x micro batch 2 x 64.
     assert ('--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 '
             '--num-layers 40 --hidden-size 5120 '
-            '--num-attention-heads 32 --ffn-hidden-size 20480 '
-            '--seq-length 2048 '
+            '--num-attention-heads 32 --seq-length 2048 '
             '--max-position-embeddings 2048 --position-embedding-type rope '
-            '--micro-batch-size 2 --global-batch-size 256 '
+            '--ffn-hidden-size 20480 --micro-batch-size 2 --global-batch-size 256 '
             '--train-samples 5120') in line
     assert '--untie-embeddings-and-output-weights' not in line
     assert ('--mock-data --tokenizer-type NullTokenizer --vocab-size 50257 '

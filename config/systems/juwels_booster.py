@@ -74,6 +74,9 @@ site_configuration = make_site_configuration(
             'extras': {
                 'max_nodes': 936,
                 # 16 nodes: CARAML's 175B GPT (TP 8 x PP 8 = 64 GPUs).
+                # CSCS's Llama 3 70B layout (32 nodes) and jubench's 96
+                # are one-off comparisons, not this site's regular scales:
+                # -S num_nodes=32 on a 16_nodes case.
                 'scales': ['1_node', '2_nodes', '4_nodes', '8_nodes', '16_nodes'],
                 'rendezvous_address': '{hostname}i',
             },

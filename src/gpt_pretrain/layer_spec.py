@@ -20,9 +20,9 @@ in this order:
      :class:`TorchNorm`, torch's LayerNorm/RMSNorm that also runs under
      sequence parallelism (Megatron-Core's own torch wrapper refuses it).
 
-:func:`choose` returns the spec, a line saying what it holds, and the
-departures from what Megatron-LM would run (printed by the program, logged
-by the check).
+:func:`choose` returns the layers (:class:`Choice`), a line saying what
+they hold, and the departures from what Megatron-LM would run (printed by
+the program, logged by the check).
 """
 import torch
 import torch.nn.functional as F
@@ -94,42 +94,65 @@ def _importable(name):
     return True
 
 
-def _use_torch_norms(spec):
-    '''Replace Megatron-Core's torch norm wrapper by :class:`TorchNorm`
-    in the layer *spec* and in the blocks' final norm.'''
-    from megatron.core.transformer import transformer_block
-    from megatron.core.transformer.torch_norm import WrappedTorchNorm
-    layer = spec.submodules
-    for name in ('input_layernorm', 'pre_mlp_layernorm'):
-        if getattr(layer, name) is WrappedTorchNorm:
-            setattr(layer, name, TorchNorm)
-    if transformer_block.LayerNormImpl is WrappedTorchNorm:
-        transformer_block.LayerNormImpl = TorchNorm
+class Choice:
+    '''The layers the fallback builds: one layer's spec, the decoder's
+    final norm, what they hold (a line for the log) and the departures
+    from what Megatron-LM would run.'''
+
+    def __init__(self, layer, final_norm, description, departures):
+        self.layer, self.final_norm = layer, final_norm
+        self.description, self.departures = description, departures
+
+    def block(self, config):
+        '''The decoder block's spec for *config*'s pipeline stage: this
+        layer for every layer it builds, and the final norm (given a layer
+        spec alone, Megatron-Core takes the final norm from what is
+        installed: apex's FusedLayerNorm, which has no RMSNorm).'''
+        from megatron.core.transformer.transformer_block import (
+            TransformerBlockSubmodules, get_num_layers_to_build)
+        return TransformerBlockSubmodules(
+            layer_specs=[self.layer] * get_num_layers_to_build(config),
+            layer_norm=self.final_norm)
 
 
-def choose(args, normalization=None):
-    '''(layer spec, what it holds, [departures from Megatron-LM]) for
-    *args* on this node (module docstring).'''
+def _local_spec(normalization):
+    '''Megatron-Core's local layer spec; asking it for RMSNorm rebinds the
+    backends' default norm for every later spec of this process, which is
+    put back.'''
+    from megatron.core.models import backends
     from megatron.core.models.gpt import gpt_layer_specs as specs
+    default_norm = backends.LNImpl
+    try:
+        return specs.get_gpt_layer_local_spec(normalization=normalization)
+    finally:
+        backends.LNImpl = default_norm
+
+
+def choose(args):
+    '''The :class:`Choice` for *args* on this node (module docstring).'''
+    from megatron.core.models.gpt import gpt_layer_specs as specs
+    from megatron.core.transformer import transformer_block
+    normalization = getattr(args, 'normalization', 'LayerNorm')
     flash = getattr(args, 'use_flash_attn', False)
     on_gpu = torch.cuda.is_available()
-    kwargs = {'normalization': normalization} if normalization else {}
     if on_gpu and _importable('transformer_engine'):
-        spec = specs.get_gpt_layer_with_transformer_engine_spec(**kwargs)
-        return spec, 'Transformer Engine (fused attention and norms)', []
-    spec = specs.get_gpt_layer_local_spec(**kwargs)
+        spec = specs.get_gpt_layer_with_transformer_engine_spec(
+            normalization=normalization)
+        return Choice(spec, transformer_block.LayerNormImpl,
+                      'Transformer Engine (fused attention and norms)', [])
+    spec = _local_spec(normalization)
     departures = []
-    if _importable('apex'):
-        norms = 'apex fused'
+    layer = spec.submodules
+    if _importable('apex') and normalization == 'LayerNorm':
+        norms, final_norm = 'apex fused', transformer_block.LayerNormImpl
     else:
-        _use_torch_norms(spec)
-        norms = 'torch'
+        norms, final_norm = 'torch', TorchNorm
+        layer.input_layernorm = layer.pre_mlp_layernorm = TorchNorm
         if on_gpu:
             departures.append('norms: torch, not fused (no Transformer '
                               'Engine or apex)')
     if on_gpu and flash:
-        spec.submodules.self_attention.submodules.core_attention = \
-            SdpaAttention
+        layer.self_attention.submodules.core_attention = SdpaAttention
         attention = 'PyTorch scaled_dot_product_attention'
         departures.append('attention: PyTorch SDPA kernels, not Transformer '
                           'Engine (transformer_engine is not installed)')
@@ -138,4 +161,5 @@ def choose(args, normalization=None):
         if flash:
             departures.append('attention: unfused math path, no '
                               'flash-attn (no GPU)')
-    return spec, f'{attention}; norms: {norms}', departures
+    return Choice(spec, final_norm, f'{attention}; norms: {norms}',
+                  departures)

@@ -57,6 +57,7 @@ def initialise(model, seed, std, num_layers, tp_rank, tp_size):
     tensor-parallel rank) from its unsplit name and keep this rank's
     slice.'''
     scaled = std / math.sqrt(2.0 * num_layers)
+    gated = model.config.gated_linear_unit
     for param, name in global_names(model).items():
         full = list(param.shape)
         split = getattr(param, 'tensor_model_parallel', False)
@@ -73,6 +74,12 @@ def initialise(model, seed, std, num_layers, tp_rank, tp_size):
             sigma = scaled if name.endswith(_OUTPUT_PROJECTIONS) else std
             values = torch.empty(full).normal_(
                 0.0, sigma, generator=_generator(seed, name))
-        if split:
+        if split and gated and name.endswith('mlp.linear_fc1.weight'):
+            # A gated MLP's first layer is [gate; up], and each rank holds
+            # [its slice of gate; its slice of up] (the MLP chunks the
+            # rank's output in two).
+            values = torch.cat([half.chunk(tp_size, dim=0)[tp_rank]
+                                for half in values.chunk(2, dim=0)])
+        elif split:
             values = values.chunk(tp_size, dim=param.partition_dim)[tp_rank]
         param.copy_(values.to(param.dtype))

@@ -23,6 +23,9 @@ absolute position embeddings, biases in every linear layer, LayerNorm, a
 weights = not untie``, as pretrain_gpt.py's model provider passes it). At
 CARAML's 800M shape and the GPT-2 vocabulary padded to 50304 that is
 912,953,344 parameters (``hpcml model-info megatron --size 800M``).
+Llama 3 takes Megatron-LM's --normalization RMSNorm --norm-epsilon --swiglu
+--disable-bias-linear --group-query-attention --num-query-groups
+--rotary-base (8B: 8,030,261,248 parameters with 128256 tokens).
 
 Training runs as Megatron-LM's does with CARAML's arguments, with
 Megatron-Core's own parts: the model in Megatron's ``Float16Module`` for
@@ -72,6 +75,10 @@ _KNOWN = ('num_layers', 'hidden_size', 'num_attention_heads',
           'log_throughput', 'untie_embeddings_and_output_weights',
           'position_embedding_type', 'init_method_std', 'hidden_dropout',
           'attention_dropout')
+
+#: Model-shape arguments beyond GPT's defaults (Llama 3).
+_KNOWN += ('normalization', 'norm_epsilon', 'swiglu', 'add_bias_linear',
+           'group_query_attention', 'num_query_groups', 'rotary_base')
 
 
 def parse_args(argv):
@@ -140,6 +147,18 @@ def parse_args(argv):
     p.add_argument('--init-method-std', type=float, default=0.02)
     p.add_argument('--hidden-dropout', type=float, default=0.1)
     p.add_argument('--attention-dropout', type=float, default=0.1)
+    # Llama 3's architecture, Megatron-LM's names and defaults.
+    p.add_argument('--normalization', default='LayerNorm',
+                   choices=('LayerNorm', 'RMSNorm'))
+    p.add_argument('--norm-epsilon', type=float, default=1e-5)
+    p.add_argument('--swiglu', action='store_true',
+                   help='gated MLP with SiLU (default: GeLU)')
+    p.add_argument('--disable-bias-linear', dest='add_bias_linear',
+                   action='store_false')
+    p.add_argument('--group-query-attention', action='store_true')
+    p.add_argument('--num-query-groups', type=int, default=1,
+                   help='with --group-query-attention')
+    p.add_argument('--rotary-base', type=int, default=10000)
     args, ignored = p.parse_known_args(argv)
     args.ignored = ignored
     # Megatron-LM's validate_args: what these arguments imply.
@@ -167,11 +186,17 @@ def padded_vocab_size(vocab, divisible_by, tp):
 
 def training_flops_per_token(args, vocab):
     '''Megatron-LM's analytic model FLOPs per token (forward + backward, no
-    recomputation): 12 L h^2 (2 + s/h + ffn/h + V/(2 L h)) for a GPT with
-    full multi-head attention; the same formula as hpctestlib_ml.flops.'''
+    recomputation), the full s x s attention counted: 12 L h^2 (1 + g/n +
+    s/h + k ffn/(2h) + V/(2 L h)), g/n query groups per head (1: multi-head
+    attention), k 3 with SwiGLU, else 2; 12 L h^2 (2 + s/h + ffn/h +
+    V/(2 L h)) for a GPT; the same formula as hpctestlib_ml.flops.'''
     L, h, s = args.num_layers, args.hidden_size, args.seq_length
     ffn = args.ffn_hidden_size or 4 * h
-    return 12 * L * h * h * (2 + s / h + ffn / h + vocab / (2 * L * h))
+    groups = (args.num_query_groups / args.num_attention_heads
+              if args.group_query_attention else 1.0)
+    k = 3 if args.swiglu else 2
+    return 12 * L * h * h * (1 + groups + s / h + k * ffn / (2 * h) +
+                             vocab / (2 * L * h))
 
 
 def fail(message):
@@ -193,16 +218,16 @@ def init_distributed(bf16=False):
     return dist.get_rank(), dist.get_world_size()
 
 
-def build_model(args, vocab, device=None, layer_spec=None):
+def build_model(args, vocab, device=None, choice=None):
     '''Megatron-Core's GPTModel as pretrain_gpt.py builds it from *args*
-    with *layer_spec* (default: the local layer spec; Transformer Engine's
-    has the same parameters, see :mod:`gpt_pretrain.layer_spec`).
+    with the layers of *choice* (:func:`gpt_pretrain.layer_spec.choose`,
+    by default this node's; Transformer Engine's have the same parameters).
     *device* ``meta``: shapes only, no initialisation (``hpcml
     model-info``); parallel state must be initialised either way.'''
+    from gpt_pretrain import layer_spec
     from megatron.core import parallel_state
+    import torch.nn.functional as F
     from megatron.core.models.gpt import GPTModel
-    from megatron.core.models.gpt.gpt_layer_specs import \
-        get_gpt_layer_local_spec
     from megatron.core.transformer.transformer_config import TransformerConfig
 
     dtype = (torch.bfloat16 if args.bf16 else
@@ -217,6 +242,16 @@ def build_model(args, vocab, device=None, layer_spec=None):
         init_method_std=args.init_method_std,
         hidden_dropout=args.hidden_dropout,
         attention_dropout=args.attention_dropout,
+        # Megatron-LM's defaults, or Llama 3's (core_transformer_config_
+        # from_args: --swiglu is a gated MLP with SiLU; query groups only
+        # with --group-query-attention).
+        normalization=args.normalization,
+        layernorm_epsilon=args.norm_epsilon,
+        gated_linear_unit=args.swiglu,
+        activation_func=F.silu if args.swiglu else F.gelu,
+        add_bias_linear=args.add_bias_linear,
+        num_query_groups=(args.num_query_groups
+                          if args.group_query_attention else None),
         # gloo sends stage to stage one by one (no batched p2p on CPUs).
         batch_p2p_comm=torch.cuda.is_available(),
         use_cpu_initialization=not torch.cuda.is_available() or meta,
@@ -226,16 +261,17 @@ def build_model(args, vocab, device=None, layer_spec=None):
         sequence_parallel=getattr(args, 'sequence_parallel', False),
         recompute_granularity=getattr(args, 'recompute_granularity', None),
     )
+    choice = choice or layer_spec.choose(args)
     with torch.device('meta') if meta else contextlib.nullcontext():
         model = GPTModel(
-            config=config,
-            transformer_layer_spec=layer_spec or get_gpt_layer_local_spec(),
+            config=config, transformer_layer_spec=choice.block(config),
             vocab_size=vocab,
             max_sequence_length=(args.max_position_embeddings or
                                  args.seq_length),
             share_embeddings_and_output_weights=(
                 not args.untie_embeddings_and_output_weights),
             position_embedding_type=args.position_embedding_type,
+            rotary_base=args.rotary_base,
             pre_process=parallel_state.is_pipeline_first_stage(),
             post_process=parallel_state.is_pipeline_last_stage(),
         )
@@ -397,8 +433,8 @@ def main(argv=None):
         print(f' > padded vocab (size: {args.vocab_size}) with '
               f'{vocab - args.vocab_size} dummy tokens (new size: {vocab})',
               flush=True)
-    spec, spec_kind, departures = layer_spec.choose(args)
-    model = build_model(args, vocab, layer_spec=spec)
+    choice = layer_spec.choose(args)
+    model = build_model(args, vocab, choice=choice)
     layout_init.initialise(
         model, args.seed, args.init_method_std, args.num_layers,
         parallel_state.get_tensor_model_parallel_rank(), tp)
@@ -414,13 +450,13 @@ def main(argv=None):
               f'tensor parallel {tp}, pipeline parallel {pp}, data parallel '
               f'{dp}, {num_micro} micro-batches of {args.micro_batch_size}'
               f'{" (CPU patches applied)" if patched else ""}', flush=True)
-        print(f'> attention: {spec_kind}; optimizer: '
+        print(f'> attention: {choice.description}; optimizer: '
               f'{type(optimizer).__name__}'
               f'{" (distributed)" if args.use_distributed_optimizer else ""}'
               f'; sequence parallel: {args.sequence_parallel}; '
               f'recomputation: {args.recompute_granularity}', flush=True)
         print(f'> departures from Megatron-LM: '
-              f'{"; ".join(departures) or "none"}', flush=True)
+              f'{"; ".join(choice.departures) or "none"}', flush=True)
         if args.ignored:
             print(f'> ignored Megatron-LM-only arguments: '
                   f'{" ".join(args.ignored)}', flush=True)
