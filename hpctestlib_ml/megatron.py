@@ -36,7 +36,7 @@ import math
 from reframe.core.builtins import (parameter, performance_function,
                                    run_after, variable)
 
-from hpctestlib_ml import flops
+from hpctestlib_ml import flops, memory_estimate
 from hpctestlib_ml.base import (BadInputError, MLTrainingTest, count,
                                 partition_facts)
 from hpctestlib_ml.layout import LayoutError, resolve_layout
@@ -233,6 +233,46 @@ class GptPretraining(MLTrainingTest):
                                 'for mock data')
         self.vocab = padded_vocab(GPT2_VOCAB, self.tp)
         self.train_iters = self.steps
+
+    def memory_estimate(self):
+        '''Per-device memory of the first pipeline stage
+        (:func:`hpctestlib_ml.memory_estimate.megatron_estimate`): with
+        Megatron-LM, its options as the case runs them (sequence parallel,
+        distributed optimizer and selective recomputation at the CARAML
+        sizes, none at ``tiny``, unless the case says otherwise); the
+        Megatron-Core fallback has none of them.'''
+        caraml = self.model_size != 'tiny'
+        return memory_estimate.megatron_estimate(
+            self.model, self.vocab, self.tp, self.pp, self.dp,
+            self.batch_size, self.global_batch_size, self.precision,
+            sequence_parallel=getattr(self, 'sequence_parallel', caraml),
+            recompute_granularity=getattr(
+                self, 'recompute_granularity',
+                'selective' if caraml else None),
+            distributed_optimizer=getattr(self, 'distributed_optimizer',
+                                          caraml),
+            megatron_lm=bool(self.megatron_lm),
+            untie=True if self.untie_embeddings else None,
+            learned_positions=(self.position_embedding_type ==
+                               'learned_absolute'))
+
+    def memory_fit_hints(self, estimate, device_gib):
+        '''A smaller micro batch where one fits; more nodes where the
+        distributed optimizer would shard more; larger TP or PP.'''
+        hints = super().memory_fit_hints(estimate, device_gib)
+        if self.megatron_lm and getattr(self, 'distributed_optimizer',
+                                        self.model_size != 'tiny'):
+            hints.append('more nodes (-S num_nodes=): the distributed '
+                         'optimizer shards its state over data parallel '
+                         f'{self.dp}')
+        hints.append(f'more model parallelism (-S tensor_parallel=, -S '
+                     f'pipeline_parallel=; now {self.tp} and {self.pp})')
+        if not self.megatron_lm and self.model_size != 'tiny':
+            hints.append('Megatron-LM itself (-S megatron_lm=): the '
+                         'fallback has no sequence parallelism, '
+                         'recomputation, distributed optimizer or flash '
+                         'attention')
+        return hints
 
     def prints_device_records(self):
         '''Megatron-LM's ``pretrain_gpt.py`` prints its own log only; the

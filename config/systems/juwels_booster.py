@@ -76,6 +76,8 @@ site_configuration = make_site_configuration(
                 # 16 nodes: CARAML's 175B GPT (TP 8 x PP 8 = 64 GPUs).
                 'scales': ['1_node', '2_nodes', '4_nodes', '8_nodes', '16_nodes'],
                 'rendezvous_address': '{hostname}i',
+                # A100 comes with 40 or 80 GB; the Booster's have 40.
+                'device_memory_gib': 40,
             },
         }, os.environ.get('HPCML_CONTAINER_DIR'))],
     }],
