@@ -248,3 +248,33 @@ def test_reserve_and_largest_batch():
     no_acts = me.MemoryEstimate(weights=1, gradients=1, optimizer=1)
     assert me.largest_batch(no_acts, 4, 40) is None
     assert 'activations not estimated' in no_acts.describe()
+
+
+def test_saved_tensors_by_hand():
+    '''Linear(8, 16), ReLU, Linear(16, 4) at batch 1, meta device: the
+    first layer keeps its input (8 floats), ReLU its output (16), which
+    the second layer keeps too (one storage, counted once); the weights
+    are parameters, not activations: 96 bytes.'''
+    import torch
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 4)).to('meta')
+    assert me.saved_tensor_bytes(
+        model, lambda dev: (torch.zeros(1, 8, device=dev),)) == 96
+
+
+def test_model_info_memory_cli(capsys):
+    from hpctestlib_ml import cli
+    assert cli.main(['model-info', 'megatron', '--size', '175B', '--memory',
+                     '--layout', '8x8x1', '--json']) == 0
+    data = json.loads(capsys.readouterr().out)
+    memory = data['memory']
+    assert memory['total_gib'] == pytest.approx(66.07, abs=0.01)
+    assert memory['setting'].startswith('TP8xPP8xDP1, micro batch 2')
+    assert cli.main(['model-info', 'cosmoflow', '--size', 'tiny',
+                     '--memory', '--batch', '2', '--json']) == 0
+    memory = json.loads(capsys.readouterr().out)['memory']
+    assert memory['activations_gib'] > 0
+    assert memory['optimizer_gib'] == pytest.approx(
+        memory['weights_gib'])                 # SGD momentum: one state
+    assert cli.main(['model-info', 'megatron', '--memory', '--layout',
+                     '2x2']) == 2
