@@ -59,6 +59,34 @@ def local_gpus():
     return 0, None, None
 
 
+def local_gpu_memory_gib():
+    '''GiB of memory of this machine's smallest NVIDIA GPU (nvidia-smi's
+    memory.total); None without one, or where it says none.'''
+    text = _run(['nvidia-smi', '--query-gpu=memory.total',
+                 '--format=csv,noheader,nounits'])
+    sizes = []
+    for line in (text or '').split('\n'):
+        try:
+            sizes.append(float(line.strip()) / 1024)
+        except ValueError:
+            pass
+    return min(sizes) if sizes else None
+
+
+def host_memory_gib():
+    '''GiB of this machine's memory (MemTotal of /proc/meminfo): the CPU
+    partition's "device" memory, shared by the ranks of a case; None
+    where it cannot be read.'''
+    try:
+        with open('/proc/meminfo') as fp:
+            for line in fp:
+                if line.startswith('MemTotal:'):
+                    return int(line.split()[1]) / 2 ** 20
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 _num_cpus = os.cpu_count()
 _num_gpus, _gpu_model, _gpu_vendor = local_gpus()
 _python_bin = os.path.dirname(sys.executable)
@@ -79,6 +107,10 @@ _cpu_partition = {
         'scales': ['1_proc', '2_procs'],
         'rendezvous_address': '127.0.0.1',
         'cpu_peak_flops': cpu_peak.cached_peak(CACHE_DIR, _num_cpus),
+        # What a case's ranks share: the fit check skips a case that
+        # needs more (hpctestlib_ml.memory_estimate).
+        **({'device_memory_gib': _host_memory}
+           if (_host_memory := host_memory_gib()) else {}),
     },
 }
 
@@ -96,7 +128,9 @@ if _num_gpus:
                      **({'model': _gpu_model} if _gpu_model else {})}],
         'features': ['gpu'],
         'extras': {'max_nodes': 1, 'rendezvous_address': '127.0.0.1',
-                   'gpu_vendor': _gpu_vendor},
+                   'gpu_vendor': _gpu_vendor,
+                   **({'device_memory_gib': _gpu_memory}
+                      if (_gpu_memory := local_gpu_memory_gib()) else {})},
     })
 
 if shutil.which('apptainer'):

@@ -24,12 +24,12 @@ from reframe.core.exceptions import (PerformanceError, ReframeError,
 from reframe.core.logging import getlogger
 
 from hpctestlib_ml import (SRC_DIR, container, device_check, energy, launch,
-                           peaks, provenance, references)
+                           memory_estimate, peaks, provenance, references)
 from hpctestlib_ml.parsers import failures, hpcml_records
 from hpctestlib_ml.flops import RECOMPUTE_FACTOR, TRAINING_FACTOR
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
-                                     FRAMEWORKS, GPU_FEATURE, LAUNCH_MODES,
-                                     SCALES, SIZES)
+                                     DEVICE_MEMORY_GIB, FRAMEWORKS,
+                                     GPU_FEATURE, LAUNCH_MODES, SCALES, SIZES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
 
@@ -232,6 +232,15 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     #: ``none: <reason>``.
     energy_counter = variable(str, value='')
 
+    #: Skip, at setup, a case whose estimated memory per device
+    #: (:meth:`memory_estimate`) exceeds what the partition's devices have
+    #: (:meth:`device_memory_gib`); ``-S memory_check=false`` queues it
+    #: anyway (to see the out-of-memory error, or where the estimate is
+    #: wrong).
+    #:
+    #: :type: :class:`bool`
+    memory_check = variable(typ.Bool, value=True)
+
     #: The resolved size, layout and device, set at setup.
     resolved_size = variable(str, type(None), value=None)
     device = variable(str, value='cpu')
@@ -327,6 +336,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     def configure_job(self):
         '''Size, layout, job resources, launch command and MFU, in order.'''
         self.resolve_size_and_layout()
+        self.skip_if_it_cannot_fit()
         self.reference_case = self.reference_case_key()
         self.set_job_layout()
         self.set_launch_command()
@@ -403,6 +413,91 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         sized_precision = None if asked_precision else self.precision
         self.finalize_settings()
         self.use_precision_the_device_has(sized_precision)
+
+    def device_memory_gib(self):
+        '''(GiB of memory one rank's device has, where the figure comes
+        from), or (None, why not).
+
+        ``extras['device_memory_gib']`` of the partition (ReFrame's
+        ``devices`` have no memory field), else on GPU partitions the
+        model's size where it has one (:data:`~hpctestlib_ml.constants.
+        DEVICE_MEMORY_GIB`). On CPU partitions the CPU is the device: the
+        extras' figure is the node's memory, shared by its ranks
+        (``config/local.py`` sets it from MemTotal).'''
+        part = self.current_partition
+        extras = part.extras.get('device_memory_gib')
+        if not self.uses_gpus:
+            if not extras:
+                return None, (f"{part.fullname} says no "
+                              f"extras['device_memory_gib'] (its nodes' "
+                              f"memory)")
+            ranks = self.layout.procs_per_node
+            return float(extras) / ranks, (
+                f"the node's {float(extras):.1f} GiB (extras"
+                f"['device_memory_gib']) shared by {ranks} rank(s)")
+        if extras:
+            return float(extras), "extras['device_memory_gib']"
+        model = self.partition_gpu_model()
+        if model in DEVICE_MEMORY_GIB:
+            return float(DEVICE_MEMORY_GIB[model]), f'{model} data sheet'
+        return None, (f"{part.fullname}'s GPU model {model!r} has no known "
+                      f"memory size: set extras['device_memory_gib']")
+
+    def memory_estimate(self):
+        '''The case's :class:`~hpctestlib_ml.memory_estimate.
+        MemoryEstimate` per device (called at setup, after
+        :meth:`finalize_settings`), or None where the workload has none.'''
+        return None
+
+    def memory_fit_hints(self, estimate, device_gib):
+        '''How to make *estimate* fit a device of *device_gib* GiB: the
+        largest per-device batch that would fit, where one would.'''
+        usable = memory_estimate.usable_gib(device_gib)
+        if estimate.static / memory_estimate.GIB > usable:
+            return [f'weights, gradients and optimizer state alone need '
+                    f'{estimate.static / memory_estimate.GIB:.1f} GiB: '
+                    f'devices with more memory, or more of them sharing '
+                    f'the model']
+        batch = memory_estimate.largest_batch(estimate, self.batch_size,
+                                              device_gib)
+        if batch:
+            return [f'-S batch_size={batch} would fit']
+        if batch == 0:
+            return ['not even a batch of one fits']
+        return []
+
+    def skip_if_it_cannot_fit(self):
+        '''Skip, at setup, a case that needs more memory per device than
+        the partition's devices have (:meth:`memory_estimate`,
+        :meth:`device_memory_gib`; a reserve of
+        :data:`~hpctestlib_ml.memory_estimate.RESERVE_FRACTION`, at least
+        :data:`~hpctestlib_ml.memory_estimate.RESERVE_MIN_GIB`, kept free
+        for the CUDA context and the allocator), with the numbers and
+        what would fit. A case whose memory is unknown is not skipped (the
+        log says so).'''
+        if not self.memory_check:
+            return
+        estimate = self.memory_estimate()
+        if estimate is None:
+            return
+        device_gib, source = self.device_memory_gib()
+        if device_gib is None:
+            getlogger().info(f'{self.display_name}: no memory check: '
+                             f'{source}; {estimate.describe()}')
+            return
+        if memory_estimate.fits(estimate, device_gib):
+            return
+        usable = memory_estimate.usable_gib(device_gib)
+        hints = self.memory_fit_hints(estimate, device_gib)
+        self.skip(
+            f'needs {estimate.describe()}; the partition\'s devices have '
+            f'{device_gib:.1f} GiB ({source}), {usable:.1f} of them for '
+            f'the run ({device_gib - usable:.1f} kept for the CUDA '
+            f'context and allocator): '
+            + '; '.join(hints + [
+                "if the device memory is wrong, set extras"
+                "['device_memory_gib']; to queue it anyway, -S "
+                "memory_check=false"]))
 
     def use_precision_the_device_has(self, sized_precision):
         '''bf16 on GPUs without bf16 hardware (V100) is emulated, many

@@ -5,7 +5,8 @@
                                         fails if no test case ran
     hpcml extract WORKLOAD LOGFILE...   metrics of training logs, as JSON
     hpcml cpu-peak                      this CPU's measured fp32 matmul FLOP/s
-    hpcml model-info WORKLOAD [--size S] [--json]
+    hpcml model-info WORKLOAD [--size S] [--json] [--memory [--layout
+                       TPxPPxDP --batch B --precision P]]
                                         parameters and forward FLOPs of the
                                         model a workload's program builds
     hpcml compliance LOGFILE...         MLPerf's compliance checker on
@@ -119,16 +120,37 @@ def _cpu_peak(args):
 
 
 def _model_info(args):
-    from hpctestlib_ml import model_info
+    from hpctestlib_ml import memory_estimate, model_info
+    estimate = None
     try:
-        info = model_info.model_info(args.workload, args.size, args.device)
+        if args.memory:
+            layout = None
+            if args.layout:
+                try:
+                    layout = tuple(int(n) for n in
+                                   args.layout.lower().split('x'))
+                    assert len(layout) == 3 and min(layout) >= 1
+                except (ValueError, AssertionError):
+                    raise model_info.ModelInfoError(
+                        f'--layout {args.layout!r}: use TPxPPxDP, e.g. '
+                        f'2x2x44') from None
+            info, estimate = model_info.memory_info(
+                args.workload, args.size, layout, args.batch, args.precision)
+        else:
+            info = model_info.model_info(args.workload, args.size,
+                                         args.device)
     except model_info.ModelInfoError as err:
         print(f'hpcml model-info: error: {err}', file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(info.as_dict()))
+        data = info.as_dict()
+        if estimate is not None:
+            data['memory'] = estimate.as_dict()
+        print(json.dumps(data))
     else:
         print(model_info.format_info(info))
+        if estimate is not None:
+            print(memory_estimate.format_estimate(estimate))
     return 0
 
 
@@ -236,6 +258,17 @@ def parser():
     info.add_argument('--device', choices=('cpu', 'meta'),
                       help='where to build the model (default: meta for '
                            'the large ones); FLOPs are counted on meta')
+    info.add_argument('--memory', action='store_true',
+                      help='also the per-device memory estimate: weights, '
+                           'gradients, optimizer, activations (GiB)')
+    info.add_argument('--layout', metavar='TPxPPxDP',
+                      help='with --memory, megatron: parallel layout '
+                           "(default: the size's TP and PP, DP 1)")
+    info.add_argument('--batch', type=int, metavar='B',
+                      help='with --memory: (micro) batch per device')
+    info.add_argument('--precision', choices=('fp32', 'fp16', 'bf16'),
+                      help='with --memory (megatron default: CARAML\'s, '
+                           'fp16 for 800M/13B, bf16 for 175B)')
     info.add_argument('--json', action='store_true',
                       help='one JSON object: params, analytic_forward_flops,'
                            ' measured_forward_flops, ...')

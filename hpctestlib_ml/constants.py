@@ -82,6 +82,21 @@ DEVICE_PEAK_FLOPS = {
                'fp16': 1307.4e12},
 }
 
+#: Memory of one device in GiB by model key of :data:`DEVICE_PEAK_FLOPS`,
+#: where the model has one size (data sheets: H100 SXM and PCIe 80 GB, H100
+#: NVL 94 GB, H200 SXM and NVL 141 GB, MI250X/MI250 128 GB per OAM: 64 per
+#: GCD, MI300X 192 GB; nominal sizes, read as GiB: an H100 SXM's
+#: nvidia-smi memory.total is 81559 MiB, 79.6 GiB, and the fit check's
+#: reserve, :data:`hpctestlib_ml.memory_estimate.RESERVE_FRACTION`, covers
+#: the difference). Not here, as they come in
+#: two sizes: A100 (40 or 80 GB), V100 (16 or 32 GB) and GH200 (96 GB HBM3
+#: or 144 GB HBM3e): a partition with those says
+#: ``extras['device_memory_gib']``, which overrides this table anyway.
+DEVICE_MEMORY_GIB = {
+    'H100-SXM': 80, 'H100-PCIe': 80, 'H100-NVL': 94, 'H200': 141,
+    'H200-NVL': 141, 'MI250X-GCD': 64, 'MI250-GCD': 64, 'MI300X': 192,
+}
+
 #: Product names (as ``nvidia-smi``, ``amd-smi``, ``rocm-smi`` and
 #: ``torch.cuda.get_device_name`` print them) -> keys of
 #: :data:`DEVICE_PEAK_FLOPS`: the first pattern contained in the name wins,

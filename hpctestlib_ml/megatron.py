@@ -76,7 +76,7 @@ import math
 from reframe.core.builtins import (parameter, performance_function,
                                    run_after, run_before, variable)
 
-from hpctestlib_ml import caraml, flops
+from hpctestlib_ml import caraml, flops, memory_estimate
 from hpctestlib_ml.base import (BadInputError, MLTrainingTest, count,
                                 partition_facts)
 from hpctestlib_ml.layout import LayoutError, resolve_layout
@@ -218,6 +218,32 @@ def flops_per_token(shape, vocab):
         swiglu=shape.get('swiglu', False))
 
 
+def default_global_batch(size, micro_batch, data_parallel):
+    '''The global batch a case of model *size* runs by default, before
+    rounding to a multiple of micro batch x data parallel: CARAML's, else
+    the size's ``global_batch`` (Llama 3: CSCS's), else 8 (``tiny``).'''
+    return (caraml.global_batch(size, micro_batch, data_parallel) or
+            MODELS[size].get('global_batch', 8))
+
+
+def estimate_memory(shape, vocab, tp, pp, dp, micro_batch, global_batch,
+                    precision, on_gpu=True, **kwargs):
+    '''Per-device memory of the first pipeline stage
+    (:func:`hpctestlib_ml.memory_estimate.megatron_estimate`) with the
+    options CARAML's arguments turn on, in Megatron-LM and the fallback
+    alike: sequence parallelism (at TP > 1), selective recomputation, the
+    distributed optimizer; the attention's s x s tensors are kept only by
+    the CPU's math path, and then recomputed.'''
+    return memory_estimate.megatron_estimate(
+        shape, vocab, tp, pp, dp, micro_batch, global_batch, precision,
+        sequence_parallel=tp > 1 and '--sequence-parallel' in caraml.TRAINING,
+        recompute_granularity=('selective' if '--recompute-activations'
+                               in caraml.TRAINING else None),
+        distributed_optimizer='--use-distributed-optimizer' in
+        caraml.OPTIMIZER,
+        attention_scores_stored=not on_gpu, **kwargs)
+
+
 def forward_flops_per_sequence(shape, vocab):
     '''Forward FLOPs of one sequence: Megatron's training formula per token
     (:func:`flops_per_token`) x sequence length / 3 (forward + backward =
@@ -351,9 +377,8 @@ class GptPretraining(MLTrainingTest):
 
         per_step = self.batch_size * self.dp
         if self.global_batch_size is None:
-            target = (caraml.global_batch(self.model_size, self.batch_size,
-                                          self.dp) or
-                      model.get('global_batch', 8))
+            target = default_global_batch(self.model_size, self.batch_size,
+                                          self.dp)
             self.global_batch_size = per_step * max(1, round(target /
                                                              per_step))
         self.global_batch_size = count('global_batch_size',
@@ -383,6 +408,29 @@ class GptPretraining(MLTrainingTest):
         self.vocab = padded_vocab(model['vocab'], self.tp)
         self.train_iters = self.steps
         self.env_vars.update(caraml.ENVIRONMENT)
+
+    def memory_estimate(self):
+        '''Per-device memory of the first pipeline stage, as this case
+        runs (:func:`estimate_memory`).'''
+        return estimate_memory(
+            self.model, self.vocab, self.tp, self.pp, self.dp,
+            self.batch_size, self.global_batch_size, self.precision,
+            on_gpu=self.uses_gpus,
+            untie=True if self.untie_embeddings else None,
+            learned_positions=(self.position_embedding_type ==
+                               'learned_absolute'))
+
+    def memory_fit_hints(self, estimate, device_gib):
+        '''A smaller micro batch where one fits; more nodes (the
+        distributed optimizer shards its state over data parallel); larger
+        TP or PP.'''
+        hints = super().memory_fit_hints(estimate, device_gib)
+        hints.append('more nodes (-S num_nodes=): the distributed '
+                     'optimizer shards its state over data parallel '
+                     f'{self.dp}')
+        hints.append(f'more model parallelism (-S tensor_parallel=, -S '
+                     f'pipeline_parallel=; now {self.tp} and {self.pp})')
+        return hints
 
     def prints_device_records(self):
         '''Megatron-LM's ``pretrain_gpt.py`` prints its own log only; the

@@ -84,9 +84,30 @@ def measure_forward_flops(model, inputs):
     return counter.get_total_flops()
 
 
+#: The optimizer each program trains with (src/<program>): its states
+#: per parameter, :data:`hpctestlib_ml.memory_estimate.OPTIMIZER_STATES`.
+#: Every PyTorch program keeps fp32 parameters (autocast mixed precision).
+PROGRAM_OPTIMIZERS = {
+    'clip': 'adamw',                # OpenCLIP's training: AdamW
+    'cosmoflow': 'sgd_momentum',    # SGD, momentum 0.9
+    'deeplabv3plus': 'adamw',       # deepcam/__main__.py: AdamW
+    'bert': 'lamb',                 # bert_pretrain/lamb.py (MLPerf's)
+    'alphafold2': 'adam',           # OpenFold's Adam
+    'gpt2_finetune': 'adamw',       # HF Trainer's default, torch AdamW
+    'resnet50': 'sgd_momentum',     # keras SGD, momentum 0.9
+}
+
+#: Set by model_info(memory=True): measure saved tensors too.
+_MEASURE_MEMORY = []
+
+
 def _torch_info(workload, size, name, model, inputs, analytic, device,
                 description=''):
     params = count_params(model)
+    if _MEASURE_MEMORY:
+        from hpctestlib_ml import memory_estimate
+        _MEASURE_MEMORY.append(memory_estimate.saved_tensor_bytes(
+            model, inputs))
     return ModelInfo(
         workload=workload, size=size, model=name, params=params,
         analytic_forward_flops=analytic,
@@ -397,6 +418,53 @@ def model_info(workload, size='benchmark', device=None):
     except KeyError as err:
         raise ModelInfoError(f'{workload}: unknown size {size!r} '
                              f'({err})') from None
+
+
+def memory_info(workload, size='benchmark', layout=None, batch=None,
+                precision=None):
+    '''(ModelInfo, MemoryEstimate per device) of *workload* at *size*.
+    Megatron: analytic (:func:`hpctestlib_ml.memory_estimate.
+    megatron_estimate`), *layout* (tp, pp, dp) default the size's TP and
+    PP and DP 1, with CARAML's options (on a GPU). Others: parameters x
+    the program's optimizer's bytes, and the activations one forward pass
+    at batch 1 saves for the backward, measured on the meta device, x
+    *batch* (ResNet-50, TensorFlow: not estimated).'''
+    from hpctestlib_ml import memory_estimate as me
+    if workload == 'megatron':
+        from hpctestlib_ml import caraml, megatron
+        info = model_info(workload, size)
+        shape = megatron.MODELS[info.model]
+        tp, pp, dp = layout or (shape['tp'], shape['pp'], 1)
+        batch = batch or shape['micro_batch']
+        precision = precision or caraml.PRECISION.get(info.model, 'bf16')
+        vocab = megatron.padded_vocab(shape['vocab'], tp)
+        per_step = dp * batch
+        global_batch = per_step * max(1, round(megatron.default_global_batch(
+            info.model, batch, dp) / per_step))
+        return info, megatron.estimate_memory(
+            shape, vocab, tp, pp, dp, batch, global_batch, precision)
+    optimizer = PROGRAM_OPTIMIZERS[workload]
+    batch = batch or 1
+    precision = precision or 'fp32'
+    _MEASURE_MEMORY[:] = [True]
+    try:
+        info = model_info(workload, size, 'meta'
+                          if workload != 'resnet50' else None)
+        measured = _MEASURE_MEMORY[1] if len(_MEASURE_MEMORY) > 1 else None
+    finally:
+        _MEASURE_MEMORY.clear()
+    notes = [f'{optimizer}, fp32 parameters (autocast mixed precision '
+             f'keeps them fp32 too, with no master copy)']
+    if measured is None:
+        notes.append('activations not estimated (TensorFlow: no saved-'
+                     'tensor measure)')
+    else:
+        notes.append('activations: tensors one forward pass at batch 1 '
+                     'saves for the backward (meta device, fp32, no '
+                     'gradient checkpointing: an upper bound under mixed '
+                     'precision or checkpointing), x the batch')
+    return info, me.generic_estimate(info.params, optimizer, measured, batch,
+                                     precision, assumptions=notes)
 
 
 def format_info(info):

@@ -62,6 +62,11 @@ def test_benchmark_configuration_trains(run_reframe, prepared, check):
     proc, var = run_reframe(
         HPCML, 'suite', '-n', pattern, '--mode', 'short', '-S', 'steps=2',
         *options, env={'HPCML_PREPARED_DIR': str(prepared)}, timeout=3000)
+    if 'SKIP' in proc.stdout and 'needs an estimated' in proc.stdout:
+        # A machine too small for Megatron's 800M in fp32 (~18.1 GiB with
+        # CARAML's selective recomputation): the memory check skips it
+        # (tests/test_memory_fit.py) where the kernel would kill it.
+        pytest.skip(proc.stdout.split('needs an estimated', 1)[1][:300])
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     row, = read_perflog(var / 'perflogs' / 'local' / 'cpu' / f'{name}.log')
     assert row['result'] == 'pass' and row['resolved_size'] == 'short'

@@ -79,6 +79,8 @@ site_configuration = make_site_configuration(
                 # -S num_nodes=32 on a 16_nodes case.
                 'scales': ['1_node', '2_nodes', '4_nodes', '8_nodes', '16_nodes'],
                 'rendezvous_address': '{hostname}i',
+                # A100 comes with 40 or 80 GB; the Booster's have 40.
+                'device_memory_gib': 40,
             },
         }, os.environ.get('HPCML_CONTAINER_DIR'))],
     }],

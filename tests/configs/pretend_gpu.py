@@ -1,6 +1,8 @@
 """A configuration that says this machine has a GPU it does not have: a
 ``gpu`` partition of one GPU on the local scheduler, an H100 unless
-``HPCML_PRETEND_GPU_MODEL`` names another model of the peak table. The tests run GPU
+``HPCML_PRETEND_GPU_MODEL`` names another model of the peak table (with
+``HPCML_PRETEND_DEVICE_MEMORY_GIB`` as its ``extras['device_memory_gib']``,
+where set). The tests run GPU
 cases here to see what a GPU case does where torch finds no GPU (a CUDA
 build on an older driver, a container started without ``--nv``): it
 must fail, saying so, never train on the CPU and pass."""
@@ -31,7 +33,11 @@ site_configuration = make_site_configuration(
                                                  'H100-SXM')}],
             'features': ['gpu'],
             'extras': {'max_nodes': 1, 'rendezvous_address': '127.0.0.1',
-                       'gpu_vendor': 'nvidia'},
+                       'gpu_vendor': 'nvidia',
+                       **({'device_memory_gib': float(
+                           os.environ['HPCML_PRETEND_DEVICE_MEMORY_GIB'])}
+                          if os.environ.get('HPCML_PRETEND_DEVICE_MEMORY_GIB')
+                          else {})},
         }],
     }],
     environments=[{
