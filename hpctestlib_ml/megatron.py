@@ -233,8 +233,10 @@ def estimate_memory(shape, vocab, tp, pp, dp, micro_batch, global_batch,
     options CARAML's arguments turn on, in Megatron-LM and the fallback
     alike: sequence parallelism (at TP > 1), selective recomputation, the
     distributed optimizer; the attention's s x s tensors are kept only by
-    the CPU's math path, and then recomputed.'''
-    return memory_estimate.megatron_estimate(
+    the CPU's math path, and then recomputed. On CPUs, with what a CPU
+    process holds beyond its tensors
+    (:func:`hpctestlib_ml.memory_estimate.on_cpu`).'''
+    estimate = memory_estimate.megatron_estimate(
         shape, vocab, tp, pp, dp, micro_batch, global_batch, precision,
         sequence_parallel=tp > 1 and '--sequence-parallel' in caraml.TRAINING,
         recompute_granularity=('selective' if '--recompute-activations'
@@ -242,6 +244,7 @@ def estimate_memory(shape, vocab, tp, pp, dp, micro_batch, global_batch,
         distributed_optimizer='--use-distributed-optimizer' in
         caraml.OPTIMIZER,
         attention_scores_stored=not on_gpu, **kwargs)
+    return estimate if on_gpu else memory_estimate.on_cpu(estimate)
 
 
 def forward_flops_per_sequence(shape, vocab):
@@ -360,8 +363,12 @@ class GptPretraining(MLTrainingTest):
         return sizes
 
     def reference_case_options(self):
+        '''The global batch, the layout, and the program: Megatron-LM's
+        figures (CARAML's, jubench's) are not the fallback's.'''
         return {'global_batch_size': self.global_batch_size,
-                'tp': self.tp, 'pp': self.pp}
+                'tp': self.tp, 'pp': self.pp,
+                'program': ('megatron-lm' if self.megatron_lm else
+                            'megatron-core')}
 
     def finalize_settings(self):
         model = MODELS[self.model_size]

@@ -259,9 +259,11 @@ def test_jubench_reference_holds_for_its_own_batch_only():
     (key, entry), = booster.items()
     assert entry['tokens_per_second'][0] == 36055.39
     jubench = ('benchmark 96x4 srun batch=1 bf16 model_size=175B '
-               'global_batch_size=96 tp=4 pp=8')
+               'global_batch_size=96 tp=4 pp=8 program=megatron-lm')
     default = jubench.replace('global_batch_size=96', 'global_batch_size=768')
-    assert re.fullmatch(key, jubench) and not re.fullmatch(key, default)
+    fallback = jubench.replace('megatron-lm', 'megatron-core')
+    assert re.fullmatch(key, jubench)
+    assert not re.fullmatch(key, default) and not re.fullmatch(key, fallback)
 
 
 def fake_nvidia_smi(tmp_path, monkeypatch, names):

@@ -199,3 +199,20 @@ def test_report_on_the_suites_own_perflogs_and_db(local_suite):
                                 if 'local:cpu' in l)
     assert table(proc.stdout) == table(proc_db.stdout)
     assert len(table(proc.stdout)) == 3 * len(WORKLOAD_FIGURES)
+
+
+def test_megatron_logs_how_it_departs_from_caraml(local_suite):
+    '''The perflog's ``departures`` of the local Megatron runs: mock data
+    (no OSCAR subset configured) and the fallback's own line (no flash
+    attention on a CPU); '' for workloads that do not check.'''
+    _, var = local_suite
+    rows = read_perflog(var / 'perflogs' / 'local' / 'cpu' /
+                        'MegatronGPT.log')
+    for row in rows:
+        assert row['departures'] == (
+            "mock data (no extras['megatron_data'] or -S data_path); "
+            'attention: unfused math path, no flash-attn (no GPU)'), row
+        assert row['reference_case'].endswith(' program=megatron-core')
+    other, = {r['departures'] for r in read_perflog(
+        var / 'perflogs' / 'local' / 'cpu' / 'CosmoFlow.log')}
+    assert other == ''

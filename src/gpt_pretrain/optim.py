@@ -46,7 +46,24 @@ def optimizer(ddp_model, args):
         hysteresis=args.hysteresis,
         use_distributed_optimizer=args.use_distributed_optimizer)
     with cpu_patches.cuda_type_names():
-        return get_megatron_optimizer(config, [ddp_model])
+        opt = get_megatron_optimizer(config, [ddp_model])
+    use_fused_adam(opt)
+    return opt
+
+
+def use_fused_adam(opt):
+    '''Where neither Transformer Engine nor apex is installed Megatron-Core
+    falls back to ``torch.optim.AdamW`` with its default ``foreach``
+    update, which makes temporaries the size of all parameters (one more
+    fp32 copy at the step's peak, which Megatron-LM's fused Adam never
+    holds). Switch those to torch's fused AdamW: one kernel per tensor,
+    in place, as apex's and TE's FusedAdam (on CPUs too).'''
+    for inner in getattr(opt, 'chained_optimizers', [opt]):
+        torch_opt = getattr(inner, 'optimizer', None)
+        if isinstance(torch_opt, (torch.optim.AdamW, torch.optim.Adam)):
+            for group in torch_opt.param_groups:
+                group['foreach'], group['fused'] = False, True
+            torch_opt.defaults.update(foreach=False, fused=True)
 
 
 def schedule(opt, args):
