@@ -253,8 +253,9 @@ def parser():
     info.add_argument('workload', choices=sorted(WORKLOADS))
     info.add_argument('--size', default='benchmark',
                       help='tiny, benchmark (default), or a model name the '
-                           'program takes (megatron: 800M, 13B, 175B; clip: '
-                           'an OpenCLIP model; gpt2_finetune: gpt2)')
+                           'program takes (megatron: 800M, 13B, 175B, '
+                           'llama3-8B, llama3-70B; clip: an OpenCLIP '
+                           'model; gpt2_finetune: gpt2)')
     info.add_argument('--device', choices=('cpu', 'meta'),
                       help='where to build the model (default: meta for '
                            'the large ones); FLOPs are counted on meta')
