@@ -270,6 +270,14 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     #: :type: :class:`str`
     departures = variable(str, value='')
 
+    #: The memory per device the suite estimated at setup (as ``hpcml
+    #: model-info --memory``), e.g. ``27.0 GiB``; '' where the workload
+    #: has no estimate. Logged with every result, beside what a GPU run
+    #: measures (``gpu_mem_peak_MiB``).
+    #:
+    #: :type: :class:`str`
+    memory_estimated = variable(str, value='')
+
     #: What this case is on its partition, for references from history
     #: (``$index: [$partition, reference_case]``): size, nodes x ranks per
     #: node, launch mode, batch, precision, the test's own parameters and
@@ -475,10 +483,12 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         for the CUDA context and the allocator), with the numbers and
         what would fit. A case whose memory is unknown is not skipped (the
         log says so).'''
-        if not self.memory_check:
-            return
         estimate = self.memory_estimate()
         if estimate is None:
+            return
+        self.memory_estimated = (f'{estimate.total / memory_estimate.GIB:.1f}'
+                                 f' GiB')
+        if not self.memory_check:
             return
         device_gib, source = self.device_memory_gib()
         if device_gib is None:

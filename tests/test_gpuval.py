@@ -128,6 +128,16 @@ def row(**changes):
     return {**base, **changes}
 
 
+def test_the_memory_estimate_is_held_against_the_measured_peak():
+    '''The table notes the suite's setup-time estimate beside the peak the
+    GPU ranks measured, so a GPU run checks the estimate.'''
+    assert table.memory_note('27.0 GiB', 25.0 * 1024) == (
+        'memory: estimated 27.0 GiB per device, measured peak 25.0 GiB '
+        '(allocator reserved), estimate +8%')
+    assert table.memory_note('', 25.0 * 1024) is None
+    assert table.memory_note('27.0 GiB', None) is None
+
+
 def test_a_gpu_case_passes_when_it_ran_there_and_its_energy_agrees():
     judged = table.judge(row(), 'mlperf', cpu=False, energy_j=14300.0,
                          fail_reason=None)

@@ -213,6 +213,8 @@ def test_megatron_logs_how_it_departs_from_caraml(local_suite):
             "mock data (no extras['megatron_data'] or -S data_path); "
             'attention: unfused math path, no flash-attn (no GPU)'), row
         assert row['reference_case'].endswith(' program=megatron-core')
-    other, = {r['departures'] for r in read_perflog(
+        # The setup's memory estimate, logged beside the results.
+        assert re.fullmatch(r'\d+\.\d GiB', row['memory_estimated']), row
+    other = {(r['departures'], r['memory_estimated']) for r in read_perflog(
         var / 'perflogs' / 'local' / 'cpu' / 'CosmoFlow.log')}
-    assert other == ''
+    assert other == {('', '')}

@@ -119,6 +119,19 @@ def _window(workload, text):
         return None
 
 
+def memory_note(estimated, peak_mib):
+    '''The suite's memory estimate (the case's ``memory_estimated``, e.g.
+    ``27.0 GiB``) against the peak the ranks measured (the allocator's
+    reserved peak, MiB); None where either is missing.'''
+    if not estimated or not _finite(peak_mib) or peak_mib <= 0:
+        return None
+    peak_gib = peak_mib / 1024
+    ratio = float(estimated.split()[0]) / peak_gib - 1
+    return (f'memory: estimated {estimated} per device, measured peak '
+            f'{peak_gib:.1f} GiB (allocator reserved), estimate '
+            f'{ratio * 100:+.0f}%')
+
+
 def case_row(phase, case, run, trace, cpu):
     '''One row of the table (a dict) for a ReFrame test case.'''
     workload = case.get('workload', '')
@@ -141,6 +154,9 @@ def case_row(phase, case, run, trace, cpu):
                          None)
     row['data_share'] = value('data_share')
     row['gpu_mem_MiB'] = value('gpu_mem_peak_MiB')
+    note = memory_note(case.get('memory_estimated'), row['gpu_mem_MiB'])
+    if note:
+        row['notes'].append(note)
     row['energy_per_sample_J'] = value('energy_per_sample_J')
     row['energy_counter'] = case.get('energy_counter')
     window = _window(workload, text)
