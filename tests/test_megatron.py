@@ -304,3 +304,42 @@ def test_sdpa_attention_equals_megatrons_math_path(groups):
             parallel_state.destroy_model_parallel()
     assert sdpa.shape == math_path.shape == (s, b, n * d)
     torch.testing.assert_close(sdpa, math_path, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('te, apex', [(True, False), (False, False),
+                                      (False, True)])
+def test_the_layer_choice_on_a_gpu_node(monkeypatch, te, apex):
+    '''What the fallback builds on a GPU node, with Transformer Engine,
+    with apex only, with neither: Megatron-Core's spec functions are
+    called with arguments their signatures take (Transformer Engine's has
+    no ``normalization``), and the departures say what is not
+    Megatron-LM's.'''
+    import inspect
+    import sys
+    import torch
+    from conftest import REPO
+    sys.path.insert(0, str(REPO / 'src'))
+    from gpt_pretrain import layer_spec
+    from megatron.core.models.gpt import gpt_layer_specs as specs
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(layer_spec, '_importable', lambda name: {
+        'transformer_engine': te, 'apex': apex}[name])
+    real_te = specs.get_gpt_layer_with_transformer_engine_spec
+
+    def te_spec(*args, **kwargs):
+        inspect.signature(real_te).bind(*args, **kwargs)
+        return 'TE spec'
+    monkeypatch.setattr(specs, 'get_gpt_layer_with_transformer_engine_spec',
+                        te_spec)
+    args = type('Args', (), {'use_flash_attn': True,
+                             'normalization': 'RMSNorm'})()
+    choice = layer_spec.choose(args)
+    if te:
+        assert choice.layer == 'TE spec' and choice.departures == []
+        return
+    attention = choice.layer.submodules.self_attention.submodules
+    assert attention.core_attention is layer_spec.SdpaAttention
+    assert any('SDPA' in d for d in choice.departures)
+    # RMSNorm: torch's (apex's fused norm has none), marked for SP.
+    assert choice.final_norm is layer_spec.TorchNorm
+    assert any('norms: torch' in d for d in choice.departures)

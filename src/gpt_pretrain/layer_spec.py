@@ -136,8 +136,8 @@ def choose(args):
     flash = getattr(args, 'use_flash_attn', False)
     on_gpu = torch.cuda.is_available()
     if on_gpu and _importable('transformer_engine'):
-        spec = specs.get_gpt_layer_with_transformer_engine_spec(
-            normalization=normalization)
+        # TE's norms read config.normalization (LayerNorm or RMSNorm).
+        spec = specs.get_gpt_layer_with_transformer_engine_spec()
         return Choice(spec, transformer_block.LayerNormImpl,
                       'Transformer Engine (fused attention and norms)', [])
     spec = _local_spec(normalization)
