@@ -108,10 +108,15 @@ def test_fullsize_800m_on_this_cpu_is_skipped_where_it_cannot_fit(
     local CPU partition, whose ranks share the host's MemTotal
     (config/local.py): skipped with the numbers where that is too small,
     queued where not.'''
-    import sys
-    sys.path.insert(0, str(REPO / 'config'))
+    import importlib.util
     from hpctestlib_ml import memory_estimate as me
-    from local import host_memory_gib
+    # config/local.py by its path: putting config/ on sys.path would make
+    # its slurm.py shadow the tests' own slurm package for later tests.
+    spec = importlib.util.spec_from_file_location(
+        'hpcml_local_config', REPO / 'config' / 'local.py')
+    local = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(local)
+    host_memory_gib = local.host_memory_gib
     skips, scripts, _ = dry_run(
         run_reframe, REPO / 'config' / 'local.py', CASE, '--mode', 'short',
         '-S', 'steps=2', '-S', 'batch_size=1', '-S', 'global_batch_size=1')
