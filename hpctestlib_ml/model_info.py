@@ -436,7 +436,9 @@ def memory_info(workload, size='benchmark', layout=None, batch=None,
         shape = megatron.MODELS[info.model]
         tp, pp, dp = layout or (shape['tp'], shape['pp'], 1)
         batch = batch or shape['micro_batch']
-        precision = precision or caraml.PRECISION.get(info.model, 'bf16')
+        # The check's: CARAML's per size, bf16 for Llama 3, fp32 at tiny.
+        precision = precision or caraml.PRECISION.get(
+            info.model, 'fp32' if info.model == 'tiny' else 'bf16')
         vocab = megatron.padded_vocab(shape['vocab'], tp)
         per_step = dp * batch
         global_batch = per_step * max(1, round(megatron.default_global_batch(
