@@ -482,7 +482,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         :data:`~hpctestlib_ml.memory_estimate.RESERVE_MIN_GIB`, kept free
         for the CUDA context and the allocator), with the numbers and
         what would fit. A case whose memory is unknown is not skipped (the
-        log says so).'''
+        log says so). The estimate is logged either way
+        (:attr:`memory_estimated`).'''
         estimate = self.memory_estimate()
         if estimate is None:
             return

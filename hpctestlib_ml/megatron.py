@@ -219,11 +219,19 @@ def flops_per_token(shape, vocab):
 
 
 def default_global_batch(size, micro_batch, data_parallel):
-    '''The global batch a case of model *size* runs by default, before
-    rounding to a multiple of micro batch x data parallel: CARAML's, else
-    the size's ``global_batch`` (Llama 3: CSCS's), else 8 (``tiny``).'''
-    return (caraml.global_batch(size, micro_batch, data_parallel) or
-            MODELS[size].get('global_batch', 8))
+    '''The global batch a case of model *size* runs by default: CARAML's,
+    else the size's ``global_batch`` (Llama 3: CSCS's), else 8 (``tiny``),
+    rounded to a multiple of micro batch x data parallel (one at least).'''
+    target = (caraml.global_batch(size, micro_batch, data_parallel) or
+              MODELS[size].get('global_batch', 8))
+    per_step = micro_batch * data_parallel
+    return per_step * max(1, round(target / per_step))
+
+
+def benchmark_precision(size):
+    '''The precision model *size* trains in at benchmark size on GPUs:
+    CARAML's (fp16 for 800M and 13B, bf16 for 175B), else bf16.'''
+    return caraml.PRECISION.get(size, 'bf16')
 
 
 def estimate_memory(shape, vocab, tp, pp, dp, micro_batch, global_batch,
@@ -279,10 +287,9 @@ class GptPretraining(MLTrainingTest):
     sizes = {
         'tiny': {'batch_size': MODELS['tiny']['micro_batch'],
                  'time_limit': '15m'},
-        # Precision: the model size's in CARAML (caraml.PRECISION), else
-        # bf16 (size_table).
-        'benchmark': {'precision': 'bf16', 'steps': BENCHMARK_ITERATIONS,
-                      'time_limit': '1h'},
+        # Precision: the model size's (benchmark_precision, added by
+        # size_table).
+        'benchmark': {'steps': BENCHMARK_ITERATIONS, 'time_limit': '1h'},
         # An iteration is a whole global batch: 20 of them are the
         # benchmark's measurement already.
         'short': {'steps': BENCHMARK_ITERATIONS},
@@ -356,9 +363,9 @@ class GptPretraining(MLTrainingTest):
         '''The sizes, with the benchmark precision of the model size as
         CARAML runs it (fp16 for 800M and 13B, bf16 for 175B).'''
         sizes = super().size_table()
-        precision = caraml.PRECISION.get(self.model_size)
+        precision = benchmark_precision(self.model_size)
         for name in ('benchmark', 'short'):
-            if precision and name in sizes:
+            if name in sizes:
                 sizes[name] = {**sizes[name], 'precision': precision}
         return sizes
 
@@ -384,10 +391,8 @@ class GptPretraining(MLTrainingTest):
 
         per_step = self.batch_size * self.dp
         if self.global_batch_size is None:
-            target = default_global_batch(self.model_size, self.batch_size,
-                                          self.dp)
-            self.global_batch_size = per_step * max(1, round(target /
-                                                             per_step))
+            self.global_batch_size = default_global_batch(
+                self.model_size, self.batch_size, self.dp)
         self.global_batch_size = count('global_batch_size',
                                        self.global_batch_size)
         if self.global_batch_size % per_step:

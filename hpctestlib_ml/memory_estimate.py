@@ -1,6 +1,7 @@
 """Will it fit? Per-device memory of a training case, before it is queued.
 
-An estimate is four terms, in bytes per device (:class:`MemoryEstimate`):
+An estimate is four terms, in bytes per device (:class:`MemoryEstimate`),
+and on CPUs a fifth (:func:`on_cpu`):
 
 - ``weights``: the parameters as the program holds them;
 - ``gradients``: their gradients (the buffer the backward pass fills);
@@ -25,7 +26,6 @@ scheduling, up to PP micro-batches in flight. The other PyTorch workloads'
 activations are measured (:func:`saved_tensor_bytes`).
 """
 import dataclasses
-import math
 
 GIB = 2 ** 30
 

@@ -16,6 +16,7 @@ device where it is large (shapes without memory or arithmetic), and reports:
 Everything is offline: no weights or data are loaded from a hub.
 """
 import contextlib
+import contextvars
 import dataclasses
 import os
 import pathlib
@@ -97,17 +98,31 @@ PROGRAM_OPTIMIZERS = {
     'resnet50': 'sgd_momentum',     # keras SGD, momentum 0.9
 }
 
-#: Set by model_info(memory=True): measure saved tensors too.
-_MEASURE_MEMORY = []
+#: Inside :func:`_measuring_activations`: a dict that :func:`_torch_info`
+#: puts the bytes one forward pass saves for the backward in ('bytes').
+_ACTIVATIONS = contextvars.ContextVar('hpcml_activations', default=None)
+
+
+@contextlib.contextmanager
+def _measuring_activations():
+    '''While a workload's builder runs: measure its model's saved tensors
+    too (:func:`hpctestlib_ml.memory_estimate.saved_tensor_bytes`); yields
+    the dict the figure lands in (no 'bytes' for TensorFlow).'''
+    found = {}
+    token = _ACTIVATIONS.set(found)
+    try:
+        yield found
+    finally:
+        _ACTIVATIONS.reset(token)
 
 
 def _torch_info(workload, size, name, model, inputs, analytic, device,
                 description=''):
     params = count_params(model)
-    if _MEASURE_MEMORY:
+    found = _ACTIVATIONS.get()
+    if found is not None:
         from hpctestlib_ml import memory_estimate
-        _MEASURE_MEMORY.append(memory_estimate.saved_tensor_bytes(
-            model, inputs))
+        found['bytes'] = memory_estimate.saved_tensor_bytes(model, inputs)
     return ModelInfo(
         workload=workload, size=size, model=name, params=params,
         analytic_forward_flops=analytic,
@@ -431,30 +446,25 @@ def memory_info(workload, size='benchmark', layout=None, batch=None,
     *batch* (ResNet-50, TensorFlow: not estimated).'''
     from hpctestlib_ml import memory_estimate as me
     if workload == 'megatron':
-        from hpctestlib_ml import caraml, megatron
+        from hpctestlib_ml import megatron
         info = model_info(workload, size)
         shape = megatron.MODELS[info.model]
         tp, pp, dp = layout or (shape['tp'], shape['pp'], 1)
         batch = batch or shape['micro_batch']
-        # The check's: CARAML's per size, bf16 for Llama 3, fp32 at tiny.
-        precision = precision or caraml.PRECISION.get(
-            info.model, 'fp32' if info.model == 'tiny' else 'bf16')
+        # The check's: fp32 at tiny (as on CPUs), else the size's.
+        precision = precision or ('fp32' if info.model == 'tiny' else
+                                  megatron.benchmark_precision(info.model))
         vocab = megatron.padded_vocab(shape['vocab'], tp)
-        per_step = dp * batch
-        global_batch = per_step * max(1, round(megatron.default_global_batch(
-            info.model, batch, dp) / per_step))
+        global_batch = megatron.default_global_batch(info.model, batch, dp)
         return info, megatron.estimate_memory(
             shape, vocab, tp, pp, dp, batch, global_batch, precision)
     optimizer = PROGRAM_OPTIMIZERS[workload]
     batch = batch or 1
     precision = precision or 'fp32'
-    _MEASURE_MEMORY[:] = [True]
-    try:
+    with _measuring_activations() as found:
         info = model_info(workload, size, 'meta'
                           if workload != 'resnet50' else None)
-        measured = _MEASURE_MEMORY[1] if len(_MEASURE_MEMORY) > 1 else None
-    finally:
-        _MEASURE_MEMORY.clear()
+    measured = found.get('bytes')
     notes = [f'{optimizer}, fp32 parameters (autocast mixed precision '
              f'keeps them fp32 too, with no master copy)']
     if measured is None:

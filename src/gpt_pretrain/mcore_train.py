@@ -258,8 +258,8 @@ def build_model(args, vocab, device=None, choice=None):
         perform_initialization=not meta,
         params_dtype=dtype, pipeline_dtype=dtype,
         bf16=args.bf16, fp16=args.fp16,
-        sequence_parallel=getattr(args, 'sequence_parallel', False),
-        recompute_granularity=getattr(args, 'recompute_granularity', None),
+        sequence_parallel=args.sequence_parallel,
+        recompute_granularity=args.recompute_granularity,
     )
     choice = choice or layer_spec.choose(args)
     with torch.device('meta') if meta else contextlib.nullcontext():
@@ -474,8 +474,8 @@ def main(argv=None):
     flops_per_token = training_flops_per_token(args, vocab)
     tokens_per_iter = args.global_batch_size * args.seq_length
 
-    interval_start, interval = time.time(), {'losses': [], 'skipped': 0,
-                                             'iterations': 0}
+    # The logging interval's iterations: (loss, whether it updated).
+    interval_start, interval = time.time(), []
     timed = {'data': 0.0, 'total': 0.0}
     for iteration in range(1, args.train_iters + 1):
         iteration_start, data_before = time.perf_counter(), clock['data']
@@ -500,20 +500,15 @@ def main(argv=None):
             loss = torch.stack([x['lm loss'] for x in losses]).mean()
             dist.all_reduce(loss, group=parallel_state.get_data_parallel_group())
             loss = loss / dp
-        loss = float(loss)                       # waits for the step
-        interval['iterations'] += 1
-        if updated:
-            interval['losses'].append(loss)
-        else:
-            interval['skipped'] += 1
+        interval.append((float(loss), updated))  # waits for the step
         if iteration > 1:                        # steady state
             timed['data'] += clock['data'] - data_before
             timed['total'] += time.perf_counter() - iteration_start
         if iteration % args.log_interval == 0:
-            elapsed = (time.time() - interval_start) / interval['iterations']
+            elapsed = (time.time() - interval_start) / len(interval)
             tflops = (flops_per_token * tokens_per_iter / elapsed / world /
                       1e12 if args.log_throughput else None)
-            losses_kept = interval['losses']
+            losses_kept = [loss for loss, kept in interval if kept]
             if last:
                 print(iteration_line(
                     iteration, args, iteration * args.global_batch_size,
@@ -522,9 +517,8 @@ def main(argv=None):
                     sum(losses_kept) / max(1, len(losses_kept)),
                     loss_scale=float(optimizer.get_loss_scale()),
                     grad_norm=grad_norm if updated else None,
-                    skipped=interval['skipped']), flush=True)
-            interval_start, interval = time.time(), {
-                'losses': [], 'skipped': 0, 'iterations': 0}
+                    skipped=len(interval) - len(losses_kept)), flush=True)
+            interval_start, interval = time.time(), []
 
     import hpcml_log
     import torch_device

@@ -54,10 +54,11 @@ def optimizer(ddp_model, args):
 def use_fused_adam(opt):
     '''Where neither Transformer Engine nor apex is installed Megatron-Core
     falls back to ``torch.optim.AdamW`` with its default ``foreach``
-    update, which makes temporaries the size of all parameters (one more
-    fp32 copy at the step's peak, which Megatron-LM's fused Adam never
-    holds). Switch those to torch's fused AdamW: one kernel per tensor,
-    in place, as apex's and TE's FusedAdam (on CPUs too).'''
+    update; switch it to torch's fused AdamW, the single in-place kernel
+    per tensor that Megatron-LM runs as apex's or TE's FusedAdam (same
+    arithmetic). Its effect is not measured on a GPU; on this CPU the
+    resident peak of 4 layers of 800M's width did not change (8.85 GB
+    with foreach, 8.88 GB fused).'''
     for inner in getattr(opt, 'chained_optimizers', [opt]):
         torch_opt = getattr(inner, 'optimizer', None)
         if isinstance(torch_opt, (torch.optim.AdamW, torch.optim.Adam)):
