@@ -460,8 +460,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     def memory_fit_hints(self, estimate, device_gib):
         '''How to make *estimate* fit a device of *device_gib* GiB: the
         largest per-device batch that would fit, where one would.'''
-        usable = memory_estimate.usable_gib(device_gib)
-        if estimate.static / memory_estimate.GIB > usable:
+        if estimate.static > memory_estimate.tensor_room(estimate,
+                                                         device_gib):
             return [f'weights, gradients and optimizer state alone need '
                     f'{estimate.static / memory_estimate.GIB:.1f} GiB: '
                     f'devices with more memory, or more of them sharing '
@@ -500,11 +500,12 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
             return
         usable = memory_estimate.usable_gib(device_gib)
         hints = self.memory_fit_hints(estimate, device_gib)
+        reserve = ('the CUDA context and allocator' if self.uses_gpus
+                   else 'the system')
         self.skip(
             f'needs {estimate.describe()}; the partition\'s devices have '
             f'{device_gib:.1f} GiB ({source}), {usable:.1f} of them for '
-            f'the run ({device_gib - usable:.1f} kept for the CUDA '
-            f'context and allocator): '
+            f'the run ({device_gib - usable:.1f} kept for {reserve}): '
             + '; '.join(hints + [
                 "if the device memory is wrong, set extras"
                 "['device_memory_gib']; to queue it anyway, -S "

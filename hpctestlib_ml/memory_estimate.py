@@ -149,6 +149,16 @@ def usable_gib(device_gib):
     return device_gib - max(RESERVE_MIN_GIB, RESERVE_FRACTION * device_gib)
 
 
+def tensor_room(estimate, device_gib):
+    '''Bytes *estimate*'s tensors may take on a device of *device_gib*
+    GiB: what :func:`usable_gib` leaves, less, on CPUs, what the process
+    holds beyond its tensors (:func:`on_cpu`).'''
+    room = usable_gib(device_gib) * GIB
+    if estimate.cpu_overhead:
+        room = (room - CPU_PROCESS_BYTES) / CPU_RESIDENT_FACTOR
+    return room
+
+
 def fits(estimate, device_gib):
     '''Whether *estimate* fits a device of *device_gib* GiB, its reserve
     kept free.'''
@@ -162,7 +172,7 @@ def largest_batch(estimate, batch, device_gib):
     activations are not estimated.'''
     if not estimate.activations:
         return None
-    room = usable_gib(device_gib) * GIB - estimate.static
+    room = tensor_room(estimate, device_gib) - estimate.static
     if room <= 0:
         return 0
     return int(room // (estimate.activations / batch))

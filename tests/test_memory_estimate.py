@@ -288,3 +288,20 @@ def test_model_info_memory_cli(capsys):
         memory['weights_gib'])                 # SGD momentum: one state
     assert cli.main(['model-info', 'megatron', '--memory', '--layout',
                      '2x2']) == 2
+
+
+def test_the_largest_batch_on_a_cpu_counts_the_process_overhead():
+    '''On a CPU the hint "-S batch_size=N would fit" must hold with what
+    the process adds to its tensors: the fullsize 800M case at micro batch
+    1 does not fit 23.5 GiB, so no batch does (the tensors alone would
+    leave room for one).'''
+    from hpctestlib_ml import megatron
+    vocab = padded_vocab(GPT2_VOCAB, 1)
+    cpu = megatron.estimate_memory(MODELS['800M'], vocab, 1, 1, 1, 1, 1,
+                                   'fp32', on_gpu=False)
+    assert not me.fits(cpu, 23.5)
+    assert me.largest_batch(cpu, 1, 23.5) == 0
+    assert me.largest_batch(cpu, 1, 40.0) >= 1
+    assert me.fits(megatron.estimate_memory(
+        MODELS['800M'], vocab, 1, 1, 1, me.largest_batch(cpu, 1, 40.0), 1,
+        'fp32', on_gpu=False), 40.0)
