@@ -14,7 +14,7 @@ proteins, MLPerf HPC's target 0.8.
 """
 from reframe.core.builtins import performance_function
 
-from hpctestlib_ml import flops
+from hpctestlib_ml import flops, precisions
 from hpctestlib_ml.mlperf import MLLogTraining
 
 
@@ -28,7 +28,8 @@ class AlphaFold2Training(MLLogTraining):
         'tiny': {'model': 'tiny', 'batch_size': 1, 'steps': 20,
                  'time_limit': '15m'},
         'benchmark': {'model': 'reference', 'batch_size': 1, 'steps': 50,
-                      'precision': 'bf16', 'time_limit': '1h'},
+                      'precision': precisions.benchmark('alphafold2'),
+                      'time_limit': '1h'},
     }
 
     def model_flops_per_sample(self):

@@ -270,6 +270,15 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
     #: :type: :class:`str`
     departures = variable(str, value='')
 
+    #: The precision the upstream reference program trains in, beside
+    #: :attr:`precision` (what this run trained in), e.g. ``fp32`` where
+    #: the benchmark size trains mixed as the MLPerf submissions do
+    #: (:mod:`hpctestlib_ml.precisions`); '' where the workload records
+    #: none. Logged with every result.
+    #:
+    #: :type: :class:`str`
+    reference_precision = variable(str, value='')
+
     #: The memory per device the suite estimated at setup (as ``hpcml
     #: model-info --memory``), e.g. ``27.0 GiB``; '' where the workload
     #: has no estimate. Logged with every result, beside what a GPU run

@@ -14,7 +14,7 @@ events as MLPerf Training 5.0's rules ask, read by the shared
 """
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops
+from hpctestlib_ml import flops, precisions
 from hpctestlib_ml.base import BadInputError
 from hpctestlib_ml.mlperf import MLLogTraining
 
@@ -38,7 +38,8 @@ class BertPretraining(MLLogTraining):
         'tiny': {'model': 'tiny', 'batch_size': 32, 'steps': 10,
                  'time_limit': '15m'},
         'benchmark': {'model': 'bert-large', 'batch_size': 24, 'steps': 100,
-                      'precision': 'bf16', 'time_limit': '1h'},
+                      'precision': precisions.benchmark('bert'),
+                      'time_limit': '1h'},
     }
 
     #: ``lamb`` (MLPerf's reference) or ``adamw``.

@@ -10,7 +10,7 @@ NumPy samples with ``-S data=DIR`` or the partition's
 """
 from reframe.core.builtins import performance_function
 
-from hpctestlib_ml import flops
+from hpctestlib_ml import flops, precisions
 from hpctestlib_ml.mlperf import MLLogTraining
 
 #: (cube side, conv_size) of the program's sizes.
@@ -26,7 +26,8 @@ class CosmoFlowTraining(MLLogTraining):
         'tiny': {'model': 'tiny', 'batch_size': 4, 'steps': 20,
                  'time_limit': '15m'},
         'benchmark': {'model': 'reference', 'batch_size': 4, 'steps': 100,
-                      'precision': 'bf16', 'time_limit': '1h'},
+                      'precision': precisions.benchmark('cosmoflow'),
+                      'time_limit': '1h'},
     }
 
     data_extra = 'cosmoflow_data'

@@ -12,7 +12,7 @@ import importlib.util
 
 from reframe.core.builtins import performance_function
 
-from hpctestlib_ml import SRC_DIR, flops
+from hpctestlib_ml import SRC_DIR, flops, precisions
 from hpctestlib_ml.mlperf import MLLogTraining
 
 
@@ -45,7 +45,8 @@ class DeepCamTraining(MLLogTraining):
         'tiny': {'model': 'tiny', 'batch_size': 2, 'steps': 10,
                  'time_limit': '15m'},
         'benchmark': {'model': 'reference', 'batch_size': 2, 'steps': 50,
-                      'precision': 'bf16', 'time_limit': '1h'},
+                      'precision': precisions.benchmark('deeplabv3plus'),
+                      'time_limit': '1h'},
     }
 
     data_extra = 'deepcam_data'

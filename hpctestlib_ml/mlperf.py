@@ -4,6 +4,7 @@ BERT, CosmoFlow (and DeepCAM, OpenFold). The events are read by
 they share."""
 from reframe.core.builtins import performance_function, variable
 
+from hpctestlib_ml import precisions
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.parsers import mllog as parser
 
@@ -33,6 +34,7 @@ class MLLogTraining(MLTrainingTest):
         if self.data is None:
             self.data = self.current_partition.extras.get(self.data_extra,
                                                           'synthetic')
+        self.reference_precision = precisions.reference(self.workload)
         self.name_platform()
 
     def name_platform(self):

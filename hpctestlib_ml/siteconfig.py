@@ -36,9 +36,11 @@ PERFLOG_FIELDS = (
     'suite_version', 'framework_versions', 'cuda_version', 'gpu_driver',
     'nccl_version', 'container_image', 'env_switches', 'energy_counter',
     # what ran (the programs' [hpcml] device records), MFU's peak, where
-    # the run departs from the upstream benchmark's configuration, and the
-    # memory per device estimated at setup
-    'device_ran', 'mfu_peak', 'departures', 'memory_estimated',
+    # the run departs from the upstream benchmark's configuration, the
+    # reference program's precision, and the memory per device estimated
+    # at setup
+    'device_ran', 'mfu_peak', 'departures', 'reference_precision',
+    'memory_estimated',
     # references from history (hpctestlib_ml.references)
     'reference_case', 'loss_curve',
 )

@@ -258,11 +258,11 @@ SHORT_ARGS = {
         'gpt2_finetune/models/gpt2 --dataset-dir', 'wikitext-2-raw-v1',
         '--max-steps 100'),
     'BERTLarge': ('--model bert-large --seq-length 512 --max-predictions 76 '
-                  '--batch-size 24 --steps 100', '--precision bf16'),
+                  '--batch-size 24 --steps 100', '--precision fp16'),
     'CosmoFlow': ('--size reference --batch-size 4 --steps 100',
-                  '--precision bf16'),
+                  '--precision fp16'),
     'DeepLabV3Plus': ('--size reference --batch-size 2 --steps 100',
-                      '--precision bf16'),
+                      '--precision fp16'),
     'AlphaFold2': ('--size reference --batch-size 1 --steps 100',
                    '--precision bf16'),
     'ResNet50TF': ('--image-size 224 --batch-size 64 --steps 100',
@@ -382,7 +382,7 @@ def test_bert_large_on_juwels(workload_scripts):
     assert run_line(text).endswith(
         '-m bert_pretrain --model bert-large --seq-length 512 '
         '--max-predictions 76 --batch-size 24 --steps 100 --optimizer lamb '
-        '--precision bf16 --data synthetic')
+        '--precision fp16 --data synthetic')
 
 
 def test_cosmoflow_reference_size_on_juwels(workload_scripts):
@@ -390,7 +390,7 @@ def test_cosmoflow_reference_size_on_juwels(workload_scripts):
     assert '--nnodes=2 --nproc-per-node=4' in run_line(text)
     assert run_line(text).endswith(
         '-m cosmoflow -- --size reference --batch-size 4 --steps 100 '
-        '--precision bf16 --data synthetic')
+        '--precision fp16 --data synthetic')
 
 
 def test_deepcam_reference_size_on_juwels(workload_scripts):
@@ -398,7 +398,7 @@ def test_deepcam_reference_size_on_juwels(workload_scripts):
     assert '#SBATCH --ntasks=4' in text
     assert run_line(text).endswith(
         '-m deepcam --size reference --batch-size 2 --steps 50 '
-        '--precision bf16 --data synthetic')
+        '--precision fp16 --data synthetic')
 
 
 def test_alphafold2_reference_size_on_juwels(workload_scripts):

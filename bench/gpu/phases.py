@@ -20,8 +20,10 @@ its own ``HPCML_VAR_DIR`` under ``OUT/<phase>/var`` and a run report
     Megatron 800M (global batch 16), GPT-2 124M fine-tuning in fp32, fp16
     and bf16, MMoCLIP ViT-L-14 (batch 512) at ``--mode short``.
 ``mlperf-precision``, ``lm-precision``
-    the precisions beside each default: fp16 and fp32 for the MLPerf-style
-    programs, OpenCLIP's amp_bf16 and fp32, Megatron fp16.
+    the precisions beside each default: bf16 and fp32 (the reference
+    programs' precision) for the MLPerf-style programs (whose defaults
+    are fp16, AlphaFold2's bf16: ``hpctestlib_ml/precisions.py``),
+    OpenCLIP's amp_bf16 and fp32, Megatron bf16.
 
 With ``--cpu`` the same sessions run at ``tiny`` size for 3 steps (bf16
 and amp_bf16 for the precision phases: the CPUs' default is fp32
@@ -120,7 +122,7 @@ PHASES = {
     'mlperf': [Session(MLPERF)],
     'lm': [Session(('MegatronGPT', 'GPT2FineTune', 'MMoCLIP'),
                    needs_gpt2=True)],
-    'mlperf-precision': [Session(MLPERF, ('fp16', 'fp32'), ('bf16',),
+    'mlperf-precision': [Session(MLPERF, ('bf16', 'fp32'), ('bf16',),
                                  steps=GPU_PRECISION_STEPS)],
     'lm-precision': [
         Session(('MMoCLIP',), ('amp_bf16', 'fp32'), ('amp_bf16',),
