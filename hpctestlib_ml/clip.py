@@ -127,7 +127,10 @@ def _unlogged_steps(text, metrics):
         return [f'not every step logged: log_every_n_steps is '
                 f'{window if window is not None else "unknown"}, not 1']
     problems = []
-    if metrics['steps_not_logged']:
+    if metrics['steps_not_logged'] is None:
+        problems.append('the logged steps do not follow one another (a '
+                        'restart, or lines out of order)')
+    elif metrics['steps_not_logged']:
         problems.append(f'{metrics["steps_not_logged"]} steps not logged: '
                         f'lines are missing between logged steps')
     steps = parser.parse_train_lines(text)

@@ -83,3 +83,11 @@ def test_window_above_one_fails():
     text = TWO_RANKS.replace('log_every_n_steps: 1', 'log_every_n_steps: 2')
     assert 'not every step logged: log_every_n_steps is 2, not 1' in \
         log_problems(text, 2, 64, benchmark=False)
+
+
+def test_restarted_run_fails():
+    '''The run's log twice over, as a restart into the same log leaves it:
+    step counts go back, so the steps cannot be told apart.'''
+    assert 'the logged steps do not follow one another (a restart, or lines '\
+        'out of order)' in log_problems(TWO_RANKS + TWO_RANKS, 2, 64,
+                                        benchmark=False)
