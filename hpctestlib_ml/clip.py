@@ -86,6 +86,8 @@ def log_problems(text, metrics, world_size, global_batch, benchmark):
         problems.append(f'training stopped at '
                         f'{metrics["done_percent_last"]:g}% of the epoch')
 
+    problems += _unlogged_steps(text, metrics)
+
     if metrics['loss_all_finite'] is False:
         problems.append(f'loss is not finite (last: {metrics["loss_last"]})')
     elif metrics['loss_last'] is not None:
@@ -109,6 +111,33 @@ def log_problems(text, metrics, world_size, global_batch, benchmark):
             problems.append(f'MMoCLIP rules not met: {broken} (required: '
                             f'{required})')
 
+    return problems
+
+
+def _unlogged_steps(text, metrics):
+    """Reasons why the log does not show every step, as the suite's runs
+    (``--log-every-n-steps 1``) and MMoCLIP's rules (DESCRIPTION.md:
+    ``--log-every-n-steps 1``, the total time summed over every step's
+    ``Batch (t)``) require: a window above 1, steps missing between lines,
+    or a log that does not begin with the first step; [] if none."""
+    if metrics['steps'] < 2:
+        return []
+    window = metrics['log_every_n_steps']
+    if window != 1:
+        return [f'not every step logged: log_every_n_steps is '
+                f'{window if window is not None else "unknown"}, not 1']
+    problems = []
+    if metrics['steps_not_logged'] is None:
+        problems.append('the logged steps do not follow one another (a '
+                        'restart, or lines out of order)')
+    elif metrics['steps_not_logged']:
+        problems.append(f'{metrics["steps_not_logged"]} steps not logged: '
+                        f'lines are missing between logged steps')
+    steps = parser.parse_train_lines(text)
+    logged_batch = parser.global_batch(text, steps)
+    if steps[0]['samples'] != logged_batch:
+        problems.append(f'the log begins at {steps[0]["samples"]} samples, '
+                        f'not at the first step ({logged_batch})')
     return problems
 
 

@@ -1,4 +1,6 @@
 """CLIP's sanity reasons, on captured logs."""
+import re
+
 from hpctestlib_ml import clip
 from hpctestlib_ml.parsers.open_clip import extract_metrics
 from conftest import read_data
@@ -54,3 +56,38 @@ def test_refused_run():
                         1, 32, benchmark=False) == [
         'OpenCLIP refused to run: the experiment name already exists under '
         'logs/']
+
+
+def _without_train_lines(text, *samples):
+    '''*text* less the training lines at those sample counts.'''
+    return '\n'.join(ln for ln in text.splitlines()
+                     if not re.search(rf'Train Epoch: \d+ \[\s*(?:'
+                                      rf'{"|".join(map(str, samples))})/', ln))
+
+
+def test_missing_steps_fail_the_run():
+    '''MMoCLIP (and every run of the suite) logs every step: deleting the
+    lines of steps 4 and 5 must fail the check, whatever the rest says.'''
+    text = _without_train_lines(TWO_RANKS, 256, 320)
+    assert log_problems(text, 2, 64, benchmark=False) == [
+        '2 steps not logged: lines are missing between logged steps']
+
+
+def test_log_without_its_first_steps_fails():
+    text = _without_train_lines(TWO_RANKS, 64)
+    assert log_problems(text, 2, 64, benchmark=False) == [
+        'the log begins at 128 samples, not at the first step (64)']
+
+
+def test_window_above_one_fails():
+    text = TWO_RANKS.replace('log_every_n_steps: 1', 'log_every_n_steps: 2')
+    assert 'not every step logged: log_every_n_steps is 2, not 1' in \
+        log_problems(text, 2, 64, benchmark=False)
+
+
+def test_restarted_run_fails():
+    '''The run's log twice over, as a restart into the same log leaves it:
+    step counts go back, so the steps cannot be told apart.'''
+    assert 'the logged steps do not follow one another (a restart, or lines '\
+        'out of order)' in log_problems(TWO_RANKS + TWO_RANKS, 2, 64,
+                                        benchmark=False)

@@ -124,12 +124,36 @@ def test_megatron_real_nan_is_still_found():
     ('jubench_13B_readme.log', 2048, 59_688, 203.563, 8.486469),
     # One interval: kept (nothing to skip); 2048 x 2048 / 105.22 s.
     ('bigscience_tr11_176B_chronicles.log', 2048, 39_862, 149.02, 2.463556),
+    # Megatron-Core MoE (64 experts, EP 4), late-2024 main format with
+    # `throughput per GPU` and `load_balancing_loss`, logged every 20
+    # iterations: each line's time is its interval's mean per iteration
+    # (training.py: elapsed / iterations since the last log), so 64 x 2048
+    # (--seq-length in the notes) / the mean of intervals 40-240 (0.62425 s).
+    ('moe64_ep4_notes_2024_10.log', 2048, 209_966, 31.14545, 6.588043),
+    # Megatron-DeepSpeed (consumed tokens, actual seqlen, tgs): 1536 x 2048
+    # / the mean of iterations 6-10 (346.198 s); its own samples per second
+    # (4.42-4.45) x 2048 agree, and tgs 142 x 64 GPUs too.
+    ('megds_tgs_1536gbs_stuck_loss.log', 2048, 9_086.5, 152.696, 10.99972),
 ])
 def test_megatron_throughput(name, seq, tokens_per_second, printed, loss):
     m = megatron.extract_metrics(megatron_log(name), seq_length=seq)
     assert m['tokens_per_second'] == approx(tokens_per_second, rel=1e-4)
     assert m['printed_tflops_per_gpu'] == approx(printed, rel=1e-4)
     assert m['loss_last'] == approx(loss, rel=1e-6)
+
+
+def test_megatron_lines_wrapped_by_a_terminal():
+    '''A copy from an 80-column-less terminal breaks every line inside
+    `load_balancing_loss`: the time, batch and `lm loss` before the break
+    are read, the cut field and the continuation are not (so no skip or
+    NaN counts). 128 x 256 (--seq-length) / mean of iterations 2-5
+    (2.040675 s).'''
+    m = megatron.extract_metrics(
+        megatron_log('moe8_ep2_wrapped_lines_2024_10.log'), seq_length=256)
+    assert m['iterations'] == 5 and m['iteration_last'] == 5
+    assert m['tokens_per_second'] == approx(16_057.43, rel=1e-5)
+    assert m['loss_last'] == approx(11.77305)
+    assert m['loss_all_finite'] is True
 
 
 def test_megatron_current_upstream_timestamps_give_the_window():
@@ -157,6 +181,12 @@ def test_megatron_current_upstream_timestamps_give_the_window():
     ('t4_numgpus2_parameter_server.log', 242.60, 121.30, 128 / 242.60, 2),
     # One worker; no "Batch size" lines in the excerpt: no step time.
     ('horovod466_np1_resnet101.log', 204.75, 204.75, None, 1),
+    # ROCm 3.0, tensorflow-rocm 2.0.1, one Vega 56 (--num_gpus=1): no header
+    # in the excerpt, so no batch and no step time.
+    ('rocm173_vega56_rocm30_tf201.log', 117.61, 117.61, None, 1),
+    # CPU, MKL build (--device=cpu --mkl=True, NCHW), forward only: one
+    # device ("32.0 per device" of 32 global), 32 / 16.04 s a step.
+    ('cpu_mkl_tf15_resnet50_forward_only.log', 16.04, 16.04, 32 / 16.04, 1),
 ])
 def test_tf_cnn_benchmarks_totals_are_the_jobs_rate(name, job, per_gpu, step,
                                                     devices):
@@ -214,6 +244,17 @@ def test_open_clip_prefixed_lines_keep_the_timed_window():
     ('ezpz_llama32_1b_aurora.log',
      dict(train_samples_per_second=70.544, train_runtime=27.21,
           eval_loss=1.6779, perplexity=5.3542)),
+    # Over an hour: 1:19:45.25 is 4785.25 s (the dict's 4785.2548, rounded
+    # by timedelta's print); tables indented 4 spaces (a notebook's output).
+    ('clip_finetune_notebook_1h19m.log',
+     dict(train_samples_per_second=5.476, train_runtime=4785.25,
+          train_loss=1.865, eval_loss=3.8813)),
+    # 1:31:48.89 = 5508.89 s; 23808 samples x 4 epochs / 5508.89 s = 17.287
+    # (Trainer's speed_metrics); tab-indented; the eval table holds
+    # `eval_F1-score`, a key that is not \w+ (compute_metrics' name).
+    ('vibe_finetune_tab_indented_1h31m.log',
+     dict(train_samples_per_second=17.287, train_runtime=5508.89,
+          train_loss=0.371, eval_loss=3.5356)),
     # transformers 4.3 printed steps/s as "train_samples_per_second" in a
     # dict: no table, so no figure rather than a wrong one.
     ('mlengineering_disable_nvlink_tf430.log',

@@ -23,8 +23,11 @@ import statistics
 
 from hpctestlib_ml.parsers import timed_window
 
-_TABLE = re.compile(r'\*{5} (\w+) metrics \*{5}\s*\n((?:[^\S\n]+\w+\s+=.*\n?)+)')
-_ROW = re.compile(r'^\s+(\w+)\s+=\s+(.+?)\s*$', re.MULTILINE)
+# A row's name is any metric key: compute_metrics may return names such as
+# 'F1-score' (Trainer prints 'eval_F1-score'), so not only \w.
+_TABLE = re.compile(r'\*{5} (\w+) metrics \*{5}\s*\n'
+                    r'((?:[^\S\n]+[^\s=]+\s+=.*\n?)+)')
+_ROW = re.compile(r'^\s+([^\s=]+)\s+=\s+(.+?)\s*$', re.MULTILINE)
 _RUNTIME = re.compile(r'^(?:(\d+) days?, )?(\d+):(\d\d):(\d\d(?:\.\d+)?)$')
 _STEP = re.compile(r'\[hpcml\] step (\d+)/(\d+) time ([\d.]+) s samples (\d+)')
 _WORLD = re.compile(r'\[hpcml\] model .*? world size (\d+)')

@@ -15,11 +15,16 @@ The metrics follow the MMoCLIP benchmark (jubench-mmoclip, DESCRIPTION.md,
 OpenCLIP logs every ``--log-every-n-steps`` steps (default 100; MMoCLIP
 requires 1). Its meters are reset after each line (``open_clip_train/
 train.py``), so ``Batch (t)`` is the mean batch time of the steps since the
-previous line, while ``/s`` and ``/s/gpu`` are the last batch's rates. A
-line's window is its sample count minus the previous line's over the
+previous logging step, while ``/s`` and ``/s/gpu`` are the last batch's
+rates (``samples_per_second = accum_freq x batch_size x world_size / the
+last batch's time``). A line's sample count is its step (from 1) x the
 global batch (``batch_size x world_size x accum_freq`` of the ``Params:``
 dump, else inferred from the sample counts and checked against the rates).
+The logging window comes from the ``Params:`` dump or a regular spacing
+of the lines (:func:`logging_window`); where lines are missing, the steps
+they held are counted (``steps_not_logged``), not filled in.
 """
+import collections
 import math
 import re
 import statistics
@@ -131,25 +136,87 @@ def global_batch(text, steps):
     return batch
 
 
-def windows(steps, batch):
-    '''Steps in each logged line's window (the first line: None).'''
+def _is_epoch_end(step, batch):
+    """The line of an epoch's last step: no further global batch fits in
+    the epoch's samples (OpenCLIP logs it whatever the window)."""
+    return step['samples'] + batch > step['samples_total']
+
+
+def intervals(steps, batch):
+    """Steps between each line and the previous one (the first line: None;
+    a line opening an epoch: its steps since the epoch began; None where the
+    count does not advance by whole global batches, as after a restart)."""
     result = [None]
     for a, b in zip(steps, steps[1:]):
-        done = b['samples'] - (a['samples'] if b['epoch'] == a['epoch']
-                               else 0)
-        result.append(done // batch if batch and done % batch == 0 and
-                      done > 0 else None)
+        same_epoch = b['epoch'] == a['epoch']
+        if not same_epoch and b['epoch'] < a['epoch']:
+            result.append(None)
+            continue
+        done = b['samples'] - (a['samples'] if same_epoch else 0)
+        result.append(done // batch if batch and done > 0 and
+                      done % batch == 0 else None)
     return result
 
 
+def logging_window(text, steps, batch):
+    """OpenCLIP's ``--log-every-n-steps`` of the run: from its ``Params:``
+    dump, else from the spacing of the lines; None where they do not tell.
+
+    OpenCLIP logs the steps whose index ``i`` (from 0) is a multiple of the
+    window, and an epoch's last step (``open_clip_train/train.py``), so two
+    consecutive lines inside an epoch lie a multiple of the window apart,
+    more than one where lines are lost (a filter, a cut log). The window
+    is therefore 1 where those spacings have no common divisor above 1, else
+    the most common spacing where a majority of at least two spacings shows
+    it and every spacing is a multiple of it. One spacing, or spacings
+    without a majority, tell nothing: no window is invented from them.
+    """
+    logged = parse_params(text).get('log_every_n_steps')
+    if logged is not None:
+        try:
+            return int(logged)
+        except ValueError:
+            pass
+    spacings = [n for (n, a, b) in zip(intervals(steps, batch)[1:], steps,
+                                       steps[1:])
+                if n is not None and a['epoch'] == b['epoch'] and
+                not _is_epoch_end(b, batch)]
+    if not spacings:
+        return None
+    if math.gcd(*spacings) == 1:
+        return 1
+    common, count = collections.Counter(spacings).most_common(1)[0]
+    if count >= 2 and 2 * count > len(spacings) and all(
+            n % common == 0 for n in spacings):
+        return common
+    return None
+
+
+def covered_steps(step, batch, window):
+    """Steps that a line's ``Batch (t)`` and ``Data (t)`` average over.
+
+    OpenCLIP resets its meters at every line it logs, printed here or not,
+    so a line covers the steps since the last logging step before it: the
+    window, 1 for an epoch's first step, the remainder for an epoch's last
+    step. None where the line is at no logging step of that window."""
+    index = step['samples'] // batch - 1        # OpenCLIP's i, from 0
+    if index % window == 0:
+        return min(window, index + 1)
+    if _is_epoch_end(step, batch):
+        return index % window
+    return None
+
+
 def extract_metrics(text):
-    '''The MMoCLIP metrics of one OpenCLIP training log, the first logged
+    """The MMoCLIP metrics of one OpenCLIP training log, the first logged
     line (start-up) skipped:
 
     - ``steps``: logged training lines;
-    - ``total_time_secs``: the benchmark's metric, the training time after
-      the first line: the sum of ``Batch (t)`` x the steps of its window
-      (with every step logged, MMoCLIP's sum of ``Batch (t)``);
+    - ``total_time_secs``: the benchmark's metric, the training time the
+      lines after the first report: the sum of ``Batch (t)`` x the steps it
+      averages over (with every step logged, MMoCLIP's sum of ``Batch (t)``).
+      Steps whose lines are missing count nothing: no time is extrapolated
+      from the line after a gap;
     - ``time_per_iteration_secs_avg``: that time / its steps;
     - ``throughput_avg``: samples/s over all ranks: with every step logged
       the mean of the logged rates (JUBE's estimator, warm-up excluded);
@@ -159,29 +226,36 @@ def extract_metrics(text):
       which lack ``/s/gpu``: ``throughput_avg / world_size``);
     - ``data_share``: % of that time rank 0 waited for data (OpenCLIP's
       ``Data (t)``, the window's mean wait, within ``Batch (t)``);
-    - ``log_every_n_steps``: steps per logged window (None if unknown);
+    - ``log_every_n_steps``: OpenCLIP's logging window
+      (:func:`logging_window`; None if unknown);
+    - ``steps_not_logged``: steps between the first and the last line that
+      no line reports (lines lost); 0 for a whole log, None if unknown;
     - ``done_percent_last``; ``loss_last``; ``losses`` (every logged
       training loss, in order); ``loss_all_finite``.
 
-    Figures that need the windows are None where the global batch cannot
-    be known (an excerpt without the ``Params:`` dump whose counts do not
-    tell): no number rather than a wrong one.
-    '''
+    Figures that need the window are None where the global batch or the
+    window cannot be known (an excerpt without the ``Params:`` dump whose
+    counts do not tell): no number rather than a wrong one.
+    """
     steps = parse_train_lines(text)
     steady = steps[1:]
     _, world_size = ranks_started(text)
     batch = global_batch(text, steps)
-    window = windows(steps, batch)[1:]
-    known = bool(steady) and None not in window
-    every_step = known and set(window) == {1}
-    total = (sum(s['batch_time'] * n for s, n in zip(steady, window))
+    window = logging_window(text, steps, batch) if batch else None
+    spans = intervals(steps, batch)[1:]
+    covered = [covered_steps(s, batch, window) if window else None
+               for s in steady]
+    gaps = [n - c if n is not None and c is not None else None
+            for n, c in zip(spans, covered)]
+    known = bool(steady) and None not in gaps and min(gaps) >= 0
+    total = (sum(s['batch_time'] * n for s, n in zip(steady, covered))
              if known else None)
-    if every_step:
+    if known and window == 1:
         throughput_avg = _mean([s['throughput'] for s in steady])
         per_gpu = [s['throughput_per_gpu'] for s in steady]
         per_gpu_avg = _mean(per_gpu) if None not in per_gpu else None
     elif known and total:
-        throughput_avg = batch * sum(window) / total
+        throughput_avg = batch * sum(covered) / total
         per_gpu_avg = None
     else:
         throughput_avg = per_gpu_avg = None
@@ -189,15 +263,16 @@ def extract_metrics(text):
         world = world_size or _world_from_rates(steady)
         per_gpu_avg = throughput_avg / world if world else None
 
-    data = (sum(s['data_time'] * n for s, n in zip(steady, window))
+    data = (sum(s['data_time'] * n for s, n in zip(steady, covered))
             if known and None not in [s['data_time'] for s in steady]
             else None)
     losses = [s['loss'] for s in steps if s['loss'] is not None]
     return {
         'steps': len(steps),
-        'log_every_n_steps': (max(window) if known else None),
+        'log_every_n_steps': window,
+        'steps_not_logged': sum(gaps) if known else None,
         'total_time_secs': round(total, 6) if total is not None else None,
-        'time_per_iteration_secs_avg': (total / sum(window)
+        'time_per_iteration_secs_avg': (total / sum(covered)
                                         if total is not None else None),
         'throughput_avg': throughput_avg,
         'throughput_per_gpu_avg': per_gpu_avg,
