@@ -6,13 +6,14 @@ next sentence) on synthetic token batches (default) or a text file
 (``--data FILE --tokenizer DIR``), with LAMB (the reference's optimizer,
 :mod:`bert_pretrain.lamb`: no weight decay or trust ratio for LayerNorm and
 bias tensors, gradients clipped to global norm 1.0; linear warm-up, then
-polynomial decay of power 1 to 0 at the last step) or AdamW, data-parallel over torch.distributed ranks (torchrun or srun's
-env://). Rank 0 logs MLPerf Training events with the mlperf-logging
-package as the reference's rules ask (``--usage training --ruleset 5.0.0``):
-``run_start``, a ``tracked_stats`` event per step (global samples/s, step
-time, loss), the masked-LM accuracy on held-out batches as
-``eval_accuracy`` (its ``epoch_num``: samples trained, as MLPerf's BERT
-logs it), ``run_stop`` with its status.
+polynomial decay of power 1 to 0 at the last step) or AdamW, data-parallel
+over torch.distributed ranks (torchrun or srun's env://). Rank 0 logs
+MLPerf Training events with the mlperf-logging package as the reference's
+rules ask (``--usage training --ruleset 5.0.0``): ``run_start``, a
+``tracked_stats`` event per step (global samples/s, step time, loss), the
+masked-LM accuracy on held-out batches as ``eval_accuracy`` (its
+``epoch_num``: samples trained, as MLPerf's BERT logs it), ``run_stop``
+with its status.
 """
 import argparse
 import sys
