@@ -3,15 +3,17 @@
 Trains BERT as MLPerf Training's BERT reference does
 (:mod:`bert_pretrain.model`: masked LM at the gathered masked positions +
 next sentence) on synthetic token batches (default) or a text file
-(``--data FILE --tokenizer DIR``), with LAMB (the reference's optimizer:
-linear warm-up, then polynomial decay of power 1 to 0 at the last step) or
-AdamW, data-parallel over torch.distributed ranks (torchrun or srun's
-env://). Rank 0 logs MLPerf Training events with the mlperf-logging
-package as the reference's rules ask (``--usage training --ruleset 5.0.0``):
-``run_start``, a ``tracked_stats`` event per step (global samples/s, step
-time, loss), the masked-LM accuracy on held-out batches as
-``eval_accuracy`` (its ``epoch_num``: samples trained, as MLPerf's BERT
-logs it), ``run_stop`` with its status.
+(``--data FILE --tokenizer DIR``), with LAMB (the reference's optimizer,
+:mod:`bert_pretrain.lamb`: no weight decay or trust ratio for LayerNorm and
+bias tensors, gradients clipped to global norm 1.0; linear warm-up, then
+polynomial decay of power 1 to 0 at the last step) or AdamW, data-parallel
+over torch.distributed ranks (torchrun or srun's env://). Rank 0 logs
+MLPerf Training events with the mlperf-logging package as the reference's
+rules ask (``--usage training --ruleset 5.0.0``): ``run_start``, a
+``tracked_stats`` event per step (global samples/s, step time, loss), the
+masked-LM accuracy on held-out batches as ``eval_accuracy`` (its
+``epoch_num``: samples trained, as MLPerf's BERT logs it), ``run_stop``
+with its status.
 """
 import argparse
 import sys
@@ -89,8 +91,12 @@ def main(argv=None):
     params = sum(p.numel() for p in model.parameters())
     model = wrap_ddp(model, device, world)
     betas, eps, decay = (0.9, 0.999), 1e-6, 0.01
-    optimizer = (lamb.Lamb(model.parameters(), lr=args.lr, betas=betas,
-                           eps=eps, weight_decay=decay)
+    # The reference's LAMB: LayerNorm and bias tensors without weight
+    # decay or trust ratio, gradients clipped to global norm 1.0.
+    optimizer = (lamb.Lamb(lamb.parameter_groups(model.named_parameters(),
+                                                 decay),
+                           lr=args.lr, betas=betas, eps=eps,
+                           max_grad_norm=1.0)
                  if args.optimizer == 'lamb' else
                  torch.optim.AdamW(model.parameters(), lr=args.lr))
     scheduler = torch.optim.lr_scheduler.LambdaLR(
