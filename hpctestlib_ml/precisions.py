@@ -45,9 +45,11 @@ CHOICES = {
         'train.py) trains fp32, fp16 (mixed_float16) only with --amp'),
     'bert': PrecisionChoice(
         'fp16', 'fp32',
-        'MLPerf Training closed BERT (NVIDIA\'s pytorch implementation, '
-        'v2.0-v4.0: --fp16 with a dynamic loss scaler); the reference '
-        '(mlcommons/training language_model/tensorflow/bert) trains fp32'),
+        'MLPerf Training closed BERT: NVIDIA\'s pytorch implementation '
+        '(training_results_v2.0-v4.0 run_and_time.sh --fp16, fp32 master '
+        'weights in DistributedFusedLAMB, a loss scale), v4.0 Dell, HPE, '
+        'Fujitsu, Supermicro, ASUSTeK --fp16; the reference (mlcommons/'
+        'training aa344c7 retired_benchmarks/bert, TF) trains fp32'),
     'alphafold2': PrecisionChoice(
         'bf16', 'fp32',
         'MLPerf HPC v3.0 closed OpenFold: NVIDIA (eos) and HPE+LBNL '
