@@ -54,6 +54,24 @@ def mlperf(name):
         run_time_secs=15514.903, samples_per_second=None,
         throughput_records=0, world_size=36, global_batch_size=144,
         eval_accuracy=0.8014199387696054)),
+    # Training goes on for 7 epochs after run_stop (the target, eval_error
+    # <= 0.124, met at epoch 23; epochs 24-30 end at 0.388): the run is
+    # lines 23-164. run time (1695882519071 - 1695882218552) / 1000; the
+    # last eval_error before run_stop (line 163); 23 epoch_stop and 23
+    # tracked_stats before it; samples/s: the mean of tracked_stats 2-23.
+    ('cosmoflow_hpe_lbnl_v3.0_perlmutter_n128.log', dict(
+        run_time_secs=300.519, eval_error=0.12198171019554138, epochs=23,
+        throughput_records=23, samples_per_second=43598.767044731714,
+        world_size=512, global_batch_size=512, status='success')),
+    # Each epoch's rate logged twice, as `throughput` and as tracked_stats:
+    # 9 records, not 18 (test_deepcam_rate_logged_twice_is_one_record).
+    # run time (1662603896979 - 1662603115054) / 1000; the last of 9
+    # eval_accuracy; epoch_stop's step_num 4257; 32 nodes x 4.
+    ('deepcam_dell_v3.0_32xxe8545.log', dict(
+        run_time_secs=781.925, samples_per_second=2857.744850160613,
+        throughput_records=9, epochs=9, steps=4257, world_size=128,
+        global_batch_size=256, eval_accuracy=0.8210175633430481,
+        loss_last=0.00614505261182785, status='success')),
     # No throughput and no scale in MLLOG (the non-MLLOG summary's 885
     # sequences/s counts max_steps, not the steps trained: not read).
     ('bert_dell_v1.0_dss8440.log', dict(
@@ -85,6 +103,39 @@ def test_mlperf_energy_window_is_the_steady_training_records():
     run = [e['time_ms'] / 1000 for e in events
            if e['key'] in ('run_start', 'run_stop')]
     assert run[0] < start < stop < run[1]
+
+
+def test_deepcam_rate_logged_twice_is_one_record():
+    # Dell's DeepCAM (hpc_results_v3.0 Dell/benchmarks/deepcam/.../driver/
+    # trainer.py, lines 610-612) logs one variable per epoch as a
+    # `throughput` event (epoch_num, step_num) and as tracked_stats
+    # (epoch, step). By hand: the `throughput` events' values, the first
+    # (the 380 s warm-up epoch, 318 samples/s) dropped, averaged.
+    name = 'deepcam_dell_v3.0_32xxe8545.log'
+    events = mllog.parse_events(read_data('mllog', 'mlperf', name))
+    rates = [e['value'] for e in events if e['key'] == 'throughput']
+    copies = [e['value']['throughput'] for e in events
+              if e['key'] == 'tracked_stats']
+    assert rates == copies and len(rates) == 9
+    assert rates[0] == approx(318.2936730220408)
+    assert mlperf(name)['samples_per_second'] == approx(
+        sum(rates[1:]) / 8, rel=1e-12)
+    # Counted twice, the warm-up's copy stayed in the mean: 2708.4, 5% low.
+    assert sum(rates[1:]) / 8 == approx(2857.744850160613)
+
+
+def test_mlperf_quality_is_the_runs_not_the_logs_last():
+    # HPE+LBNL CosmoFlow v3.0: after run_stop, epochs 24-30 evaluate to
+    # eval_error 0.388 (above CosmoFlow's 0.124 target) and the log ends
+    # there; MLPerf's RCP checker takes the last eval before run_stop.
+    text = read_data('mllog', 'mlperf',
+                     'cosmoflow_hpe_lbnl_v3.0_perlmutter_n128.log')
+    assert mllog.last_value(mllog.parse_events(text), 'eval_error') == \
+        approx(0.3878483772277832)
+    m = mllog.extract_metrics(text)
+    assert m['eval_error'] == approx(0.12198171019554138)
+    assert m['eval_error'] <= 0.124
+    assert m['epochs'] == 23
 
 
 def megatron_log(name):
