@@ -83,6 +83,30 @@ def mlperf(name):
         run_time_secs=260.264, samples_per_second=7509.268,
         throughput_records=13, global_batch_size=768,
         eval_accuracy=0.7202143669128418)),
+    # BERT, Training v2.0, each line prefixed by its rank (srun -l: `0: `),
+    # init_start once per rank. run time (1652313477788 - 1652312138996)
+    # / 1000; the last of 21 eval_accuracy before run_stop (its target
+    # 0.720); no rate logged.
+    ('bert_azure_v2.0_nd96amsr_n1_excerpt.log', dict(
+        run_time_secs=1338.792, eval_accuracy=0.7200462222099304,
+        samples_per_second=None, throughput_records=0, epochs=1,
+        global_batch_size=448, world_size=None, benchmark='bert',
+        status='success')),
+    # BERT on 32 CPU ranks (Sapphire Rapids), Training v3.0, prefix `[0] `:
+    # run time (1683374156482 - 1683368595808) / 1000; the last of 20
+    # eval_accuracy; no rate logged.
+    ('bert_intel_v3.0_spr_8nodes_excerpt.log', dict(
+        run_time_secs=5560.674, eval_accuracy=0.7200835943222046,
+        samples_per_second=None, throughput_records=0,
+        global_batch_size=2048, status='success')),
+    # BERT, Training v4.0: a tracked_stats per eval block (19 in the run)
+    # and a run summary logged after run_stop at run_stop's millisecond,
+    # which is out. run time (1713941319422 - 1713940634126) / 1000;
+    # samples/s: the mean of the in-run tracked_stats 2-19.
+    ('bert_fujitsu_v4.0_gx2560m7_excerpt.log', dict(
+        run_time_secs=685.296, eval_accuracy=0.7203614711761475,
+        samples_per_second=4170.23789991433, throughput_records=19,
+        global_batch_size=896, status='success')),
 ])
 def test_mlperf_result_logs(name, expected):
     m = mlperf(name)
