@@ -38,10 +38,12 @@ What real logs hold, and how it is read:
   the suite's programs log one per step with its ``step_time``,
   submitters one per epoch or block), or a ``throughput`` event (NVIDIA's
   CosmoFlow v1.0). One figure logged under both is one record: the
-  DeepCAM implementations descended from NVIDIA's HPC v2.0 one (Dell,
-  Clemson, HelmholtzAI, NVIDIA v2.0) log each epoch's rate as a
-  ``throughput`` event (metadata ``epoch_num``, ``step_num``) and again as
-  ``tracked_stats`` (``epoch``, ``step``), from one variable. Other
+  DeepCAM of NVIDIA's HPC v2.0 results and of Dell's, Clemson's and
+  HelmholtzAI's logs each epoch's rate as a ``throughput`` event
+  (metadata ``epoch_num``, ``step_num``) and on the next line as
+  ``tracked_stats`` (``epoch``, ``step``), one variable (Dell's
+  ``driver/trainer.py``, hpc_results_v3.0 350e46f; NVIDIA's v3.0 code
+  logs only the second). Other
   ``tracked_stats`` are not training steps (OpenFold's
   ``staging_duration`` before ``run_start``, its data-loader
   ``avg_perf_next_batch``), nor is anything after ``run_stop`` (a late
