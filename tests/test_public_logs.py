@@ -54,6 +54,24 @@ def mlperf(name):
         run_time_secs=15514.903, samples_per_second=None,
         throughput_records=0, world_size=36, global_batch_size=144,
         eval_accuracy=0.8014199387696054)),
+    # Training goes on for 7 epochs after run_stop (the target, eval_error
+    # <= 0.124, met at epoch 23; epochs 24-30 end at 0.388): the run is
+    # lines 23-164. run time (1695882519071 - 1695882218552) / 1000; the
+    # last eval_error before run_stop (line 163); 23 epoch_stop and 23
+    # tracked_stats before it; samples/s: the mean of tracked_stats 2-23.
+    ('cosmoflow_hpe_lbnl_v3.0_perlmutter_n128.log', dict(
+        run_time_secs=300.519, eval_error=0.12198171019554138, epochs=23,
+        throughput_records=23, samples_per_second=43598.767044731714,
+        world_size=512, global_batch_size=512, status='success')),
+    # Each epoch's rate logged twice, as `throughput` and as tracked_stats:
+    # 9 records, not 18 (test_deepcam_rate_logged_twice_is_one_record).
+    # run time (1662603896979 - 1662603115054) / 1000; the last of 9
+    # eval_accuracy; epoch_stop's step_num 4257; 32 nodes x 4.
+    ('deepcam_dell_v3.0_32xxe8545.log', dict(
+        run_time_secs=781.925, samples_per_second=2857.744850160613,
+        throughput_records=9, epochs=9, steps=4257, world_size=128,
+        global_batch_size=256, eval_accuracy=0.8210175633430481,
+        loss_last=0.00614505261182785, status='success')),
     # No throughput and no scale in MLLOG (the non-MLLOG summary's 885
     # sequences/s counts max_steps, not the steps trained: not read).
     ('bert_dell_v1.0_dss8440.log', dict(
@@ -65,6 +83,30 @@ def mlperf(name):
         run_time_secs=260.264, samples_per_second=7509.268,
         throughput_records=13, global_batch_size=768,
         eval_accuracy=0.7202143669128418)),
+    # BERT, Training v2.0, each line prefixed by its rank (srun -l: `0: `),
+    # init_start once per rank. run time (1652313477788 - 1652312138996)
+    # / 1000; the last of 21 eval_accuracy before run_stop (its target
+    # 0.720); no rate logged.
+    ('bert_azure_v2.0_nd96amsr_n1_excerpt.log', dict(
+        run_time_secs=1338.792, eval_accuracy=0.7200462222099304,
+        samples_per_second=None, throughput_records=0, epochs=1,
+        global_batch_size=448, world_size=None, benchmark='bert',
+        status='success')),
+    # BERT on 32 CPU ranks (Sapphire Rapids), Training v3.0, prefix `[0] `:
+    # run time (1683374156482 - 1683368595808) / 1000; the last of 20
+    # eval_accuracy; no rate logged.
+    ('bert_intel_v3.0_spr_8nodes_excerpt.log', dict(
+        run_time_secs=5560.674, eval_accuracy=0.7200835943222046,
+        samples_per_second=None, throughput_records=0,
+        global_batch_size=2048, status='success')),
+    # BERT, Training v4.0: a tracked_stats per eval block (19 in the run)
+    # and a run summary logged after run_stop at run_stop's millisecond,
+    # which is out. run time (1713941319422 - 1713940634126) / 1000;
+    # samples/s: the mean of the in-run tracked_stats 2-19.
+    ('bert_fujitsu_v4.0_gx2560m7_excerpt.log', dict(
+        run_time_secs=685.296, eval_accuracy=0.7203614711761475,
+        samples_per_second=4170.23789991433, throughput_records=19,
+        global_batch_size=896, status='success')),
 ])
 def test_mlperf_result_logs(name, expected):
     m = mlperf(name)
@@ -85,6 +127,39 @@ def test_mlperf_energy_window_is_the_steady_training_records():
     run = [e['time_ms'] / 1000 for e in events
            if e['key'] in ('run_start', 'run_stop')]
     assert run[0] < start < stop < run[1]
+
+
+def test_deepcam_rate_logged_twice_is_one_record():
+    # Dell's DeepCAM (hpc_results_v3.0 Dell/benchmarks/deepcam/.../driver/
+    # trainer.py, lines 610-612) logs one variable per epoch as a
+    # `throughput` event (epoch_num, step_num) and as tracked_stats
+    # (epoch, step). By hand: the `throughput` events' values, the first
+    # (the 380 s warm-up epoch, 318 samples/s) dropped, averaged.
+    name = 'deepcam_dell_v3.0_32xxe8545.log'
+    events = mllog.parse_events(read_data('mllog', 'mlperf', name))
+    rates = [e['value'] for e in events if e['key'] == 'throughput']
+    copies = [e['value']['throughput'] for e in events
+              if e['key'] == 'tracked_stats']
+    assert rates == copies and len(rates) == 9
+    assert rates[0] == approx(318.2936730220408)
+    assert mlperf(name)['samples_per_second'] == approx(
+        sum(rates[1:]) / 8, rel=1e-12)
+    # Counted twice, the warm-up's copy stayed in the mean: 2708.4, 5% low.
+    assert sum(rates[1:]) / 8 == approx(2857.744850160613)
+
+
+def test_mlperf_quality_is_the_runs_not_the_logs_last():
+    # HPE+LBNL CosmoFlow v3.0: after run_stop, epochs 24-30 evaluate to
+    # eval_error 0.388 (above CosmoFlow's 0.124 target) and the log ends
+    # there; MLPerf's RCP checker takes the last eval before run_stop.
+    text = read_data('mllog', 'mlperf',
+                     'cosmoflow_hpe_lbnl_v3.0_perlmutter_n128.log')
+    assert mllog.last_value(mllog.parse_events(text), 'eval_error') == \
+        approx(0.3878483772277832)
+    m = mllog.extract_metrics(text)
+    assert m['eval_error'] == approx(0.12198171019554138)
+    assert m['eval_error'] <= 0.124
+    assert m['epochs'] == 23
 
 
 def megatron_log(name):

@@ -1,13 +1,33 @@
 """MLPerf logging (``:::MLLOG`` lines, the mlperf-logging package), shared by
 the workloads that log this way (BERT, CosmoFlow, DeepCAM, OpenFold), for
 the suite's programs and for MLPerf result logs (tested on submissions to
-MLPerf HPC v1.0-v3.0 and Training v1.0/v4.0, ``tests/data/mllog/``).
+MLPerf HPC v1.0-v3.0 and Training v1.0-v4.0, ``tests/data/mllog/``).
 
 One event per line, after any prefix (``[1,0]<stdout>:``, ``0:``)::
 
     :::MLLOG {"namespace": "", "time_ms": 1795310517100, "event_type":
     "INTERVAL_START", "key": "run_start", "value": null, "metadata":
     {"file": "...", "lineno": 73}}
+
+The run is what lies between ``run_start`` and ``run_stop``, in the order
+logged: MLPerf times and scores that window and nothing after it. Several
+submissions keep training and evaluating after ``run_stop`` (HPE+LBNL's
+CosmoFlow v3.0: the target met at epoch 23, seven more epochs with a worse
+error follow); the mlperf-logging RCP checker takes the quality as the last
+eval line before ``run_stop`` (mlcommons/logging
+``mlperf_logging/rcp_checker/rcp_checker.py``, 7bbf792). So:
+
+- in the window: the quality (the last ``eval_accuracy`` and
+  ``eval_error``), the epochs (``epoch_stop``, else ``block_stop``), the
+  training steps (``step_num``), the training throughput records and
+  losses. An event logged before ``run_stop`` is in even at run_stop's
+  millisecond; one logged after it is out, as an epoch that ends after
+  ``run_stop`` (OpenFold's asynchronous evaluation stops the run in the
+  middle of a block). Where the log lacks ``run_stop`` (a crashed run),
+  the window runs to its end; where it lacks ``run_start``, from its start;
+- from the whole log: the header, logged before ``run_start``
+  (``submission_benchmark``, ``global_batch_size``, the world size), and
+  ``run_stop``'s own ``status``.
 
 What real logs hold, and how it is read:
 
@@ -17,8 +37,15 @@ What real logs hold, and how it is read:
   ``tracked_stats`` value with ``throughput`` (samples/s over all ranks;
   the suite's programs log one per step with its ``step_time``,
   submitters one per epoch or block), or a ``throughput`` event (NVIDIA's
-  CosmoFlow v1.0). Other ``tracked_stats`` are not training steps
-  (OpenFold's ``staging_duration`` before ``run_start``, its data-loader
+  CosmoFlow v1.0). One figure logged under both is one record: the
+  DeepCAM of NVIDIA's HPC v2.0 results and of Dell's, Clemson's and
+  HelmholtzAI's logs each epoch's rate as a ``throughput`` event
+  (metadata ``epoch_num``, ``step_num``) and on the next line as
+  ``tracked_stats`` (``epoch``, ``step``), one variable (Dell's
+  ``driver/trainer.py``, hpc_results_v3.0 350e46f; NVIDIA's v3.0 code
+  logs only the second). Other
+  ``tracked_stats`` are not training steps (OpenFold's
+  ``staging_duration`` before ``run_start``, its data-loader
   ``avg_perf_next_batch``), nor is anything after ``run_stop`` (a late
   block, a run summary). The first training record is warm-up and
   skipped, as every throughput figure of the suite;
@@ -88,17 +115,26 @@ def tracked_stats(events):
 
 
 def in_run(events):
-    '''The events between ``run_start`` and ``run_stop`` (all of them
-    where the log lacks either).'''
+    '''The run's events: those logged after ``run_start`` and before
+    ``run_stop``, in file order (from the log's start where it lacks
+    ``run_start``, to its end where it lacks ``run_stop``).'''
     keys = [e['key'] for e in events]
     start = keys.index('run_start') if 'run_start' in keys else -1
     stop = keys.index('run_stop') if 'run_stop' in keys else len(events)
     return events[start + 1:stop]
 
 
-def training_records(events):
-    '''The in-run training throughput records as (event, samples/s,
-    step time or None), in order.'''
+def _position(event):
+    '''The (epoch, step) an event's metadata names: ``epoch_num`` and
+    ``step_num``, or ``epoch`` and ``step`` (``tracked_stats``).'''
+    metadata = _metadata(event)
+    return (metadata.get('epoch_num', metadata.get('epoch')),
+            metadata.get('step_num', metadata.get('step')))
+
+
+def _rate_records(events):
+    '''(event, samples/s, step time or None) of each in-run event that
+    carries a training rate, copies included.'''
     records = []
     for event in in_run(events):
         value = event.get('value')
@@ -108,6 +144,22 @@ def training_records(events):
                 records.append((event, float(rate), value.get('step_time')))
         elif event['key'] == 'throughput' and isinstance(value, (int, float)):
             records.append((event, float(value), None))
+    return records
+
+
+def training_records(events):
+    '''The in-run training throughput records as (event, samples/s,
+    step time or None), in order, one per figure: a ``throughput`` event
+    and a ``tracked_stats`` throughput of the same value at the same
+    (epoch, step) are one record, the first logged.'''
+    records, seen = [], set()
+    for event, rate, step_time in _rate_records(events):
+        other = 'throughput' if event['key'] == 'tracked_stats' else \
+            'tracked_stats'
+        if (other, _position(event), rate) in seen:
+            continue
+        seen.add((event['key'], _position(event), rate))
+        records.append((event, rate, step_time))
     return records
 
 
@@ -139,9 +191,10 @@ def world_size(events):
 
 
 def training_steps(events):
-    '''Training steps done, where the log says (the largest ``step_num``
-    of its epoch, block and training events); None where it does not.'''
-    steps = [_metadata(e).get('step_num') for e in events
+    '''Training steps done in the run, where the log says (the largest
+    ``step_num`` of its in-run epoch, block and training events); None
+    where it does not.'''
+    steps = [_metadata(e).get('step_num') for e in in_run(events)
              if e['key'] in ('epoch_stop', 'block_stop', 'train_loss')]
     steps = [s for s in steps if isinstance(s, int)]
     return max(steps) if steps else None
@@ -149,7 +202,7 @@ def training_steps(events):
 
 def _ends(events, key):
     '''How many *key* events the run logged (None for none).'''
-    return sum(e['key'] == key for e in events) or None
+    return sum(e['key'] == key for e in in_run(events)) or None
 
 
 def extract_metrics(text):
@@ -159,13 +212,16 @@ def extract_metrics(text):
     step times where every record has one, else the mean of the records'
     rates, the first record skipped), ``time_per_step_secs``,
     ``run_time_secs``, ``status`` (run_stop's), ``throughput_records``,
-    ``steps`` (training steps, from ``step_num``; None where not logged),
-    ``epochs`` (epoch ends logged, else block ends), ``loss_first``, ``loss_last``,
+    ``steps`` (the run's training steps, from ``step_num``; None where
+    not logged), ``epochs`` (the run's epoch ends, else block ends),
+    ``loss_first``, ``loss_last``,
     ``losses`` (the in-run training losses, in order),
     ``losses_finite`` (None where no loss is logged), ``global_batch_size``,
-    ``world_size``, ``benchmark``, the last ``eval_accuracy`` and
-    ``eval_error`` (MLPerf's quality keys), ``timed_window``.'''
+    ``world_size``, ``benchmark``, the last in-run ``eval_accuracy`` and
+    ``eval_error`` (MLPerf's quality keys: the last before ``run_stop``),
+    ``timed_window``.'''
     events = parse_events(text)
+    run = in_run(events)
     records = training_records(events)
     start, stop = _event(events, 'run_start'), _event(events, 'run_stop')
     losses = training_losses(events)
@@ -174,8 +230,8 @@ def extract_metrics(text):
         'benchmark': first_value(events, 'submission_benchmark'),
         'global_batch_size': first_value(events, 'global_batch_size'),
         'world_size': world_size(events),
-        'eval_accuracy': last_value(events, 'eval_accuracy'),
-        'eval_error': last_value(events, 'eval_error'),
+        'eval_accuracy': last_value(run, 'eval_accuracy'),
+        'eval_error': last_value(run, 'eval_error'),
         'throughput_records': len(records),
         'steps': training_steps(events),
         'epochs': _ends(events, 'epoch_stop') or _ends(events,
