@@ -66,6 +66,12 @@ def test_suite_command_defaults_and_overrides():
      'train_runtime', 6132.36),
     ('bert', 'mllog/amd_rocm_blog_bert_mi300x_excerpt.log',
      'run_time_secs', 462.76),
+    # Trains 7 epochs past run_stop: the quality is the run's own (epoch
+    # 23's 0.12198), not the last logged (0.388).
+    ('cosmoflow', 'mllog/mlperf/cosmoflow_hpe_lbnl_v3.0_perlmutter_n128.log',
+     'eval_error', 0.1219817),
+    ('cosmoflow', 'mllog/mlperf/cosmoflow_hpe_lbnl_v3.0_perlmutter_n128.log',
+     'epochs', 23),
 ])
 def test_extract_every_workload_from_published_logs(workload, log, key,
                                                     value):
