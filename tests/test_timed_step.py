@@ -5,7 +5,10 @@ batch, 1.07 s for DeepCAM and 1.08 s for AlphaFold2, against GPU steps of
 tens of milliseconds: made inside the step, throughput, MFU and energy
 per sample would measure the host's random-number generator. Here each
 MLPerf-style program runs with its synthetic-data generator slowed by
-SLEEP seconds a batch; no steady-state step may take that long, and the
+SLEEP seconds a batch; no steady-state step may overlap a batch being
+made (the sleeps' wall-clock intervals against the steps' windows from
+their ``tracked_stats`` time and step time: a test that holds on a loaded
+machine, where a step's own compute may take SLEEP seconds), and the
 ``timing`` record must find the steps' data time small.
 """
 import json
@@ -35,7 +38,10 @@ module = importlib.import_module(sys.argv[1])
 make = getattr(module, sys.argv[2])
 def slow(*args, **kwargs):
     for batch in make(*args, **kwargs):
+        started = time.time()
         time.sleep({sleep})
+        print(f'[slept] {{started}} {{time.time()}}', file=sys.stderr,
+              flush=True)
         yield batch
 setattr(module, sys.argv[2], slow)
 program = importlib.import_module(sys.argv[3] + '.__main__')
@@ -53,12 +59,21 @@ def test_synthetic_batches_are_made_before_the_timed_steps(program):
          program, '--steps', '3', '--eval-batches', '1', '--batch-size', '1',
          *args], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    steps = [json.loads(line.split(':::MLLOG ', 1)[1])['value']
-             for line in proc.stdout.splitlines()
-             if '"key": "tracked_stats"' in line]
-    assert len(steps) == 3
-    steady = [s['step_time'] for s in steps[1:]]
-    assert max(steady) < SLEEP, steady
+    events = [json.loads(line.split(':::MLLOG ', 1)[1])
+              for line in proc.stdout.splitlines()
+              if '"key": "tracked_stats"' in line]
+    assert len(events) == 3
+    # Each steady step's wall-clock window: it ends at its event.
+    windows = [(e['time_ms'] / 1000 - e['value']['step_time'],
+                e['time_ms'] / 1000) for e in events[1:]]
+    sleeps = [tuple(map(float, line.split()[1:]))
+              for line in proc.stderr.splitlines()
+              if line.startswith('[slept] ')]
+    assert sleeps, 'the slowed generator never ran'
+    # 5 ms: the events' time_ms is whole milliseconds.
+    inside = [(s, w) for s in sleeps for w in windows
+              if s[0] < w[1] - 0.005 and s[1] > w[0] + 0.005]
+    assert not inside, f'batches made during timed steps: {inside}'
     timing = re.search(r'^\[hpcml\] timing (\{.*\})$', proc.stdout, re.M)
     assert timing, proc.stdout[-2000:]
     record = json.loads(timing.group(1))
