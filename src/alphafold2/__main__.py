@@ -103,7 +103,8 @@ def bert_mask(msa, generator):
 def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
                     template_ca, template_n, template_c, generator,
                     residue_index=None, residue_mask=None, resolved=None,
-                    template_mask=1, pseudo_beta_x=None, deletions=None):
+                    template_mask=1, pseudo_beta_x=None, deletions=None,
+                    seq_mask=None):
     '''(features, target) of one protein crop, batch of one, from its
     residues [R], backbone atoms [R, 3], MSA [S, R] and extra MSA [E, R]
     (classes 0-21 of :data:`MSA_CLASSES`) and templates ([T, R] residues,
@@ -114,7 +115,10 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
     0: no templates (their features zero); *pseudo_beta_x* [R, 3]: the
     distogram's atoms (default: C-beta placed ideally, C-alpha for
     glycine); *deletions*: the MSA's and extra MSA's deletion counts
-    (default none).'''
+    (default none); *seq_mask* [R]: the crop's residues, 0 where it is
+    padded past the chain's end (default all). The features end with the
+    model's masks (:class:`alphafold2.alphafold.AlphaFold2`): every MSA,
+    extra-MSA row and template covers the sequence's residues.'''
     from alphafold2 import templates
     from alphafold2.geometry import (backbone_torsions,
                                      frames_from_three_points, pseudo_beta)
@@ -149,6 +153,11 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
         template_aatype, t_torsions, t_mask) * template_mask[..., None]
     if residue_mask is None:
         residue_mask = torch.ones(residues)
+    if seq_mask is None:
+        seq_mask = torch.ones(residues)
+    masks = (seq_mask, seq_mask.expand(msa.shape[0], residues),
+             seq_mask.expand(extra_msa.shape[0], residues),
+             template_mask.amax(-1))
     torsions, torsion_mask = backbone_torsions(n, ca, c)
     if pseudo_beta_x is None:
         pseudo_beta_x = pseudo_beta(frames_from_three_points(n, ca, c),
@@ -163,14 +172,15 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
     atom_mask[:, [0, 1, 2, 4]] = 1                  # N, CA, C, O
     atom_mask[:, 3] = (aatype != GLYCINE).float()    # CB
     features = (target_feat, residue_index, msa_feat, extra_msa_feat,
-                pair_feat, angle_feat)
+                pair_feat, angle_feat) + masks
     target = {'backbone': torch.stack([n, ca, c], -2), 'ca': ca,
               'torsions': torsions, 'torsion_mask': torsion_mask,
               'distogram': distogram_bins(pseudo_beta_x[None])[0],
               'msa': msa,
               'msa_mask': masked.float(),
               'resolved': atom_mask if resolved is None else resolved,
-              'atom_mask': atom_mask, 'residue_mask': residue_mask}
+              'atom_mask': atom_mask, 'residue_mask': residue_mask,
+              'seq_mask': seq_mask}
     return (tuple(t[None] for t in features),
             {k: v[None] for k, v in target.items()})
 
