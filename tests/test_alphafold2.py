@@ -404,6 +404,17 @@ def test_openfold_records_are_read_as_written(tmp_path):
     assert features[3].shape[1] == 1             # extra MSA: the query
 
 
+def logged_values(text):
+    '''{key: value} of a run's MLLOG lines.'''
+    import json
+    values = {}
+    for line in text.splitlines():
+        if ':::MLLOG' in line:
+            record = json.loads(line.split(':::MLLOG', 1)[1])
+            values[record['key']] = record['value']
+    return values
+
+
 def test_program_trains_on_openfold_records(tmp_path):
     import os
     import subprocess
@@ -417,6 +428,15 @@ def test_program_trains_on_openfold_records(tmp_path):
     m = EXTRACTORS['alphafold2'](proc.stdout + proc.stderr)
     assert m['status'] == 'success' and m['losses_finite']
     assert 0 <= m['eval_accuracy'] <= 1
+    # The loss terms logged under OpenFold's names are what they are: no
+    # side-chain FAPE, no chi loss, no warm-up.
+    logged = logged_values(proc.stdout + proc.stderr)
+    assert logged['fape_loss_backbone_weight'] == 0.5
+    assert logged['fape_loss_sidechain_weight'] == 0.0
+    assert logged['supervised_chi_loss_weight'] == 0.0
+    assert logged['fape_loss_final_backbone_weight'] == 0.5
+    assert logged['backbone_torsion_loss_weight'] == 0.5
+    assert logged['opt_learning_rate_warmup_steps'] == 0
     proc = subprocess.run(
         [sys.executable, '-m', 'alphafold2', '--data', str(tmp_path / 'no')],
         env={**os.environ, 'PYTHONPATH': str(REPO / 'src')},
@@ -517,3 +537,53 @@ def test_padding_does_not_change_the_outputs_at_real_residues():
     # The same residues as real ones do change them: the test sees them.
     assert not torch.allclose(unmasked['distogram'], alone['distogram'],
                               atol=1e-4)
+
+
+def test_loss_is_scaled_by_the_square_root_of_the_crops_residues():
+    # OpenFold's AlphaFoldLoss: each crop's weighted total times
+    # sqrt(min(seq_length, crop_size)), then the batch mean. Two crops of
+    # 64: one full, one a 40-residue chain padded.
+    spec = program.SIZES['tiny']
+    g = torch.Generator().manual_seed(0)
+    features, target = program.collate(
+        [program.synthetic_protein(spec, g) for _ in range(2)])
+    target['seq_mask'][1, 40:] = 0
+    target['residue_mask'][1, 40:] = 0
+    model = program.build_model(spec)
+    with torch.no_grad():
+        out = model(*features, 0)
+    backbone = target.pop('backbone')
+    target['frames'] = geometry.frames_from_three_points(
+        *backbone.unbind(-2))
+    loss, _ = losses.alphafold_loss(out, target)
+    terms = losses.per_crop_terms(out, target, True)
+    weighted = [sum(losses.WEIGHTS[k] * v[b] for k, v in terms.items())
+                for b in range(2)]
+    expected = (math.sqrt(64) * weighted[0] + math.sqrt(40) * weighted[1]) / 2
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    assert set(terms) == set(losses.WEIGHTS)
+
+
+def test_angle_norm_penalty_is_openfolds_over_the_crops_residues():
+    # |sqrt(|a|^2 + 1e-8) - 1| averaged over layers, real residues and all
+    # seven angles: angles of norm 2 at 3 real residues give 1, whatever
+    # the padded residue holds.
+    angles = torch.zeros(2, 1, 4, 7, 2)
+    angles[..., 0] = 2.0
+    angles[:, :, 3] = 50.0                       # padding
+    seq_mask = torch.tensor([[1., 1, 1, 0]])
+    assert losses.angle_norm_loss(angles, seq_mask).item() == \
+        pytest.approx(math.sqrt(4 + 1e-8) - 1)
+
+
+def test_learning_rate_is_the_benchmarks_constant_without_warm_up():
+    # MLPerf HPC OpenFold runs --base_lr 1e-3 --warmup_lr_iters 0 from
+    # its checkpoint: 1e-3 from iteration 1.
+    warmup = program.SIZES['reference'].warmup
+    assert warmup == 0
+    assert program.learning_rate(1, warmup) == 1e-3
+    # A warm-up, where one is asked for, is OpenFoldBenchmarkLRScheduler's
+    # linspace(warmup_lr_init, base_lr, warmup_lr_iters) from iteration 1.
+    line = torch.linspace(1e-5, 1e-3, 5, dtype=torch.float64)
+    assert [program.learning_rate(i, 5) for i in range(1, 7)] == \
+        pytest.approx(line.tolist() + [1e-3], rel=1e-9)

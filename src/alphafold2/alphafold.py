@@ -101,7 +101,7 @@ class AlphaFold2(nn.Module):
             previous = (m.new_zeros(m[:, 0].shape), z.new_zeros(z.shape),
                         z.new_zeros(z.shape[0], residues, 3))
         m1, z_update = self.recycle(*previous)
-        m = torch.cat([m[:, :1] + m1, m[:, 1:]], 1)
+        m = torch.cat([m[:, :1] + m1[:, None], m[:, 1:]], 1)
         z = z + z_update
         template_rows, z_update = self.templates(
             template_pair_feat, template_angle_feat, z, pair_mask,
