@@ -84,9 +84,10 @@ def test_evoformer_block_is_equivariant_to_residue_and_sequence_order():
         torch.nn.init.normal_(p, std=0.3)
     m, z = torch.randn(1, 5, 7, 16), torch.randn(1, 7, 7, 8)
     residues, rows = torch.randperm(7), torch.randperm(5)
-    m_out, z_out = block(m, z)
+    masks = torch.ones(1, 5, 7), torch.ones(1, 7, 7)
+    m_out, z_out = block(m, z, *masks)
     m_perm, z_perm = block(m[:, rows][:, :, residues],
-                           z[:, residues][:, :, residues])
+                           z[:, residues][:, :, residues], *masks)
     torch.testing.assert_close(m_perm, m_out[:, rows][:, :, residues],
                                rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(z_perm, z_out[:, residues][:, :, residues],
@@ -111,7 +112,7 @@ def test_triangle_multiplication_follows_algorithms_11_and_12(outgoing):
                     for k in range(4))
             expected[i, j] = torch.sigmoid(tri.gate(zn[i, j])) * tri.out(
                 tri.norm_out(u))
-    torch.testing.assert_close(tri(z)[0], expected, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(tri(z, torch.ones(1, 4, 4))[0], expected, rtol=1e-4, atol=1e-5)
 
 
 def test_distogram_bins_cover_2_to_22_angstrom():
@@ -154,14 +155,16 @@ def test_invariant_point_attention_is_invariant_to_global_motion():
     frames = random_frames(6, g)
     frames = geometry.Frames(frames.rotations[None], frames.translations[None])
     rotation, shift = random_rotation(g), 7 * torch.randn(3, generator=g)
-    out = ipa(s, z, frames)
-    torch.testing.assert_close(ipa(s, z, moved(frames, rotation, shift)),
+    mask = torch.ones(1, 6)
+    out = ipa(s, z, frames, mask)
+    torch.testing.assert_close(ipa(s, z, moved(frames, rotation, shift),
+                                   mask),
                                out, rtol=1e-4, atol=1e-4)
     # ... and it does see the frames: move one residue alone.
     alone = geometry.Frames(frames.rotations.clone(),
                             frames.translations.clone())
     alone.translations[0, 0] += 3
-    assert not torch.allclose(ipa(s, z, alone), out, atol=1e-3)
+    assert not torch.allclose(ipa(s, z, alone, mask), out, atol=1e-3)
 
 
 def test_fape_is_invariant_to_global_motion_of_either_structure():
@@ -401,6 +404,17 @@ def test_openfold_records_are_read_as_written(tmp_path):
     assert features[3].shape[1] == 1             # extra MSA: the query
 
 
+def logged_values(text):
+    '''{key: value} of a run's MLLOG lines.'''
+    import json
+    values = {}
+    for line in text.splitlines():
+        if ':::MLLOG' in line:
+            record = json.loads(line.split(':::MLLOG', 1)[1])
+            values[record['key']] = record['value']
+    return values
+
+
 def test_program_trains_on_openfold_records(tmp_path):
     import os
     import subprocess
@@ -414,6 +428,15 @@ def test_program_trains_on_openfold_records(tmp_path):
     m = EXTRACTORS['alphafold2'](proc.stdout + proc.stderr)
     assert m['status'] == 'success' and m['losses_finite']
     assert 0 <= m['eval_accuracy'] <= 1
+    # The loss terms logged under OpenFold's names are what they are: no
+    # side-chain FAPE, no chi loss, no warm-up.
+    logged = logged_values(proc.stdout + proc.stderr)
+    assert logged['fape_loss_backbone_weight'] == 0.5
+    assert logged['fape_loss_sidechain_weight'] == 0.0
+    assert logged['supervised_chi_loss_weight'] == 0.0
+    assert logged['fape_loss_final_backbone_weight'] == 0.5
+    assert logged['backbone_torsion_loss_weight'] == 0.5
+    assert logged['opt_learning_rate_warmup_steps'] == 0
     proc = subprocess.run(
         [sys.executable, '-m', 'alphafold2', '--data', str(tmp_path / 'no')],
         env={**os.environ, 'PYTHONPATH': str(REPO / 'src')},
@@ -429,3 +452,138 @@ def test_suites_alphafold2_run_with_two_ranks():
     assert m['steps'] == 20 and m['status'] == 'success'
     assert m['samples_per_second'] > 0 and m['losses_finite']
     assert 0 <= m['eval_accuracy'] <= 1
+
+
+def small_alphafold(seed=0):
+    '''A narrow AlphaFold2 (every module, two structure layers), every
+    parameter jittered: zero-initialised output layers would hide
+    what reaches them.'''
+    from alphafold2.alphafold import AlphaFold2
+    torch.manual_seed(seed)
+    cfg = evoformer.Config(c_m=16, c_z=8, blocks=1, msa_heads=2,
+                           pair_heads=2, c_hidden=4, c_opm=4, c_tri_mul=8,
+                           c_s=16, c_e=8, extra_blocks=1, c_hidden_extra=4,
+                           c_t=8, template_blocks=1, c_hidden_template=4,
+                           template_heads=2, ipa_heads=2, c_ipa=4,
+                           qk_points=2, v_points=2, structure_layers=2,
+                           c_resnet=8, c_plddt=8)
+    model = AlphaFold2(cfg, max_recycles=1).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+def crop_features(features, residues):
+    '''The first *residues* of a crop's features (the model's inputs).'''
+    target_feat, index, msa, extra, pair, angle, seq, msa_mask, \
+        extra_mask, template_mask = features
+    r = slice(0, residues)
+    return (target_feat[:, r], index[:, r], msa[:, :, r], extra[:, :, r],
+            pair[:, :, r, r], angle[:, :, r], seq[:, r], msa_mask[:, :, r],
+            extra_mask[:, :, r], template_mask)
+
+
+def padded_features(features, real, fill):
+    '''*features* with residues from *real* on padding: their content
+    replaced by *fill*'s (features of the same shape) and masked out.'''
+    out = []
+    for name, x, y in zip(('target', 'index', 'msa', 'extra', 'pair',
+                           'angle'), features[:6], fill[:6]):
+        x = x.clone()
+        axis = {'target': 1, 'index': 1, 'msa': 2, 'extra': 2, 'pair': 2,
+                'angle': 2}[name]
+        x.narrow(axis, real, x.shape[axis] - real).copy_(
+            y.narrow(axis, real, x.shape[axis] - real))
+        if name == 'pair':
+            x[:, :, :real, real:] = y[:, :, :real, real:]
+        out.append(x)
+    seq = features[6].clone()
+    seq[:, real:] = 0
+    return tuple(out) + (seq, seq[:, None].expand_as(features[7]),
+                         seq[:, None].expand_as(features[8]), features[9])
+
+
+def real_outputs(out, real):
+    '''The outputs at the first *real* residues.'''
+    return {'distogram': out['distogram'][:, :real, :real],
+            'masked_msa': out['masked_msa'][:, :, :real],
+            'plddt': out['plddt'][:, :real],
+            'positions': out['frames'].translations[:, :, :real],
+            'angles': out['angles'][:, :, :real]}
+
+
+def test_padding_does_not_change_the_outputs_at_real_residues():
+    # OpenFold masks padded residues out of every attention, triangle
+    # update and outer product mean: a 12-residue protein gives the same
+    # outputs alone, padded to 16 and padded with other content.
+    spec = program.Size({}, 16, 5, 6, 2, 1, False, 0)
+    g = torch.Generator().manual_seed(3)
+    features, _ = program.synthetic_protein(spec, g)
+    other, _ = program.synthetic_protein(spec, g)
+    model = small_alphafold()
+    with torch.no_grad():
+        alone = real_outputs(model(*crop_features(features, 12), 1), 12)
+        padded = real_outputs(model(*padded_features(features, 12,
+                                                     features), 1), 12)
+        refilled = real_outputs(model(*padded_features(features, 12,
+                                                       other), 1), 12)
+        unmasked = real_outputs(model(*features, 1), 12)
+    for name, value in alone.items():
+        torch.testing.assert_close(padded[name], value, rtol=1e-4,
+                                   atol=1e-5, msg=name)
+        torch.testing.assert_close(refilled[name], value, rtol=1e-4,
+                                   atol=1e-5, msg=name)
+    # The same residues as real ones do change them: the test sees them.
+    assert not torch.allclose(unmasked['distogram'], alone['distogram'],
+                              atol=1e-4)
+
+
+def test_loss_is_scaled_by_the_square_root_of_the_crops_residues():
+    # OpenFold's AlphaFoldLoss: each crop's weighted total times
+    # sqrt(min(seq_length, crop_size)), then the batch mean. Two crops of
+    # 64: one full, one a 40-residue chain padded.
+    spec = program.SIZES['tiny']
+    g = torch.Generator().manual_seed(0)
+    features, target = program.collate(
+        [program.synthetic_protein(spec, g) for _ in range(2)])
+    target['seq_mask'][1, 40:] = 0
+    target['residue_mask'][1, 40:] = 0
+    model = program.build_model(spec)
+    with torch.no_grad():
+        out = model(*features, 0)
+    backbone = target.pop('backbone')
+    target['frames'] = geometry.frames_from_three_points(
+        *backbone.unbind(-2))
+    loss, _ = losses.alphafold_loss(out, target)
+    terms = losses.per_crop_terms(out, target, True)
+    weighted = [sum(losses.WEIGHTS[k] * v[b] for k, v in terms.items())
+                for b in range(2)]
+    expected = (math.sqrt(64) * weighted[0] + math.sqrt(40) * weighted[1]) / 2
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    assert set(terms) == set(losses.WEIGHTS)
+
+
+def test_angle_norm_penalty_is_openfolds_over_the_crops_residues():
+    # |sqrt(|a|^2 + 1e-8) - 1| averaged over layers, real residues and all
+    # seven angles: angles of norm 2 at 3 real residues give 1, whatever
+    # the padded residue holds.
+    angles = torch.zeros(2, 1, 4, 7, 2)
+    angles[..., 0] = 2.0
+    angles[:, :, 3] = 50.0                       # padding
+    seq_mask = torch.tensor([[1., 1, 1, 0]])
+    assert losses.angle_norm_loss(angles, seq_mask).item() == \
+        pytest.approx(math.sqrt(4 + 1e-8) - 1)
+
+
+def test_learning_rate_is_the_benchmarks_constant_without_warm_up():
+    # MLPerf HPC OpenFold runs --base_lr 1e-3 --warmup_lr_iters 0 from
+    # its checkpoint: 1e-3 from iteration 1.
+    warmup = program.SIZES['reference'].warmup
+    assert warmup == 0
+    assert program.learning_rate(1, warmup) == 1e-3
+    # A warm-up, where one is asked for, is OpenFoldBenchmarkLRScheduler's
+    # linspace(warmup_lr_init, base_lr, warmup_lr_iters) from iteration 1.
+    line = torch.linspace(1e-5, 1e-3, 5, dtype=torch.float64)
+    assert [program.learning_rate(i, 5) for i in range(1, 7)] == \
+        pytest.approx(line.tolist() + [1e-3], rel=1e-9)

@@ -14,9 +14,10 @@ templates, up to 1 recycle). Data: synthetic proteins (a random sequence,
 an MSA and extra MSA of mutated copies, a backbone along a persistent
 random walk of 3.8 A steps and templates that are noisy copies of it), or
 ``--data DIR`` of OpenFold-format records (:mod:`alphafold2.data`). Adam
-(lr 1e-3, eps 1e-6; 1000 warm-up steps at the reference size), gradient
-clipping at 0.1, weight averaging (decay 0.9) for evaluation, batch 1 per
-rank. Loss: AlphaFold2's initial training (:mod:`alphafold2.losses`).
+(lr 1e-3 from the first step, eps 1e-6: MLPerf HPC OpenFold's benchmark
+schedule, no warm-up), gradient clipping at 0.1, weight averaging (decay
+0.9) for evaluation, batch 1 per rank. Loss: OpenFold's initial training
+(:mod:`alphafold2.losses`).
 Quality: lDDT-Ca of the predicted structure on held-out proteins
 (``eval_accuracy``), MLPerf HPC's target 0.8.
 """
@@ -40,8 +41,10 @@ SIZES = {
                  64, 32, 64, 2, 1, False, 0),
     # MLPerf HPC OpenFold's closed rules: 124 clusters (with 4 template
     # rows, OpenFold's 128), 1024 extra sequences, 4 templates, crop 256,
-    # 3 recycles.
-    'reference': Size(dict(), 256, 124, 1024, 4, 3, True, 1000),
+    # 3 recycles; no warm-up (--warmup_lr_iters 0, the reference's
+    # default and its README's command: mlcommons/hpc 2c627d4
+    # openfold/train.py, openfold/README.md).
+    'reference': Size(dict(), 256, 124, 1024, 4, 3, True, 0),
 }
 AMINO_ACIDS = 20
 MSA_CLASSES = 23        # 20 amino acids, unknown, gap, mask
@@ -52,12 +55,28 @@ TARGET_AA = AMINO_ACIDS + 1
 #: Learning rate, Adam's epsilon, the gradient clip and the weight
 #: average's decay: OpenFold's and MLPerf HPC's closed rules.
 LEARNING_RATE, ADAM_EPS, CLIP_NORM, AVERAGE_DECAY = 1e-3, 1e-6, 0.1, 0.9
+#: The warm-up's first learning rate (the reference's --warmup_lr_init).
+WARMUP_INIT_LR = 1e-5
 #: MLPerf HPC OpenFold's quality target.
 TARGET_LDDT_CA = 0.8
 
 
 def parse_args(argv):
     return argument_parser(__doc__, SIZES, batch_size=1).parse_args(argv)
+
+
+def learning_rate(iteration, warmup, base=LEARNING_RATE,
+                  init=WARMUP_INIT_LR):
+    '''The learning rate of *iteration* (from 1) as MLPerf HPC OpenFold's
+    OpenFoldBenchmarkLRScheduler sets it (mlcommons/hpc 2c627d4
+    openfold/openfold/lr_scheduler.py): *warmup* iterations along a line
+    from *init* (iteration 1) to *base* (iteration *warmup*), then
+    *base*; with no warm-up, *base* from the first.'''
+    if iteration > warmup:
+        return base
+    if warmup == 1:
+        return init
+    return round(init + (base - init) * (iteration - 1) / (warmup - 1), 10)
 
 
 def backbone_from_ca(ca):
@@ -103,7 +122,8 @@ def bert_mask(msa, generator):
 def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
                     template_ca, template_n, template_c, generator,
                     residue_index=None, residue_mask=None, resolved=None,
-                    template_mask=1, pseudo_beta_x=None, deletions=None):
+                    template_mask=1, pseudo_beta_x=None, deletions=None,
+                    seq_mask=None):
     '''(features, target) of one protein crop, batch of one, from its
     residues [R], backbone atoms [R, 3], MSA [S, R] and extra MSA [E, R]
     (classes 0-21 of :data:`MSA_CLASSES`) and templates ([T, R] residues,
@@ -114,7 +134,10 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
     0: no templates (their features zero); *pseudo_beta_x* [R, 3]: the
     distogram's atoms (default: C-beta placed ideally, C-alpha for
     glycine); *deletions*: the MSA's and extra MSA's deletion counts
-    (default none).'''
+    (default none); *seq_mask* [R]: the crop's residues, 0 where it is
+    padded past the chain's end (default all). The features end with the
+    model's masks (:class:`alphafold2.alphafold.AlphaFold2`): every MSA,
+    extra-MSA row and template covers the sequence's residues.'''
     from alphafold2 import templates
     from alphafold2.geometry import (backbone_torsions,
                                      frames_from_three_points, pseudo_beta)
@@ -149,6 +172,11 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
         template_aatype, t_torsions, t_mask) * template_mask[..., None]
     if residue_mask is None:
         residue_mask = torch.ones(residues)
+    if seq_mask is None:
+        seq_mask = torch.ones(residues)
+    masks = (seq_mask, seq_mask.expand(msa.shape[0], residues),
+             seq_mask.expand(extra_msa.shape[0], residues),
+             template_mask.amax(-1))
     torsions, torsion_mask = backbone_torsions(n, ca, c)
     if pseudo_beta_x is None:
         pseudo_beta_x = pseudo_beta(frames_from_three_points(n, ca, c),
@@ -163,14 +191,15 @@ def protein_example(aatype, n, ca, c, msa, extra_msa, template_aatype,
     atom_mask[:, [0, 1, 2, 4]] = 1                  # N, CA, C, O
     atom_mask[:, 3] = (aatype != GLYCINE).float()    # CB
     features = (target_feat, residue_index, msa_feat, extra_msa_feat,
-                pair_feat, angle_feat)
+                pair_feat, angle_feat) + masks
     target = {'backbone': torch.stack([n, ca, c], -2), 'ca': ca,
               'torsions': torsions, 'torsion_mask': torsion_mask,
               'distogram': distogram_bins(pseudo_beta_x[None])[0],
               'msa': msa,
               'msa_mask': masked.float(),
               'resolved': atom_mask if resolved is None else resolved,
-              'atom_mask': atom_mask, 'residue_mask': residue_mask}
+              'atom_mask': atom_mask, 'residue_mask': residue_mask,
+              'seq_mask': seq_mask}
     return (tuple(t[None] for t in features),
             {k: v[None] for k, v in target.items()})
 
@@ -272,8 +301,9 @@ def main(argv=None):
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE,
                                  eps=ADAM_EPS)
     warmup = size.warmup
+    # LambdaLR's n counts from 0: the reference's iteration n + 1.
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda n: min(1.0, (n + 1) / warmup) if warmup else 1.0)
+        optimizer, lambda n: learning_rate(n + 1, warmup) / LEARNING_RATE)
     w = losses.WEIGHTS
     log_setup(log, (
         (mlc.GLOBAL_BATCH_SIZE, global_batch),
@@ -282,7 +312,7 @@ def main(argv=None):
         ('opt_adam_epsilon', ADAM_EPS), ('opt_weight_decay', 0.0),
         ('opt_amsgrad', False), ('opt_gradient_clipping', True),
         ('opt_gradient_clip_norm', CLIP_NORM),
-        ('opt_learning_rate_warmup_init', 0.0),
+        ('opt_learning_rate_warmup_init', WARMUP_INIT_LR),
         ('opt_learning_rate_warmup_steps', warmup),
         ('swa_enabled', True), ('swa_decay_rate', AVERAGE_DECAY),
         ('model_parameters', params), ('model_parameters_count', params),
@@ -294,11 +324,19 @@ def main(argv=None):
         ('max_templates', size.templates),
         ('num_recycling_iters', size.max_recycles),
         ('activation_checkpointing', size.checkpointing),
-        # Eq. 7 in OpenFold's terms: FAPE 1.0 = 0.5 backbone (all layers)
-        # + 0.5 final (the paper's L_aux and L_FAPE), the torsion loss 1.0.
-        ('fape_loss_weight', 1.0), ('fape_loss_backbone_weight', w['aux']),
-        ('fape_loss_sidechain_weight', w['fape']),
-        ('supervised_chi_loss_weight', 1.0),
+        # OpenFold's keys for what this loss has: backbone FAPE over all
+        # layers 0.5; no side-chain FAPE and no chi loss (0 here, 0.5 and
+        # 1.0 in OpenFold), in their place the final layer's backbone FAPE
+        # and Alg. 27 on the backbone torsions (alphafold2.losses).
+        ('fape_loss_weight', 1.0),
+        ('fape_loss_backbone_weight', w['backbone_fape']),
+        ('fape_loss_sidechain_weight', 0.0),
+        ('fape_loss_final_backbone_weight', w['final_backbone_fape']),
+        ('supervised_chi_loss_weight', 0.0),
+        ('backbone_torsion_loss_weight', w['backbone_torsion']),
+        ('angle_norm_loss_weight', w['angle_norm']),
+        ('violation_loss_weight', 0.0),
+        ('loss_scale', 'sqrt(crop residues)'),
         ('distogram_loss_weight', w['distogram']),
         ('masked_msa_loss_weight', w['masked_msa']),
         ('plddt_loss_weight', w['plddt']),

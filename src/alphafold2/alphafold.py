@@ -16,6 +16,9 @@ from alphafold2.templates import TemplateEmbedder
 #: Recycled distances: 15 bins, 3.375 to 21.375 Angstrom (Alg. 32).
 RECYCLE_BINS = 15
 RECYCLE_RANGE = (3.375, 21.375)
+#: The template angle features' psi mask (Table 1's last 7 channels are
+#: the torsion mask, psi third): the template rows' MSA mask.
+PSI_MASK_CHANNEL = -7 + 2
 
 
 def full_precision(device):
@@ -47,8 +50,18 @@ class RecyclingEmbedder(nn.Module):
 
 class AlphaFold2(nn.Module):
     '''Alg. 2. ``forward(target_feat, residue_index, msa_feat,
-    extra_msa_feat, template_pair_feat, template_angle_feat, recycles)``
-    returns the heads' logits and the structure module's outputs.
+    extra_msa_feat, template_pair_feat, template_angle_feat, seq_mask,
+    msa_mask, extra_msa_mask, template_mask, recycles)`` returns the
+    heads' logits and the structure module's outputs.
+
+    The masks are OpenFold's (1 real, 0 padding): *seq_mask* [B, R],
+    *msa_mask* [B, S, R], *extra_msa_mask* [B, E, R], *template_mask*
+    [B, T]; the pair mask is seq_mask's outer product, and the template
+    rows' MSA mask their psi-angle mask, as OpenFold builds them
+    (mlcommons/hpc 2c627d4 openfold/openfold/model/alphafold.py). Padded
+    residues and sequences get no weight in any attention, triangle
+    multiplication or outer product mean, so the outputs at real
+    residues do not depend on the padding.
 
     *recycles*: the number of extra runs; None: in training drawn
     uniformly from 0 to :attr:`max_recycles` with a generator seeded alike
@@ -77,7 +90,9 @@ class AlphaFold2(nn.Module):
 
     def iteration(self, features, previous):
         target_feat, residue_index, msa_feat, extra_msa_feat, \
-            template_pair_feat, template_angle_feat = features
+            template_pair_feat, template_angle_feat, seq_mask, msa_mask, \
+            extra_msa_mask, template_mask = features
+        pair_mask = seq_mask[:, :, None] * seq_mask[:, None, :]
         recompute = self.checkpoint_blocks and self.training
         m, z = self.embed(target_feat, residue_index, msa_feat)
         clusters = m.shape[1]
@@ -86,20 +101,26 @@ class AlphaFold2(nn.Module):
             previous = (m.new_zeros(m[:, 0].shape), z.new_zeros(z.shape),
                         z.new_zeros(z.shape[0], residues, 3))
         m1, z_update = self.recycle(*previous)
-        m = torch.cat([m[:, :1] + m1, m[:, 1:]], 1)
+        m = torch.cat([m[:, :1] + m1[:, None], m[:, 1:]], 1)
         z = z + z_update
         template_rows, z_update = self.templates(
-            template_pair_feat, template_angle_feat, z)
+            template_pair_feat, template_angle_feat, z, pair_mask,
+            template_mask)
         z = z + z_update
         m = torch.cat([m, template_rows], 1)
-        z = self.extra_msa(extra_msa_feat, z)
+        # OpenFold's padded features have a zero torsion mask; ours may
+        # not (padding filled with anything), so seq_mask is applied too.
+        msa_mask = torch.cat([msa_mask, template_angle_feat[
+            ..., PSI_MASK_CHANNEL] * seq_mask[:, None]], 1)
+        z = self.extra_msa(extra_msa_feat, z, extra_msa_mask, pair_mask)
         for block in self.blocks:
-            m, z = run_block(block, recompute, m, z)
+            m, z = run_block(block, recompute, m, z, msa_mask, pair_mask)
         s = self.single(m[:, 0])
         # Frames in fp32 under mixed precision: eight composed updates
         # and point distances lose too much in bf16.
         with full_precision(s.device):
-            structure = self.structure(s.float(), z.float())
+            structure = self.structure(s.float(), z.float(),
+                                       seq_mask.float())
         out = self.heads(m[:, :clusters], z, structure['single'])
         out['frames'], out['angles'] = structure['frames'], \
             structure['angles']
@@ -110,9 +131,11 @@ class AlphaFold2(nn.Module):
         return out, (m[:, 0], z, x)
 
     def forward(self, target_feat, residue_index, msa_feat, extra_msa_feat,
-                template_pair_feat, template_angle_feat, recycles=None):
+                template_pair_feat, template_angle_feat, seq_mask, msa_mask,
+                extra_msa_mask, template_mask, recycles=None):
         features = (target_feat, residue_index, msa_feat, extra_msa_feat,
-                    template_pair_feat, template_angle_feat)
+                    template_pair_feat, template_angle_feat, seq_mask,
+                    msa_mask, extra_msa_mask, template_mask)
         if recycles is None:
             recycles = self.max_recycles if not self.training else int(
                 torch.randint(self.max_recycles + 1, (),

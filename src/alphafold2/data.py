@@ -206,7 +206,8 @@ def chain_example(data, pdb_chain_id, size, generator):
         n.expand(templates, crop, 3), c.expand(templates, crop, 3),
         generator, residue_index=start + torch.arange(crop),
         residue_mask=residue_mask, resolved=present, template_mask=0,
-        pseudo_beta_x=beta, deletions=(cluster_deletions, extra_deletions))
+        pseudo_beta_x=beta, deletions=(cluster_deletions, extra_deletions),
+        seq_mask=(torch.arange(crop) < length - start).float())
     return features, target
 
 

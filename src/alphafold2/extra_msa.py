@@ -7,17 +7,21 @@ import math
 import torch
 from torch import nn
 
-from alphafold2.model import EvoformerBlock
+from alphafold2.model import EvoformerBlock, mask_bias
 
 #: Extra MSA features (Table 1): extra_msa one-hot (23), has_deletion,
 #: deletion_value.
 EXTRA_MSA_FEAT = 25
+#: The masked mean's guard (OpenFold's ExtraMSAStackConfig.eps, mlcommons/hpc
+#: 2c627d4 openfold/openfold/config.py).
+GLOBAL_EPS = 1e-8
 
 
 class MSAColumnGlobalAttention(nn.Module):
     '''Alg. 19: per column, one query per head (the mean of the
     sequences' queries) against one key and value per sequence shared by
-    the heads; a gate per sequence.'''
+    the heads; a gate per sequence. Padded sequences (*mask* 0) are left
+    out of the mean and get no weight (OpenFold's global_attention.py).'''
 
     def __init__(self, cfg):
         super().__init__()
@@ -34,13 +38,17 @@ class MSAColumnGlobalAttention(nn.Module):
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
 
-    def forward(self, e):
-        # e: [B, S, R, c_e]; attention over S in each column.
+    def forward(self, e, mask):
+        # e: [B, S, R, c_e], mask [B, S, R]; attention over S per column.
         e = self.norm(e)
-        q = self.q(e).mean(1).unflatten(-1, (self.heads, self.c))  # B,R,h,c
+        weight = mask[..., None].to(e.dtype)
+        q = (self.q(e) * weight).sum(1) / (weight.sum(1) + GLOBAL_EPS)
+        q = q.unflatten(-1, (self.heads, self.c))                  # B,R,h,c
         k, v = self.k(e), self.v(e)                                # B,S,R,c
         logits = torch.einsum('brhc,bsrc->brhs', q, k) / math.sqrt(self.c)
-        o = torch.einsum('brhs,bsrc->brhc', logits.softmax(-1), v)
+        logits = logits + mask_bias(mask).transpose(1, 2)[:, :, None, :]
+        o = torch.einsum('brhs,bsrc->brhc', logits.softmax(-1).to(v.dtype),
+                         v)
         gate = torch.sigmoid(self.gate(e)).unflatten(-1, (self.heads,
                                                           self.c))
         return self.out((gate * o[:, None]).flatten(-2))
@@ -66,10 +74,10 @@ class ExtraMSAStack(nn.Module):
                                     for _ in range(cfg.extra_blocks))
         self.checkpoint_blocks = checkpoint_blocks
 
-    def forward(self, extra_msa_feat, z):
+    def forward(self, extra_msa_feat, z, extra_msa_mask, pair_mask):
         from alphafold2.model import run_block
         e = self.embed(extra_msa_feat)
         for block in self.blocks:
             e, z = run_block(block, self.checkpoint_blocks and self.training,
-                             e, z)
+                             e, z, extra_msa_mask, pair_mask)
         return z

@@ -1,22 +1,34 @@
-"""AlphaFold2's initial-training loss (supplementary 1.9, Eq. 7) and
-lDDT-Ca, MLPerf HPC OpenFold's quality metric:
+"""AlphaFold2's initial-training loss as MLPerf HPC's OpenFold reference
+computes it (mlcommons/hpc 2c627d4 ``openfold/openfold/loss.py``,
+``AlphaFoldLoss``, weights from ``openfold/openfold/config.py``) and
+lDDT-Ca, its quality metric. Per crop:
 
-    L = 0.5 L_FAPE + 0.5 L_aux + 0.3 L_dist + 2.0 L_msa + 0.01 L_conf
+    L = sqrt(N) (0.5 L_bb + 0.5 L_final + 0.5 L_torsion + 0.01 L_norm
+                 + 0.3 L_dist + 2.0 L_msa + 0.01 L_plddt)
 
-with the experimentally-resolved loss computed at weight 0 (the paper adds
-it, at 0.01, in fine-tuning only; OpenFold's initial training alike).
-FAPE and the torsion loss cover the backbone: the synthetic proteins have
-no side chains, and OpenFold-format records supply the torsions they
-have."""
+N the crop's residues (OpenFold: sqrt(min(seq_length, crop_size))), then
+the mean over the batch. L_bb is OpenFold's backbone FAPE (every
+structure-module layer); OpenFold's side-chain FAPE (0.5, the final
+layer's all-atom FAPE) has no side chains to work on here, and in its
+place L_final is the final layer's backbone FAPE (the paper's L_FAPE on
+the backbone). OpenFold's supervised_chi (1.0 x (0.5 chi + 0.01 angle
+norm)) has no chi angles here: L_torsion is Alg. 27 on the backbone
+torsions (omega, phi, psi) at 0.5, L_norm its angle-norm penalty at 0.01.
+The experimentally-resolved loss is computed at weight 0 and the
+violation loss left out: both weigh 0 in OpenFold's initial training
+(1.0 and 0.01 in fine-tuning only, ``_finetuning_stage``)."""
 import torch
 from torch.nn.functional import binary_cross_entropy_with_logits, \
     cross_entropy
 
 from alphafold2.heads import PLDDT_BINS
 
-#: Eq. 7's weights for initial training.
-WEIGHTS = {'fape': 0.5, 'aux': 0.5, 'distogram': 0.3, 'masked_msa': 2.0,
-           'plddt': 0.01, 'experimentally_resolved': 0.0}
+#: The terms' weights (OpenFold's initial-training config, see above).
+WEIGHTS = {'backbone_fape': 0.5, 'final_backbone_fape': 0.5,
+           'backbone_torsion': 0.5, 'angle_norm': 0.01, 'distogram': 0.3,
+           'masked_msa': 2.0, 'plddt': 0.01, 'experimentally_resolved': 0.0}
+#: The angle norm: sqrt(|a|^2 + 1e-8) (OpenFold's supervised_chi eps).
+ANGLE_NORM_EPS = 1e-8
 #: FAPE clamps distances at 10 A and divides by Z = 10 A (1.9.2).
 FAPE_CLAMP = FAPE_SCALE = 10.0
 #: lDDT: pairs closer than 15 A in the true structure, thresholds 0.5,
@@ -42,16 +54,38 @@ def fape(pred_frames, true_frames, pred_x, true_x, mask=None,
     return (d * pair).sum((-1, -2)) / pair.sum((-1, -2)).clamp_min(1)
 
 
+def masked_mean(x, mask, dims):
+    '''The mean of *x* over *dims* where *mask* (broadcast to it) is 1.'''
+    mask = mask.expand_as(x)
+    return (x * mask).sum(dims) / mask.sum(dims).clamp_min(1)
+
+
 def torsion_loss(angles, true, mask):
-    '''Alg. 27 on the backbone torsions: squared distance of the
-    normalised (cos, sin) to the truth over the angles *mask* marks, plus
-    0.02 x the angle-norm penalty on every prediction. *angles*
-    [..., R, 7, 2] unnormalised.'''
+    '''Alg. 27's angle term on the torsions *mask* [B, R, 7] marks: the
+    squared distance of the normalised (cos, sin) to the truth, averaged
+    over layers, residues and angles, per crop [B]. *angles*
+    [layers, B, R, 7, 2] unnormalised.'''
     norm = angles.norm(dim=-1, keepdim=True).clamp_min(1e-6)
-    squared = ((angles / norm - true) ** 2).sum(-1)
-    torsion = (squared * mask).sum((-1, -2)) / mask.sum((-1, -2)).clamp_min(
-        1)
-    return torsion + 0.02 * (norm[..., 0] - 1).abs().mean((-1, -2))
+    squared = ((angles / norm - true) ** 2).sum(-1)      # [L, B, R, 7]
+    return masked_mean(squared.movedim(0, -1), mask[..., None],
+                       (-1, -2, -3))
+
+
+def angle_norm_loss(angles, seq_mask):
+    '''Alg. 27's angle-norm penalty: |sqrt(|a|^2 + eps) - 1| averaged
+    over layers, the crop's residues (*seq_mask* [B, R]) and all seven
+    angles, per crop [B] (OpenFold's supervised_chi_loss).'''
+    norm = torch.sqrt((angles.float() ** 2).sum(-1) + ANGLE_NORM_EPS)
+    error = (norm - 1).abs().movedim(0, -1)              # [B, R, 7, L]
+    return masked_mean(error, seq_mask[..., None, None], (-1, -2, -3))
+
+
+def crop_scale(seq_mask):
+    '''sqrt of each crop's residues [B]: OpenFold's loss scale
+    sqrt(min(seq_length, crop_size)) ("to decrease the relative
+    importance of short sequences", supplementary 1.9); padding is what a
+    shorter chain leaves of the crop.'''
+    return seq_mask.sum(-1).sqrt()
 
 
 def lddt(pred_x, true_x, mask=None, per_residue=False):
@@ -75,28 +109,41 @@ def lddt(pred_x, true_x, mask=None, per_residue=False):
 
 
 def alphafold_loss(out, target, clamp=True):
-    '''(total, {name: value}): Eq. 7 on the model's outputs *out* and a
-    batch's *target* (a dict: ``frames`` the true backbone Frames [B, R],
-    ``ca``, ``torsions``, ``torsion_mask``, ``distogram``, ``msa``,
-    ``msa_mask``, ``resolved``, ``atom_mask``, ``residue_mask``). *clamp*:
-    FAPE clamped at 10 A (AlphaFold2 clamps 90% of its batches).'''
+    '''(loss, {name: value}): the scaled, weighted total averaged over
+    the batch, OpenFold's ``scaled_weighted_total_loss``, from the model's
+    outputs *out* and a batch's *target* (a dict: ``frames`` the true
+    backbone Frames [B, R], ``ca``, ``torsions``, ``torsion_mask``,
+    ``distogram``, ``msa``, ``msa_mask``, ``resolved``, ``atom_mask``,
+    ``residue_mask`` (resolved backbone), ``seq_mask`` (the crop's
+    residues)); the terms, unweighted, are batch means. *clamp*: FAPE
+    clamped at 10 A (AlphaFold2 clamps 90% of its batches).'''
+    terms = per_crop_terms(out, target, clamp)
+    weighted = sum(WEIGHTS[k] * v for k, v in terms.items())    # [B]
+    total = (crop_scale(target['seq_mask']) * weighted).mean()
+    return total, {k: v.mean() for k, v in terms.items()}
+
+
+def per_crop_terms(out, target, clamp):
+    '''{name: [B]}: each term of :data:`WEIGHTS`, per crop.'''
     mask = target['residue_mask']
     frames = out['frames']                      # [layers, B, R]
     true_frames, true_ca = target['frames'], target['ca']
     per_layer = fape(frames, true_frames, frames.translations, true_ca,
                      mask, FAPE_CLAMP if clamp else None)  # [layers, B]
-    terms = {'fape': per_layer[-1].mean(),
-             'aux': (per_layer.mean(0) + torsion_loss(
-                 out['angles'], target['torsions'],
-                 target['torsion_mask'] * mask[..., None]).mean(0)).mean()}
+    terms = {'backbone_fape': per_layer.mean(0),
+             'final_backbone_fape': per_layer[-1],
+             'backbone_torsion': torsion_loss(
+                 out['angles'].float(), target['torsions'],
+                 target['torsion_mask'] * mask[..., None]),
+             'angle_norm': angle_norm_loss(out['angles'],
+                                           target['seq_mask'])}
     pair_mask = mask[..., :, None] * mask[..., None, :]
     dist = cross_entropy(out['distogram'].float().permute(0, 3, 1, 2),
                          target['distogram'], reduction='none')
-    terms['distogram'] = (dist * pair_mask).sum() / pair_mask.sum()
+    terms['distogram'] = masked_mean(dist, pair_mask, (-1, -2))
     msa = cross_entropy(out['masked_msa'].float().permute(0, 3, 1, 2),
                         target['msa'], reduction='none')
-    terms['masked_msa'] = (msa * target['msa_mask']).sum() / \
-        target['msa_mask'].sum().clamp_min(1)
+    terms['masked_msa'] = masked_mean(msa, target['msa_mask'], (-1, -2))
     # pLDDT's target: each residue's lDDT-Ca in the final structure,
     # no gradient into the structure (1.9.6).
     ca = frames.translations[-1].detach().float()
@@ -104,12 +151,11 @@ def alphafold_loss(out, target, clamp=True):
         .clamp(max=PLDDT_BINS - 1)
     conf = cross_entropy(out['plddt'].float().transpose(1, 2), bins,
                          reduction='none')
-    terms['plddt'] = (conf * mask).sum() / mask.sum()
+    terms['plddt'] = masked_mean(conf, mask, (-1,))
     resolved = binary_cross_entropy_with_logits(
         out['experimentally_resolved'].float(), target['resolved'],
         reduction='none')
     atom_mask = target['atom_mask'] * mask[..., None]
-    terms['experimentally_resolved'] = (resolved * atom_mask).sum() / \
-        atom_mask.sum().clamp_min(1)
-    total = sum(WEIGHTS[k] * v for k, v in terms.items())
-    return total, terms
+    terms['experimentally_resolved'] = masked_mean(resolved, atom_mask,
+                                                   (-1, -2))
+    return terms

@@ -29,6 +29,21 @@ MAX_RELATIVE = 32
 #: Distogram: 64 bins, 2.3125 to 21.6875 Angstrom (section 1.9.8).
 DISTOGRAM_BINS = 64
 DISTOGRAM_RANGE = (2.3125, 21.6875)
+#: The attention logits' bias where a key is masked out: -INF (OpenFold's
+#: ``(mask - 1) * inf``, inf 1e9 for the Evoformer and extra-MSA stacks:
+#: mlcommons/hpc 2c627d4 openfold/openfold/config.py, model/attention.py).
+INF = 1e9
+#: The outer product mean divides by the number of sequences both
+#: residues have, plus 1e-3 (OpenFold's eps_opm, the same config.py).
+OPM_EPS = 1e-3
+
+
+def mask_bias(mask):
+    '''The additive attention bias of a 0/1 *mask* of keys: 0 where a key
+    is present, -INF where it is padding, so that a padded residue or
+    sequence gets no weight. Kept in float32 whatever the logits' type
+    (-1e9 does not fit fp16).'''
+    return (mask.float() - 1) * INF
 
 
 class Config:
@@ -115,8 +130,9 @@ class GatedAttention(nn.Module):
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
 
-    def forward(self, x, bias=None):
+    def forward(self, x, bias=None, mask=None):
         # x: [..., L, c_in]; attention runs over L for every leading index.
+        # mask: 0/1 over the keys, broadcastable to [..., h, L, L].
         *lead, length, _ = x.shape
         q, k, v = self.qkv(x).view(*lead, length, 3, self.heads,
                                    self.c_hidden).unbind(-3)
@@ -124,7 +140,9 @@ class GatedAttention(nn.Module):
         logits = q @ k.transpose(-1, -2) / math.sqrt(self.c_hidden)
         if bias is not None:
             logits = logits + bias
-        o = (logits.softmax(-1) @ v).transpose(-2, -3).reshape(
+        if mask is not None:
+            logits = logits + mask_bias(mask)
+        o = (logits.softmax(-1).to(v.dtype) @ v).transpose(-2, -3).reshape(
             *lead, length, self.heads * self.c_hidden)
         return self.out(torch.sigmoid(self.gate(x)) * o)
 
@@ -140,10 +158,12 @@ class MSARowAttentionWithPairBias(nn.Module):
         self.bias = nn.Linear(cfg.c_z, cfg.msa_heads, bias=False)
         self.attention = GatedAttention(cfg.c_m, cfg.c_hidden, cfg.msa_heads)
 
-    def forward(self, m, z):
-        # m: [B, S, R, c_m], z: [B, R, R, c_z] -> bias [B, 1, h, R, R]
+    def forward(self, m, z, msa_mask):
+        # m: [B, S, R, c_m], z: [B, R, R, c_z] -> bias [B, 1, h, R, R];
+        # msa_mask [B, S, R]: keys are the row's residues.
         bias = self.bias(self.norm_z(z)).permute(0, 3, 1, 2).unsqueeze(1)
-        return self.attention(self.norm_m(m), bias)
+        return self.attention(self.norm_m(m), bias,
+                              msa_mask[:, :, None, None, :])
 
 
 class MSAColumnAttention(nn.Module):
@@ -154,9 +174,11 @@ class MSAColumnAttention(nn.Module):
         self.norm = nn.LayerNorm(cfg.c_m)
         self.attention = GatedAttention(cfg.c_m, cfg.c_hidden, cfg.msa_heads)
 
-    def forward(self, m):
+    def forward(self, m, msa_mask):
         m = self.norm(m).transpose(-2, -3)          # [B, R, S, c_m]
-        return self.attention(m).transpose(-2, -3)
+        # Keys are the column's sequences: mask [B, R, 1, 1, S].
+        mask = msa_mask.transpose(-1, -2)[:, :, None, None, :]
+        return self.attention(m, mask=mask).transpose(-2, -3)
 
 
 class Transition(nn.Module):
@@ -172,7 +194,11 @@ class Transition(nn.Module):
 
 
 class OuterProductMean(nn.Module):
-    '''Alg. 10: the MSA's update to the pair representation.'''
+    '''Alg. 10: the MSA's update to the pair representation: the outer
+    products summed over the sequences both residues have, through the
+    output linear, divided by their number (+ 1e-3), as OpenFold does
+    (mlcommons/hpc 2c627d4 openfold/openfold/model/outer_product_mean.py).
+    '''
 
     def __init__(self, cfg):
         super().__init__()
@@ -181,11 +207,14 @@ class OuterProductMean(nn.Module):
         self.b = nn.Linear(cfg.c_m, cfg.c_opm)
         self.out = nn.Linear(cfg.c_opm * cfg.c_opm, cfg.c_z)
 
-    def forward(self, m):
+    def forward(self, m, msa_mask):
         m = self.norm(m)
-        a, b = self.a(m), self.b(m)                  # [B, S, R, c]
-        outer = torch.einsum('bsic,bsjd->bijcd', a, b) / m.shape[1]
-        return self.out(outer.flatten(-2))
+        mask = msa_mask[..., None].to(m.dtype)       # [B, S, R, 1]
+        a, b = self.a(m) * mask, self.b(m) * mask    # [B, S, R, c]
+        outer = torch.einsum('bsic,bsjd->bijcd', a, b)
+        count = torch.einsum('bsi,bsj->bij', msa_mask.float(),
+                             msa_mask.float())[..., None]
+        return self.out(outer.flatten(-2)) / (count + OPM_EPS)
 
 
 class TriangleMultiplication(nn.Module):
@@ -202,10 +231,13 @@ class TriangleMultiplication(nn.Module):
         self.norm_out = nn.LayerNorm(c)
         self.out = nn.Linear(c, c_z)
 
-    def forward(self, z):
+    def forward(self, z, pair_mask):
+        # Edges to padded residues do not enter the sum over k.
         z = self.norm_in(z)
         a, a_gate, b, b_gate = self.projections(z).chunk(4, -1)
-        a, b = a * torch.sigmoid(a_gate), b * torch.sigmoid(b_gate)
+        mask = pair_mask[..., None].to(z.dtype)
+        a = a * torch.sigmoid(a_gate) * mask
+        b = b * torch.sigmoid(b_gate) * mask
         if self.outgoing:
             update = torch.einsum('bikc,bjkc->bijc', a, b)
         else:
@@ -225,12 +257,14 @@ class TriangleAttention(nn.Module):
         self.attention = GatedAttention(cfg.c_z, cfg.c_hidden_pair,
                                         cfg.pair_heads)
 
-    def forward(self, z):
+    def forward(self, z, pair_mask):
         if not self.starting:
             z = z.transpose(-2, -3)
+            pair_mask = pair_mask.transpose(-1, -2)
         z = self.norm(z)
         bias = self.bias(z).permute(0, 3, 1, 2).unsqueeze(1)  # [B,1,h,R,R]
-        out = self.attention(z, bias)
+        # Edge ij attends to ik: keys k masked per row i, [B, R, 1, 1, R].
+        out = self.attention(z, bias, pair_mask[:, :, None, None, :])
         return out if self.starting else out.transpose(-2, -3)
 
 
@@ -249,18 +283,21 @@ class EvoformerBlock(nn.Module):
         self.tri_att_end = TriangleAttention(cfg, starting=False)
         self.pair_transition = Transition(cfg.c_z, cfg.transition)
 
-    def forward(self, m, z):
+    def forward(self, m, z, msa_mask, pair_mask):
+        '''*msa_mask* [B, S, R] and *pair_mask* [B, R, R]: 1 for real
+        sequences and residues, 0 for padding (OpenFold's msa_mask and
+        seq_mask's outer product).'''
         t = self.training
         # Row-wise dropout shares the mask along rows of the MSA (dim -3)
         # and of the pair (dim -3); column-wise along dim -2.
-        m = m + dropout(self.row_attention(m, z), 0.15, -3, t)
-        m = m + self.column_attention(m)
+        m = m + dropout(self.row_attention(m, z, msa_mask), 0.15, -3, t)
+        m = m + self.column_attention(m, msa_mask)
         m = m + self.msa_transition(m)
-        z = z + self.outer_product_mean(m)
-        z = z + dropout(self.tri_mul_out(z), 0.25, -3, t)
-        z = z + dropout(self.tri_mul_in(z), 0.25, -3, t)
-        z = z + dropout(self.tri_att_start(z), 0.25, -3, t)
-        z = z + dropout(self.tri_att_end(z), 0.25, -2, t)
+        z = z + self.outer_product_mean(m, msa_mask)
+        z = z + dropout(self.tri_mul_out(z, pair_mask), 0.25, -3, t)
+        z = z + dropout(self.tri_mul_in(z, pair_mask), 0.25, -3, t)
+        z = z + dropout(self.tri_att_start(z, pair_mask), 0.25, -3, t)
+        z = z + dropout(self.tri_att_end(z, pair_mask), 0.25, -2, t)
         z = z + self.pair_transition(z)
         return m, z
 

@@ -8,6 +8,7 @@ from torch import nn
 from torch.nn.functional import softplus
 
 from alphafold2.geometry import Frames, quaternion_update
+from alphafold2.model import mask_bias
 
 #: Torsion angles per residue (1.8.1): omega, phi, psi, chi1-4.
 TORSIONS = 7
@@ -40,8 +41,9 @@ class InvariantPointAttention(nn.Module):
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
 
-    def forward(self, s, z, frames):
-        # s: [B, R, c_s], z: [B, R, R, c_z]; frames batch [B, R].
+    def forward(self, s, z, frames, mask):
+        # s: [B, R, c_s], z: [B, R, R, c_z]; frames batch [B, R]; mask
+        # [B, R]: padded residues get no weight (OpenFold's square_mask).
         h, c, pq, pv = self.heads, self.c, self.pq, self.pv
         q = self.q(s).unflatten(-1, (h, c))
         k, v = self.kv(s).unflatten(-1, (h, 2 * c)).split(c, -1)
@@ -57,6 +59,8 @@ class InvariantPointAttention(nn.Module):
         distance = ((q_pts[:, :, None] - k_pts[:, None]) ** 2).sum((-1, -2))
         logits = w_l * (torch.einsum('bihc,bjhc->bijh', q, k) / math.sqrt(c)
                         + self.bias(z) - gamma * w_c / 2 * distance)
+        logits = logits + mask_bias(mask[:, None, :, None] *
+                                    mask[:, :, None, None])
         a = logits.softmax(2)                            # over j
         o = torch.einsum('bijh,bjhc->bihc', a, v)
         o_pts = torch.einsum('bijh,bjhpx->bihpx', a, v_pts)
@@ -125,8 +129,8 @@ class StructureModule(nn.Module):
         nn.init.zeros_(self.backbone_update.bias)
         self.angles = AngleResnet(cfg)
 
-    def forward(self, s, z):
-        '''{'frames': per-layer Frames stacked on a leading axis (Angstrom),
+    def forward(self, s, z, mask):
+        '''*mask* [B, R]: the sequence mask. {'frames': per-layer Frames stacked on a leading axis (Angstrom),
         'angles': [L, B, R, 7, 2] unnormalised, 'single': final s}.'''
         s_initial = self.norm_s(s)
         z = self.norm_z(z)
@@ -134,7 +138,7 @@ class StructureModule(nn.Module):
         frames = Frames.identity(s.shape[:-1], s.device, s.dtype)
         rotations, translations, angles = [], [], []
         for layer in range(self.layers):
-            s = s + self.ipa(s, z, frames)
+            s = s + self.ipa(s, z, frames, mask)
             s = self.norm_ipa(nn.functional.dropout(s, 0.1, self.training))
             s = self.transition(s)
             frames = frames.compose(quaternion_update(

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from alphafold2.model import (Transition, TriangleAttention,
-                              TriangleMultiplication, dropout)
+                              TriangleMultiplication, dropout, mask_bias)
 
 #: Template pair features (supplementary Table 1): distogram (39 bins),
 #: its mask, both residues' amino acid one-hot (2 x 22), the unit vector
@@ -36,18 +36,21 @@ class TemplatePairBlock(nn.Module):
         self.tri_mul_in = TriangleMultiplication(cfg, outgoing=False)
         self.transition = Transition(cfg.c_z, cfg.transition)
 
-    def forward(self, t):
+    def forward(self, t, pair_mask):
+        # pair_mask: the sequence's, as OpenFold's template pair stack
+        # takes it (mlcommons/hpc 2c627d4 openfold/model/alphafold.py).
         d = self.training
-        t = t + dropout(self.tri_att_start(t), 0.25, -3, d)
-        t = t + dropout(self.tri_att_end(t), 0.25, -2, d)
-        t = t + dropout(self.tri_mul_out(t), 0.25, -3, d)
-        t = t + dropout(self.tri_mul_in(t), 0.25, -3, d)
+        t = t + dropout(self.tri_att_start(t, pair_mask), 0.25, -3, d)
+        t = t + dropout(self.tri_att_end(t, pair_mask), 0.25, -2, d)
+        t = t + dropout(self.tri_mul_out(t, pair_mask), 0.25, -3, d)
+        t = t + dropout(self.tri_mul_in(t, pair_mask), 0.25, -3, d)
         return t + self.transition(t)
 
 
 class TemplatePointwiseAttention(nn.Module):
     '''Alg. 17: each pair ij of the pair representation attends over the
-    templates' ij entries (no gate).'''
+    templates' ij entries (no gate); absent templates (*template_mask* 0)
+    get no weight.'''
 
     def __init__(self, cfg):
         super().__init__()
@@ -58,21 +61,24 @@ class TemplatePointwiseAttention(nn.Module):
         self.v = nn.Linear(cfg.c_t, h * c, bias=False)
         self.out = nn.Linear(h * c, cfg.c_z)
 
-    def forward(self, t, z):
-        # t: [B, T, R, R, c_t], z: [B, R, R, c_z]
+    def forward(self, t, z, template_mask):
+        # t: [B, T, R, R, c_t], z: [B, R, R, c_z], template_mask [B, T]
         h, c = self.heads, self.c
         q = self.q(z).unflatten(-1, (h, c))                  # [B,R,R,h,c]
         k = self.k(t).unflatten(-1, (h, c))                  # [B,T,R,R,h,c]
         v = self.v(t).unflatten(-1, (h, c))
         logits = torch.einsum('bijhc,btijhc->bijht', q, k) / math.sqrt(c)
-        o = torch.einsum('bijht,btijhc->bijhc', logits.softmax(-1), v)
+        logits = logits + mask_bias(template_mask)[:, None, None, None, :]
+        o = torch.einsum('bijht,btijhc->bijhc', logits.softmax(-1).to(
+            v.dtype), v)
         return self.out(o.flatten(-2))
 
 
 class TemplateEmbedder(nn.Module):
     '''Alg. 2 lines 7-13: template angle features to MSA rows (a two-layer
     MLP), template pair features through the template pair stack, a final
-    layer norm and the pointwise attention.'''
+    layer norm and the pointwise attention; the pair update is zero when
+    a crop has no template (OpenFold, model/alphafold.py).'''
 
     def __init__(self, cfg, checkpoint_blocks=False):
         super().__init__()
@@ -86,16 +92,22 @@ class TemplateEmbedder(nn.Module):
         self.pointwise = TemplatePointwiseAttention(cfg)
         self.checkpoint_blocks = checkpoint_blocks
 
-    def forward(self, template_pair_feat, template_angle_feat, z):
+    def forward(self, template_pair_feat, template_angle_feat, z,
+                pair_mask, template_mask):
         '''(MSA rows [B, T, R, c_m], pair update [B, R, R, c_z]).'''
         from alphafold2.model import run_block
         t = self.pair(template_pair_feat)                # [B, T, R, R, c_t]
         batch, templates = t.shape[:2]
         t = t.flatten(0, 1)                              # templates as batch
+        stack_mask = pair_mask.repeat_interleave(templates, 0)
         for block in self.blocks:
-            t = run_block(block, self.checkpoint_blocks and self.training, t)
+            t = run_block(block, self.checkpoint_blocks and self.training, t,
+                          stack_mask)
         t = self.norm(t).unflatten(0, (batch, templates))
-        return self.angle(template_angle_feat), self.pointwise(t, z)
+        update = self.pointwise(t, z, template_mask)
+        has_templates = (template_mask.sum(-1) > 0).to(update.dtype)
+        return self.angle(template_angle_feat), \
+            update * has_templates[:, None, None, None]
 
 
 def template_pair_features(aatype, ca, mask):
