@@ -54,6 +54,26 @@ def mlperf(name):
         run_time_secs=15514.903, samples_per_second=None,
         throughput_records=0, world_size=36, global_batch_size=144,
         eval_accuracy=0.8014199387696054)),
+    # HPE+LBNL, 224 nodes x 4 A100, asynchronous evaluation as NVIDIA's:
+    # run_stop falls inside the 14th block, whose epoch_stop and rate come
+    # after it (out). run time (1696464144138 - 1696463234097) / 1000; the
+    # last of 14 eval_accuracy before run_stop; 13 epoch_stop before it
+    # (epoch_num counts samples: 40 steps x 218); samples/s: the mean of
+    # the tracked_stats throughput of blocks 2-13 (the data loader's
+    # avg_perf_next_batch records are not rates).
+    ('openfold_hpe_lbnl_v3.0_perlmutter_n224.log', dict(
+        run_time_secs=910.041, eval_accuracy=0.805123946401808, epochs=13,
+        throughput_records=13, samples_per_second=145.27714708179494,
+        world_size=896, global_batch_size=218, steps=None,
+        losses_finite=None, status='success')),
+    # TACC Lonestar6, 32 nodes x 3 A100, synchronous evaluation after each
+    # 40-step block and no rate logged: no samples/s. run time
+    # (1696449064146 - 1696439580652) / 1000, 2 h 38 min; the last of 28
+    # eval_accuracy; 28 epoch_stop; gradient accumulation 2 (logged).
+    ('openfold_tacc_v3.0_lonestar6_n32.log', dict(
+        run_time_secs=9483.494, eval_accuracy=0.8032383056150543,
+        epochs=28, throughput_records=0, samples_per_second=None,
+        world_size=96, global_batch_size=96, status='success')),
     # Training goes on for 7 epochs after run_stop (the target, eval_error
     # <= 0.124, met at epoch 23; epochs 24-30 end at 0.388): the run is
     # lines 23-164. run time (1695882519071 - 1695882218552) / 1000; the
@@ -127,6 +147,19 @@ def test_mlperf_energy_window_is_the_steady_training_records():
     run = [e['time_ms'] / 1000 for e in events
            if e['key'] in ('run_start', 'run_stop')]
     assert run[0] < start < stop < run[1]
+
+
+@pytest.mark.parametrize('name, precision', [
+    ('openfold_nvidia_v3.0_eos_n260.log', 'bf16'),
+    ('openfold_hpe_lbnl_v3.0_perlmutter_n224.log', 'bf16'),
+    ('openfold_tacc_v3.0_lonestar6_n32.log', 'tf32'),
+    ('openfold_clemson_v3.0_18xr750.log', 'tf32'),
+])
+def test_openfold_precision_as_logged(name, precision):
+    # The `precision` event each submitter logs, as hpctestlib_ml/
+    # precisions.py names them for OpenFold (alphafold2's note).
+    events = mllog.parse_events(read_data('mllog', 'mlperf', name))
+    assert mllog.values(events, 'precision') == [precision]
 
 
 def test_deepcam_rate_logged_twice_is_one_record():
