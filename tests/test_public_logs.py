@@ -250,6 +250,57 @@ def test_megatron_throughput(name, seq, tokens_per_second, printed, loss):
     assert m['loss_last'] == approx(loss, rel=1e-6)
 
 
+def test_megatron_loss_named_loss_not_lm_loss():
+    """Megatron-Core DiT (an mcore-vfm example, 8 GPUs, bf16): training_log
+    prints every key of the model's loss dict, here ``loss:``, not ``lm
+    loss:``. Read as no loss at all, a line that advanced its iterations
+    would pass for a dropped NaN. Time: the mean of intervals 300-800
+    (1530.567 ms; the timestamps agree: 09:50:49 to 10:06:08 is 919 s for
+    600 iterations)."""
+    m = megatron.extract_metrics(
+        megatron_log('mcore_dit_bf16_8gpu_flash_attn_2024_11.log'))
+    assert m['loss_all_finite'] is True
+    assert m['loss_last'] == approx(0.1734681)
+    assert len(m['losses']) == 7
+    assert m['time_per_iteration_secs'] == approx(1.5305667, rel=1e-6)
+    assert m['printed_tflops_per_gpu'] == approx(458.3 / 6)
+    start, stop = m['timed_window']
+    assert stop - start == 919
+
+
+def test_megatron_deepspeed_bf16_nan_without_counters():
+    """bigscience Megatron-DeepSpeed issue #396: bf16 (loss scale 1.0), grad
+    norm nan, no ``lm loss`` and both counters 0: Megatron counts NaN only
+    in iterations the fp16 scaler skipped, and drops a NaN average from the
+    line (``if avg > 0.0``), so the missing loss is the NaN. Its rate is
+    still read: 8 x 2048 (actual seqlen) / the mean of iterations 5427-5428
+    (4.2275 s), as its samples per second (1.893, 1.892) x 2048."""
+    m = megatron.extract_metrics(
+        megatron_log('bigscience_megds396_bf16_grad_norm_nan.log'),
+        seq_length=2048)
+    assert m['loss_all_finite'] is False
+    assert m['skipped_iterations'] == 0 and m['nan_iterations'] == 0
+    assert m['tokens_per_second'] == approx(8 * 2048 / 4.2275)
+    assert m['printed_tflops_per_gpu'] == approx((78.77 + 78.71) / 2)
+
+
+def test_megatron_checkpoint_save_is_outside_the_iteration_times():
+    """ms-swift SFT of Qwen2-0.5B on Megatron (mid-2024 format: timestamps,
+    no throughput field), global batch 8: a 30.4 s save-checkpoint after
+    iteration 100 is not in interval 110's 719.8 ms but is in the
+    timestamps (15:27:27 to 15:28:05). Time per iteration: the mean of
+    intervals 20-120 (728.79 ms), the 8.2 s first interval skipped; the
+    window (15:26:21 to 15:28:12, 111 s) holds 110 x 0.729 s + the save."""
+    m = megatron.extract_metrics(
+        megatron_log('ms_swift_qwen2_0p5b_sft_ckpt_save_2024_07.log'))
+    assert m['iterations'] == 12 and m['iteration_last'] == 120
+    assert m['time_per_iteration_secs'] == approx(8016.7 / 11 / 1000)
+    assert m['loss_last'] == approx(0.9523046)
+    assert m['printed_tflops_per_gpu'] is None
+    start, stop = m['timed_window']
+    assert stop - start == 111
+
+
 def test_megatron_lines_wrapped_by_a_terminal():
     '''A copy from an 80-column-less terminal breaks every line inside
     `load_balancing_loss`: the time, batch and `lm loss` before the break
