@@ -54,6 +54,26 @@ def mlperf(name):
         run_time_secs=15514.903, samples_per_second=None,
         throughput_records=0, world_size=36, global_batch_size=144,
         eval_accuracy=0.8014199387696054)),
+    # HPE+LBNL, 224 nodes x 4 A100, asynchronous evaluation as NVIDIA's:
+    # run_stop falls inside the 14th block, whose epoch_stop and rate come
+    # after it (out). run time (1696464144138 - 1696463234097) / 1000; the
+    # last of 14 eval_accuracy before run_stop; 13 epoch_stop before it
+    # (epoch_num counts samples: 40 steps x 218); samples/s: the mean of
+    # the tracked_stats throughput of blocks 2-13 (the data loader's
+    # avg_perf_next_batch records are not rates).
+    ('openfold_hpe_lbnl_v3.0_perlmutter_n224.log', dict(
+        run_time_secs=910.041, eval_accuracy=0.805123946401808, epochs=13,
+        throughput_records=13, samples_per_second=145.27714708179494,
+        world_size=896, global_batch_size=218, steps=None,
+        losses_finite=None, status='success')),
+    # TACC Lonestar6, 32 nodes x 3 A100, synchronous evaluation after each
+    # 40-step block and no rate logged: no samples/s. run time
+    # (1696449064146 - 1696439580652) / 1000, 2 h 38 min; the last of 28
+    # eval_accuracy; 28 epoch_stop; gradient accumulation 2 (logged).
+    ('openfold_tacc_v3.0_lonestar6_n32.log', dict(
+        run_time_secs=9483.494, eval_accuracy=0.8032383056150543,
+        epochs=28, throughput_records=0, samples_per_second=None,
+        world_size=96, global_batch_size=96, status='success')),
     # Training goes on for 7 epochs after run_stop (the target, eval_error
     # <= 0.124, met at epoch 23; epochs 24-30 end at 0.388): the run is
     # lines 23-164. run time (1695882519071 - 1695882218552) / 1000; the
@@ -127,6 +147,19 @@ def test_mlperf_energy_window_is_the_steady_training_records():
     run = [e['time_ms'] / 1000 for e in events
            if e['key'] in ('run_start', 'run_stop')]
     assert run[0] < start < stop < run[1]
+
+
+@pytest.mark.parametrize('name, precision', [
+    ('openfold_nvidia_v3.0_eos_n260.log', 'bf16'),
+    ('openfold_hpe_lbnl_v3.0_perlmutter_n224.log', 'bf16'),
+    ('openfold_tacc_v3.0_lonestar6_n32.log', 'tf32'),
+    ('openfold_clemson_v3.0_18xr750.log', 'tf32'),
+])
+def test_openfold_precision_as_logged(name, precision):
+    # The `precision` event each submitter logs, as hpctestlib_ml/
+    # precisions.py names them for OpenFold (alphafold2's note).
+    events = mllog.parse_events(read_data('mllog', 'mlperf', name))
+    assert mllog.values(events, 'precision') == [precision]
 
 
 def test_deepcam_rate_logged_twice_is_one_record():
@@ -215,6 +248,57 @@ def test_megatron_throughput(name, seq, tokens_per_second, printed, loss):
     assert m['tokens_per_second'] == approx(tokens_per_second, rel=1e-4)
     assert m['printed_tflops_per_gpu'] == approx(printed, rel=1e-4)
     assert m['loss_last'] == approx(loss, rel=1e-6)
+
+
+def test_megatron_loss_named_loss_not_lm_loss():
+    """Megatron-Core DiT (an mcore-vfm example, 8 GPUs, bf16): training_log
+    prints every key of the model's loss dict, here ``loss:``, not ``lm
+    loss:``. Read as no loss at all, a line that advanced its iterations
+    would pass for a dropped NaN. Time: the mean of intervals 300-800
+    (1530.567 ms; the timestamps agree: 09:50:49 to 10:06:08 is 919 s for
+    600 iterations)."""
+    m = megatron.extract_metrics(
+        megatron_log('mcore_dit_bf16_8gpu_flash_attn_2024_11.log'))
+    assert m['loss_all_finite'] is True
+    assert m['loss_last'] == approx(0.1734681)
+    assert len(m['losses']) == 7
+    assert m['time_per_iteration_secs'] == approx(1.5305667, rel=1e-6)
+    assert m['printed_tflops_per_gpu'] == approx(458.3 / 6)
+    start, stop = m['timed_window']
+    assert stop - start == 919
+
+
+def test_megatron_deepspeed_bf16_nan_without_counters():
+    """bigscience Megatron-DeepSpeed issue #396: bf16 (loss scale 1.0), grad
+    norm nan, no ``lm loss`` and both counters 0: Megatron counts NaN only
+    in iterations the fp16 scaler skipped, and drops a NaN average from the
+    line (``if avg > 0.0``), so the missing loss is the NaN. Its rate is
+    still read: 8 x 2048 (actual seqlen) / the mean of iterations 5427-5428
+    (4.2275 s), as its samples per second (1.893, 1.892) x 2048."""
+    m = megatron.extract_metrics(
+        megatron_log('bigscience_megds396_bf16_grad_norm_nan.log'),
+        seq_length=2048)
+    assert m['loss_all_finite'] is False
+    assert m['skipped_iterations'] == 0 and m['nan_iterations'] == 0
+    assert m['tokens_per_second'] == approx(8 * 2048 / 4.2275)
+    assert m['printed_tflops_per_gpu'] == approx((78.77 + 78.71) / 2)
+
+
+def test_megatron_checkpoint_save_is_outside_the_iteration_times():
+    """ms-swift SFT of Qwen2-0.5B on Megatron (mid-2024 format: timestamps,
+    no throughput field), global batch 8: a 30.4 s save-checkpoint after
+    iteration 100 is not in interval 110's 719.8 ms but is in the
+    timestamps (15:27:27 to 15:28:05). Time per iteration: the mean of
+    intervals 20-120 (728.79 ms), the 8.2 s first interval skipped; the
+    window (15:26:21 to 15:28:12, 111 s) holds 110 x 0.729 s + the save."""
+    m = megatron.extract_metrics(
+        megatron_log('ms_swift_qwen2_0p5b_sft_ckpt_save_2024_07.log'))
+    assert m['iterations'] == 12 and m['iteration_last'] == 120
+    assert m['time_per_iteration_secs'] == approx(8016.7 / 11 / 1000)
+    assert m['loss_last'] == approx(0.9523046)
+    assert m['printed_tflops_per_gpu'] is None
+    start, stop = m['timed_window']
+    assert stop - start == 111
 
 
 def test_megatron_lines_wrapped_by_a_terminal():

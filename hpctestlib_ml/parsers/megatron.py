@@ -43,6 +43,20 @@ def _count(fields, name):
     return int(value) if value.isdigit() else None
 
 
+#: The loss fields, by preference: Megatron's training_log prints every
+#: key of the model's loss dict; GPT, BERT and T5 name theirs ``lm loss``,
+#: vision and diffusion models (Megatron-Core DiT) ``loss``.
+_LOSS_KEYS = ('lm loss', 'loss')
+
+
+def _loss(fields):
+    '''The interval's training loss (None where the line prints none).'''
+    for key in _LOSS_KEYS:
+        if key in fields:
+            return _number(fields[key])
+    return None
+
+
 def parse_iterations(text):
     '''Logged iterations in order (each once), as dicts: ``iteration``,
     ``train_iters``, ``time_s``, ``global_batch``, ``loss`` (None where the
@@ -51,6 +65,8 @@ def parse_iterations(text):
     interval's skipped and NaN iteration counts, None where not printed),
     ``interval`` (iterations since the previous logged line) and
     ``loss_finite`` (False only where the line shows a non-finite loss).
+    The loss is the ``lm loss`` field, else a plain ``loss`` (models whose
+    loss dict names it so, e.g. Megatron-Core's DiT).
 
     Only fields closed by a ``|`` are read, so a line cut short (a copy, a
     killed job) gives no half-read number. Megatron prints the loss
@@ -79,7 +95,7 @@ def parse_iterations(text):
         interval, previous = iteration - previous, iteration
         skipped = _count(fields, 'number of skipped iterations')
         nan = _count(fields, 'number of nan iterations')
-        loss = _number(fields['lm loss']) if 'lm loss' in fields else None
+        loss = _loss(fields)
         all_skipped = skipped is not None and skipped >= interval
         if all_skipped and loss == 0.0:
             loss = None                 # current upstream's "no average"
