@@ -194,8 +194,9 @@ def main(argv=None):
     say(f'median step: torch {statistics.median(ours):.3f} s, keras '
         f'{statistics.median(theirs):.3f} s; median ratio torch/keras '
         f'{statistics.median(ratios):.3f} (range {min(ratios):.3f}-'
-        f'{max(ratios):.3f}); CPU-time ratio {statistics.median(cpu_ratios)'
-        f':.3f} (range {min(cpu_ratios):.3f}-{max(cpu_ratios):.3f})')
+        f'{max(ratios):.3f}); CPU-time ratio '
+        f'{statistics.median(cpu_ratios):.3f} (range '
+        f'{min(cpu_ratios):.3f}-{max(cpu_ratios):.3f})')
     if args.out:
         pathlib.Path(args.out).write_text('\n'.join(lines) + '\n')
 
