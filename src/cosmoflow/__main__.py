@@ -21,6 +21,7 @@ import sys
 import numpy as np
 import torch
 
+from cosmoflow.model import build_model
 from mlperf_train import argument_parser, run_main
 
 SIZES = {'tiny': (32, 8), 'reference': (128, 32)}
@@ -32,8 +33,69 @@ DECAY = {32: 0.25, 64: 0.125}
 DROPOUT = 0.5
 
 
+#: ``--layout``: the memory format of the cubes and the convolutions'
+#: weights and activations. The tensors' logical order stays (N, C, D, H,
+#: W) either way (the weights, the Flatten before the first Dense and
+#: the results are those of the channels-first model), only the order in
+#: memory changes: ``channels_last`` stores (N, D, H, W, C), the
+#: reference's NDHWC.
+LAYOUTS = {'channels_first': torch.contiguous_format,
+           'channels_last': torch.channels_last_3d}
+
+#: The default ``--layout`` per device type, and why.
+DEFAULT_LAYOUT = {
+    'cpu': ('channels_last', 'oneDNN runs these 3-D convolutions and '
+            'their gradients faster on NDHWC than on NCDHW '
+            '(bench/cosmoflow_step.py)'),
+    'cuda': ('channels_last', 'cuDNN\'s tensor-core 3-D convolutions take '
+             'NDHWC; NCDHW adds transposes around every convolution with '
+             'bf16/fp16 (the MLPerf HPC GPU submissions run CosmoFlow '
+             'NDHWC)'),
+}
+
+
 def parse_args(argv):
-    return argument_parser(__doc__, SIZES, batch_size=4).parse_args(argv)
+    p = argument_parser(__doc__, SIZES, batch_size=4)
+    p.add_argument('--layout', choices=list(LAYOUTS),
+                   help='memory format of the activations and weights '
+                   '(default per device: channels_last on CPUs and GPUs; '
+                   'the log\'s "layout" event says which ran and why)')
+    return p.parse_args(argv)
+
+
+def default_layout(device):
+    '''(layout, reason): the ``--layout`` a run on *device* takes when
+    none is given (:data:`DEFAULT_LAYOUT`; devices not named there take
+    the CPU's).'''
+    return DEFAULT_LAYOUT.get(device.type, DEFAULT_LAYOUT['cpu'])
+
+
+def new_model(size, device, layout, dropout=DROPOUT):
+    '''The *size*'s network on *device*, its weights in *layout*.'''
+    cube, conv_size = SIZES[size]
+    return build_model(cube, conv_size=conv_size, dropout=dropout).to(
+        device, memory_format=LAYOUTS[layout])
+
+
+def new_optimizer(model, global_batch):
+    '''The reference's SGD (momentum 0.9, no weight decay) at the peak
+    rate for *global_batch* (linear scaling from 0.001 at batch 64).'''
+    return torch.optim.SGD(model.parameters(),
+                           lr=BASE_LR * global_batch / BASE_BATCH,
+                           momentum=0.9, weight_decay=0.0)
+
+
+def loss_function():
+    '''The reference's training loss (configs/cosmo.yaml ``loss: mse``).'''
+    return torch.nn.MSELoss()
+
+
+def in_layout(source, layout):
+    '''*source*'s (cubes, targets) batches, the cubes in *layout*'s memory
+    format (no copy where they already are).'''
+    memory_format = LAYOUTS[layout]
+    for cubes, targets in source:
+        yield cubes.contiguous(memory_format=memory_format), targets
 
 
 def synthetic(batch, cube, generator):
@@ -63,9 +125,11 @@ def from_files(files, batch, cube, generator):
             if x.shape != (cube, cube, cube, 4):
                 sys.exit(f'cosmoflow: error: {files[i]} has shape {x.shape},'
                          f' expected {(cube, cube, cube, 4)}')
-            cubes.append(np.log1p(x).transpose(3, 0, 1, 2))
+            cubes.append(np.log1p(x, dtype=np.float32))
             targets.append(np.load(files[i].with_suffix('.target.npy')))
-        yield (torch.tensor(np.stack(cubes), dtype=torch.float32),
+        # The files' (D, H, W, C) order, viewed as (N, C, D, H, W):
+        # channels-last in memory without a copy.
+        yield (torch.from_numpy(np.stack(cubes)).permute(0, 4, 1, 2, 3),
                torch.tensor(np.stack(targets), dtype=torch.float32))
 
 
@@ -86,21 +150,21 @@ def lr_factor(scale, steps_per_epoch):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from cosmoflow.model import build_model
     from mlperf_train import (Batches, evaluate, log_evaluation, log_setup,
                               start, stop, supervised_step, train, wrap_ddp)
 
     rank, world, device, log = start(
         'cosmoflow', args, 'closed' if args.size == 'reference' else 'open')
     mlc = log.constants
-    cube, conv_size = SIZES[args.size]
-    model = build_model(cube, conv_size=conv_size, dropout=DROPOUT).to(device)
+    cube = SIZES[args.size][0]
+    layout, why = ((args.layout, 'chosen with --layout') if args.layout
+                   else default_layout(device))
+    model = new_model(args.size, device, layout)
     params = sum(p.numel() for p in model.parameters())
     model = wrap_ddp(model, device, world)
     global_batch = args.batch_size * world
     scale = global_batch / BASE_BATCH
-    optimizer = torch.optim.SGD(model.parameters(), lr=BASE_LR * scale,
-                                momentum=0.9, weight_decay=0.0)
+    optimizer = new_optimizer(model, global_batch)
     generator = torch.Generator().manual_seed(args.seed + rank)
     if args.data == 'synthetic':
         source = synthetic(args.batch_size, cube, generator)
@@ -108,6 +172,7 @@ def main(argv=None):
     else:
         files, train_samples = sample_files(args.data, rank, world)
         source = from_files(files, args.batch_size, cube, generator)
+    source = in_layout(source, layout)
     batches = Batches(source, device, args.steps,
                       pooled=args.data == 'synthetic')
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(
@@ -124,10 +189,11 @@ def main(argv=None):
                     (mlc.EVAL_SAMPLES, args.eval_batches * global_batch),
                     ('model_parameters', params),
                     ('sample_shape', [4, cube, cube, cube])))
+    log.event('layout', layout, reason=why)
     log.end(mlc.INIT_STOP)
 
     model.train()
-    step = supervised_step(model, batches, torch.nn.MSELoss(), optimizer,
+    step = supervised_step(model, batches, loss_function(), optimizer,
                            device, args.precision, scheduler=scheduler)
     status = train(log, step, args.steps, global_batch, device, world,
                    batches=batches)
