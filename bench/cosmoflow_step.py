@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/cosmoflow_step.py [--pairs 5] [--steps 3]
         [--layout channels_last|channels_first] [--threads N] [--out FILE]
+        [--glibc-defaults]
 
 Times forward + backward + optimizer update of
 
@@ -23,7 +24,11 @@ run in a fresh process, the two alternating (torch, keras, torch, keras,
 in the first) and then ``--steps`` timed ones; its figure is their median.
 Both use ``--threads`` intra-op threads (``torch.set_num_threads``,
 ``tf.config.threading.set_intra_op_parallelism_threads``); TensorFlow's
-inter-op pool stays at its default, as the reference runs.
+inter-op pool stays at its default, as the reference runs. Both run
+with the malloc settings the suite gives programs on CPU partitions
+(``hpctestlib_ml.constants.CPU_ALLOCATOR_ENV``: freed memory kept, not
+unmapped and faulted in again each step); ``--glibc-defaults`` leaves
+them out.
 
 Prints every pair (each run's median wall time, its steps' wall times,
 its median CPU time, the 1-minute load average before and after the
@@ -41,6 +46,8 @@ import sys
 import time
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from hpctestlib_ml.constants import CPU_ALLOCATOR_ENV  # noqa: E402
 CUBE, BATCH, CONV_SIZE = 128, 4, 32
 
 
@@ -130,6 +137,9 @@ def run_child(impl, args):
     if args.layout:
         cmd += ['--layout', args.layout]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+    if not args.glibc_defaults:
+        # Both as the suite runs programs on CPU partitions.
+        env.update(CPU_ALLOCATOR_ENV)
     out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True,
                          text=True)
     if out.returncode:
@@ -158,6 +168,9 @@ def main(argv=None):
     p.add_argument('--threads', type=int, default=os.cpu_count())
     p.add_argument('--layout', choices=('channels_last', 'channels_first'))
     p.add_argument('--out', help='also write the report to this file')
+    p.add_argument('--glibc-defaults', action='store_true',
+                   help="run both without the suite's CPU malloc settings "
+                   '(hpctestlib_ml.constants.CPU_ALLOCATOR_ENV)')
     p.add_argument('--child', choices=('torch', 'keras'),
                    help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -176,7 +189,9 @@ def main(argv=None):
         lines.append(text)
     say(f'cosmoflow_step: cube {CUBE}, batch {BATCH}, conv_size '
         f'{CONV_SIZE}, fp32, {args.threads} threads, {args.warmup} warm-up '
-        f'+ {args.steps} timed steps a run, {time.strftime("%Y-%m-%d %H:%M")}')
+        f'+ {args.steps} timed steps a run, malloc '
+        f'{"glibc defaults" if args.glibc_defaults else CPU_ALLOCATOR_ENV}, '
+        f'{time.strftime("%Y-%m-%d %H:%M")}')
     ours, theirs, ratios, cpu_ratios = [], [], [], []
     for pair in range(1, args.pairs + 1):
         before = load()

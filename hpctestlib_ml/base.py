@@ -28,7 +28,8 @@ from hpctestlib_ml import (SRC_DIR, container, device_check, energy, launch,
 from hpctestlib_ml.parsers import failures, hpcml_records
 from hpctestlib_ml.flops import RECOMPUTE_FACTOR, TRAINING_FACTOR
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
-                                     DEVICE_MEMORY_GIB, FRAMEWORKS,
+                                     CPU_ALLOCATOR_ENV, DEVICE_MEMORY_GIB,
+                                     FRAMEWORKS,
                                      GPU_FEATURE, LAUNCH_MODES, SCALES, SIZES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
@@ -588,7 +589,9 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         the ranks on a node (``LOCAL_WORLD_SIZE``, which torchrun sets
         itself) and, on GPUs, NCCL's own account of its version and
         transport (``NCCL_DEBUG=INFO`` for its INIT and NET subsystems,
-        unless the site sets NCCL_DEBUG).'''
+        unless the site sets NCCL_DEBUG); on CPUs, malloc settings that
+        keep freed memory
+        (:data:`~hpctestlib_ml.constants.CPU_ALLOCATOR_ENV`).'''
         kind = 'gpu' if self.uses_gpus else 'cpu'
         self.env_vars['HPCML_DEVICE_KIND'] = kind
         self.env_vars['HPCML_GPUS_PER_NODE'] = str(self.layout.gpus_per_node)
@@ -601,6 +604,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, special=True):
         else:
             for name in ('CUDA_VISIBLE_DEVICES', 'HIP_VISIBLE_DEVICES'):
                 self.env_vars[name] = ''
+            for name, value in CPU_ALLOCATOR_ENV.items():
+                self.env_vars[name] = f'${{{name}:-{value}}}'
 
     def partition_gpu_model(self):
         '''The GPU model key of the partition's config; None where the

@@ -155,3 +155,18 @@ FRAMEWORKS = ('pytorch', 'tensorflow')
 #: Environment feature of the programming environment that container runs
 #: use: the image brings the framework, the host only the runtime.
 CONTAINER_FEATURE = 'container'
+
+#: glibc malloc settings for programs on CPU partitions: keep freed memory
+#: in the process instead of giving every large block back to the system.
+#: glibc serves each block over 32 MiB with its own mmap and unmaps it on
+#: free, so a training step that makes and frees gigabyte activations
+#: faults every page of them in again, each step (CosmoFlow's reference
+#: size: 4.4 s a step with glibc's defaults, 3.0-3.1 s with these, on a
+#: 2-core VM; bench/README.md). TensorFlow's allocator and PyTorch's CUDA
+#: caching allocator keep their memory for the same reason; Intel's
+#: PyTorch CPU tuning guide preloads jemalloc or tcmalloc instead. Logged
+#: with every result (``env_switches``); a site's own values win.
+CPU_ALLOCATOR_ENV = {
+    'MALLOC_MMAP_MAX_': '0',
+    'MALLOC_TRIM_THRESHOLD_': '2147483647',
+}

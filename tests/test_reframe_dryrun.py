@@ -125,6 +125,8 @@ def test_programs_learn_their_devices_from_the_job(job_scripts, mode):
     assert 'export NCCL_DEBUG=${NCCL_DEBUG:-INFO}' in text
     assert 'export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,NET}' in text
     assert 'CUDA_VISIBLE_DEVICES' not in text
+    # GPU memory has its own caching allocator: glibc is left as it is.
+    assert 'MALLOC_' not in text
 
 
 @pytest.mark.parametrize('mode', ['per_task', 'torchrun'])
@@ -158,6 +160,12 @@ def test_local_modes_select_the_size(run_reframe, mode, expected):
     assert len(scripts) == 3
     for script in scripts:
         assert expected in script.read_text()
+        # CPU partitions keep freed memory (constants.CPU_ALLOCATOR_ENV),
+        # unless the site sets its own values.
+        assert 'export MALLOC_MMAP_MAX_=${MALLOC_MMAP_MAX_:-0}' in \
+            script.read_text()
+        assert ('export MALLOC_TRIM_THRESHOLD_='
+                '${MALLOC_TRIM_THRESHOLD_:-2147483647}') in script.read_text()
 
 
 def test_local_gpu_partition_runs_the_benchmark_size(run_reframe, tmp_path):
