@@ -164,8 +164,13 @@ CONTAINER_FEATURE = 'container'
 #: size: 4.4 s a step with glibc's defaults, 3.0-3.1 s with these, on a
 #: 2-core VM; bench/README.md). TensorFlow's allocator and PyTorch's CUDA
 #: caching allocator keep their memory for the same reason; Intel's
-#: PyTorch CPU tuning guide preloads jemalloc or tcmalloc instead. Logged
-#: with every result (``env_switches``); a site's own values win.
+#: PyTorch CPU tuning guide preloads jemalloc or tcmalloc instead. The
+#: price is the same as theirs: memory stays with the process and the heap
+#: fragments (CosmoFlow's reference step: peak resident 3.4 GB with
+#: glibc's defaults, 4.8 GB in one probe with these; the CPU memory factor
+#: of :mod:`hpctestlib_ml.memory_estimate` was measured without them).
+#: Logged with every result (``env_switches``); a site's own values win,
+#: ``MALLOC_MMAP_MAX_=65536`` restores glibc's default.
 CPU_ALLOCATOR_ENV = {
     'MALLOC_MMAP_MAX_': '0',
     'MALLOC_TRIM_THRESHOLD_': '2147483647',
