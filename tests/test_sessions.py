@@ -60,13 +60,25 @@ def test_two_sessions_on_one_var_dir_run_apart(tmp_path, cache_dir):
     assert [len(s['runs'][0]['testcases']) for s in stored] == [3, 3]
 
 
+def second_case_started(text):
+    '''The first case has passed and the second has started (ReFrame's
+    ``RUN`` line after ``(1/3)``).'''
+    _, found, after = text.partition('(1/3)')
+    return bool(found) and 'RUN' in after
+
+
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
 def test_a_stopped_session_keeps_what_it_wrote(tmp_path, cache_dir, signum):
     var = tmp_path / 'var'
     out = open(tmp_path / 'session.out', 'w+')
-    proc = start(var, cache_dir, out, *COSMOFLOW)
+    # One case at a time, each long enough (1000 steps: 11 s on this VM)
+    # that the signal lands inside the second: with ReFrame's concurrent
+    # cases, the others could end within a second of the first, and the
+    # session with them, before the signal came.
+    proc = start(var, cache_dir, out, *COSMOFLOW, '--exec-policy=serial',
+                 '-S', 'steps=1000')
     deadline = time.monotonic() + 300
-    while '(1/3)' not in (out.seek(0), out.read())[1]:
+    while not second_case_started((out.seek(0), out.read())[1]):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.2)
     time.sleep(1.0)               # inside the second case's job
