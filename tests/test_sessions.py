@@ -24,7 +24,17 @@ def start(var, cache_dir, out, *args):
     return subprocess.Popen(
         [str(BIN / 'reframe'), '-C', str(REPO / 'config/local.py'),
          *map(str, args), '-r'], cwd=var.parent, env=env, stdout=out,
-        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        preexec_fn=as_in_a_terminal)
+
+
+def as_in_a_terminal():
+    '''SIGINT as a terminal's Ctrl-C finds it: a shell without job control
+    starts background commands (`make test &` in a CI script) with SIGINT
+    ignored, their children inherit that, and Python then installs no
+    KeyboardInterrupt handler: the session would run on through the
+    test's Ctrl-C.'''
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stored_sessions(db):
