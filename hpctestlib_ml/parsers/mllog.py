@@ -190,19 +190,19 @@ def world_size(events):
     return first_value(events, 'world_size')
 
 
-def training_steps(events):
-    '''Training steps done in the run, where the log says (the largest
-    ``step_num`` of its in-run epoch, block and training events); None
-    where it does not.'''
-    steps = [_metadata(e).get('step_num') for e in in_run(events)
+def training_steps(run):
+    '''Training steps done in the *run* (:func:`in_run`'s events), where
+    the log says (the largest ``step_num`` of its epoch, block and
+    training events); None where it does not.'''
+    steps = [_metadata(e).get('step_num') for e in run
              if e['key'] in ('epoch_stop', 'block_stop', 'train_loss')]
     steps = [s for s in steps if isinstance(s, int)]
     return max(steps) if steps else None
 
 
-def _ends(events, key):
-    '''How many *key* events the run logged (None for none).'''
-    return sum(e['key'] == key for e in in_run(events)) or None
+def _ends(run, key):
+    '''How many *key* events the *run* logged (None for none).'''
+    return sum(e['key'] == key for e in run) or None
 
 
 def extract_metrics(text):
@@ -233,9 +233,8 @@ def extract_metrics(text):
         'eval_accuracy': last_value(run, 'eval_accuracy'),
         'eval_error': last_value(run, 'eval_error'),
         'throughput_records': len(records),
-        'steps': training_steps(events),
-        'epochs': _ends(events, 'epoch_stop') or _ends(events,
-                                                        'block_stop'),
+        'steps': training_steps(run),
+        'epochs': _ends(run, 'epoch_stop') or _ends(run, 'block_stop'),
         'status': _metadata(stop).get('status') if stop else None,
         'run_time_secs': ((stop['time_ms'] - start['time_ms']) / 1000
                           if start and stop else None),
