@@ -18,6 +18,13 @@ same way.
   not timed).
 - :func:`emit_device`, :func:`emit_memory`: the ``device`` and ``memory``
   records (fields: :mod:`hpctestlib_ml.parsers.hpcml_records`).
+- :func:`end_warmup`: after the untimed first step, the memory peaks
+  restart, so that the ``memory`` record's peaks are those of the timed
+  steps: the first step's cuDNN autotuning tries workspaces as large as
+  the free memory (DeepLabV3+ in fp32 on an H200: a 140,366 MiB peak in
+  the first step, 12,069 MiB in ``nvidia-smi`` over the timed steps;
+  ``bench/results/gpuval-h200-2026-11-26``). The first step's peak stays
+  in the record as ``first_step_peak_reserved_MiB``.
 """
 import os
 import sys
@@ -152,20 +159,46 @@ def emit_device(device, rank):
     hpcml_log.emit('device', **device_facts(device, rank))
 
 
+_MIB = 2 ** 20
+
+#: device -> the first step's peak reserved MiB, once :func:`end_warmup`
+#: has restarted that device's peaks.
+_FIRST_STEP_PEAK = {}
+
+
+def end_warmup(device):
+    '''Restart *device*'s memory peaks after the untimed first step,
+    keeping that step's peak for the ``memory`` record (nothing on the
+    CPU). Call it once, after the first step has finished on the device
+    (the programs synchronize there to time the step).'''
+    if device.type != 'cuda':
+        return
+    _FIRST_STEP_PEAK[str(device)] = round(
+        torch.cuda.max_memory_reserved(device) / _MIB, 1)
+    torch.cuda.reset_peak_memory_stats(device)
+
+
 def memory_facts(device, rank):
     '''The fields of the ``memory`` record; None on the CPU (no record:
-    absent, not zero).'''
+    absent, not zero). ``peaks_over`` says which steps the peaks cover:
+    ``timed`` after :func:`end_warmup`, else ``run`` (every step, the
+    first one's autotuning included: OpenCLIP's loop, which the suite
+    does not enter).'''
     if device.type != 'cuda':
         return None
-    mib = 2 ** 20
-    return {'rank': rank,
-            'peak_allocated_MiB': round(
-                torch.cuda.max_memory_allocated(device) / mib, 1),
-            'peak_reserved_MiB': round(
-                torch.cuda.max_memory_reserved(device) / mib, 1),
-            'total_MiB': round(
-                torch.cuda.get_device_properties(device).total_memory / mib,
-                1)}
+    facts = {'rank': rank,
+             'peak_allocated_MiB': round(
+                 torch.cuda.max_memory_allocated(device) / _MIB, 1),
+             'peak_reserved_MiB': round(
+                 torch.cuda.max_memory_reserved(device) / _MIB, 1),
+             'total_MiB': round(
+                 torch.cuda.get_device_properties(device).total_memory /
+                 _MIB, 1)}
+    first = _FIRST_STEP_PEAK.get(str(device))
+    facts['peaks_over'] = 'run' if first is None else 'timed'
+    if first is not None:
+        facts['first_step_peak_reserved_MiB'] = first
+    return facts
 
 
 def emit_memory(device, rank):

@@ -71,3 +71,22 @@ def test_command_prints_what_it_did(tmp_path):
     assert "clip: nothing to fetch: OpenCLIP's synthetic dataset" in \
         proc.stdout
     assert f'prepared under {tmp_path}' in proc.stdout
+
+
+def test_the_stand_in_corpus_makes_the_blocks_asked_for(tmp_path):
+    '''The GPU validation's stand-in for WikiText-2 has as many 1024-token
+    blocks as run_clm makes of WikiText-2 (2318 and 240), so that an epoch
+    is as many steps; here at a tenth of that, counted with the
+    tokenizer the program uses.'''
+    import pathlib
+    from gpt2_finetune.__main__ import tiny_model_and_data
+    tokenizer, _, (_, kwargs) = tiny_model_and_data(tmp_path / 'work')
+    asked = {'train': 232, 'validation': 24}
+    written = prepare.sized_corpus(tokenizer, kwargs['data_files'], asked,
+                                   tmp_path / 'corpus')
+    for split, count in asked.items():
+        lines = pathlib.Path(written['data_files'][split]).read_text() \
+            .splitlines()
+        tokens = sum(len(ids) for ids in tokenizer(lines)['input_ids'])
+        assert count <= tokens // 1024 <= count * 1.02, split
+    assert prepare.WIKITEXT2_BLOCKS == {'train': 2318, 'validation': 240}

@@ -20,7 +20,11 @@ Types and their fields:
     ``rank``, ``peak_allocated_MiB`` (the framework allocator's peak of
     live tensors), ``peak_reserved_MiB`` (what the allocator held from the
     device at its peak: what an out-of-memory compares with the
-    device's capacity), ``total_MiB`` (the device's capacity).
+    device's capacity), ``total_MiB`` (the device's capacity);
+    ``peaks_over``: ``timed`` (the peaks of the timed steps, the first
+    step's in ``first_step_peak_reserved_MiB``: its cuDNN autotuning tries
+    workspaces as large as the free memory) or ``run`` (every step;
+    records written before 2026-11-26 have no such field and are ``run``).
 ``timing`` (each rank, once, after training)
     ``rank``, ``steps`` (steady-state steps: the first is not counted),
     ``data_s`` (seconds waiting for the next batch, its copy to the

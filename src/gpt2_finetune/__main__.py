@@ -142,7 +142,8 @@ def lm_datasets(tokenizer, data, block_size, main_first):
         return tokenized.map(group, batched=True)
 
 
-def step_times(global_batch, is_main, rank, synchronize):
+def step_times(global_batch, is_main, rank, synchronize,
+               end_warmup=lambda: None):
     '''A Trainer callback printing one line per optimizer step with its
     wall time, and each rank's ``timing`` record at the end (transformers
     is imported here, once main() runs).
@@ -178,6 +179,7 @@ def step_times(global_batch, is_main, rank, synchronize):
             self.last_end = now
             if state.global_step == 1:
                 self.timed_start = time.time()
+                end_warmup()       # the memory peaks of the timed steps
             if is_main and state.global_step == state.max_steps:
                 # The timed region in Unix time, for the energy figures.
                 print(f'[hpcml] timed region {self.timed_start:.3f} '
@@ -263,7 +265,9 @@ def main(argv=None):
         eval_dataset=datasets['validation'] if args.do_eval else None,
         callbacks=[step_times(args.per_device_train_batch_size * world,
                               is_main, rank,
-                              synchronize(training_args.device))],
+                              synchronize(training_args.device),
+                              lambda: torch_device.end_warmup(
+                                  training_args.device))],
     )
     if args.do_train:
         result = trainer.train()

@@ -106,7 +106,8 @@ def train(log, step, steps, global_batch, device, world, epoch=1,
     waiting for *batches*, a :class:`Batches`) and loss; returns the run's
     status: ``success``, or ``aborted`` at the first non-finite loss.
     Then, on every rank, the ``timing`` and ``memory`` records
-    (:mod:`hpcml_log`) of the steady-state steps (the first not counted).'''
+    (:mod:`hpcml_log`) of the steady-state steps (the first not counted;
+    its memory peak is the record's ``first_step_peak_reserved_MiB``).'''
     import torch_device
     mlc = log.constants
     if world > 1:
@@ -130,6 +131,8 @@ def train(log, step, steps, global_batch, device, world, epoch=1,
         if n > 1:
             data_total += data
             compute_total += seconds - data
+        else:
+            torch_device.end_warmup(device)
         if not math.isfinite(loss):
             status = 'aborted'
             break
