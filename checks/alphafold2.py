@@ -13,6 +13,5 @@ class AlphaFold2(AlphaFold2Training):
 
 @rfm.simple_test
 class AlphaFold2Container(AlphaFold2):
-    '''AlphaFold2 in the suite's PyTorch image (containers/pytorch.def).'''
     descr = 'AlphaFold2 training in the PyTorch Apptainer image'
     runs_in_container = True

@@ -13,6 +13,5 @@ class BERTLarge(BertPretraining):
 
 @rfm.simple_test
 class BERTLargeContainer(BERTLarge):
-    '''BERTLarge in the suite's PyTorch image (containers/pytorch.def).'''
     descr = 'BERT pretraining in the PyTorch Apptainer image'
     runs_in_container = True

@@ -18,7 +18,5 @@ class MMoCLIP(ClipTraining):
 
 @rfm.simple_test
 class MMoCLIPContainer(MMoCLIP):
-    '''MMoCLIP in the suite's PyTorch image (containers/pytorch.def), on
-    partitions whose config lists the Apptainer platform.'''
     descr = 'OpenCLIP training in the PyTorch Apptainer image'
     runs_in_container = True

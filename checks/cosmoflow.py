@@ -13,6 +13,5 @@ class CosmoFlow(CosmoFlowTraining):
 
 @rfm.simple_test
 class CosmoFlowContainer(CosmoFlow):
-    '''CosmoFlow in the suite's PyTorch image (containers/pytorch.def).'''
     descr = 'CosmoFlow training in the PyTorch Apptainer image'
     runs_in_container = True

@@ -13,6 +13,5 @@ class DeepLabV3Plus(DeepCamTraining):
 
 @rfm.simple_test
 class DeepLabV3PlusContainer(DeepLabV3Plus):
-    '''DeepLabV3Plus in the suite's PyTorch image (containers/pytorch.def).'''
     descr = 'DeepLabV3+ climate segmentation in the PyTorch Apptainer image'
     runs_in_container = True

@@ -13,6 +13,5 @@ class GPT2FineTune(Gpt2FineTuning):
 
 @rfm.simple_test
 class GPT2FineTuneContainer(GPT2FineTune):
-    '''GPT2FineTune in the suite's PyTorch image (containers/pytorch.def).'''
     descr = 'GPT-2 fine-tuning on WikiText-2 in the PyTorch Apptainer image'
     runs_in_container = True

@@ -18,6 +18,5 @@ class MegatronGPT(GptPretraining):
 
 @rfm.simple_test
 class MegatronGPTContainer(MegatronGPT):
-    '''MegatronGPT in the suite's PyTorch image (containers/pytorch.def).'''
     descr = 'GPT pretraining with Megatron in the PyTorch Apptainer image'
     runs_in_container = True

@@ -13,6 +13,5 @@ class ResNet50TF(ResNet50Training):
 
 @rfm.simple_test
 class ResNet50TFContainer(ResNet50TF):
-    '''ResNet-50 in the suite's TensorFlow image (containers/tensorflow.def).'''
     descr = 'ResNet-50 training in the TensorFlow Apptainer image'
     runs_in_container = True

@@ -19,7 +19,23 @@ from hpctestlib_ml.mlperf import MLLogTraining
 
 
 class AlphaFold2Training(MLLogTraining):
-    '''AlphaFold2 training with MLPerf-style logs.'''
+    '''AlphaFold2 training with MLPerf-style logs.
+
+    .. list-table:: Summary (beside MLTrainingTest's)
+       :header-rows: 0
+
+       * - Parameters
+         - none
+       * - Variables
+         - ``model``, ``data`` (:class:`~hpctestlib_ml.mlperf.MLLogTraining`)
+       * - Metrics
+         - ``samples_per_second`` (samples/s),
+           ``samples_per_second_per_gpu`` (samples/s),
+           ``time_per_step_secs`` (s), ``run_time_secs`` (s),
+           ``eval_lddt_ca``
+       * - Partition extras
+         - ``openfold_data``
+    '''
 
     workload = 'alphafold2'
     program = 'alphafold2'

@@ -15,7 +15,7 @@ events as MLPerf Training 5.0's rules ask, read by the shared
 from reframe.core.builtins import performance_function, variable
 
 from hpctestlib_ml import flops, precisions
-from hpctestlib_ml.base import BadInputError
+from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.mlperf import MLLogTraining
 
 #: (layers, hidden, heads, intermediate, vocab, sequence, max predictions)
@@ -30,7 +30,23 @@ class BertPretraining(MLLogTraining):
     so ``samples_per_second_per_gpu`` is sequences/s per GPU. ``data`` is
     ``synthetic`` or a text file (one sentence per line) read with
     :attr:`tokenizer`; default: the partition's ``extras['bert_data']``
-    (``{'data': FILE, 'tokenizer': DIR}``).'''
+    (``{'data': FILE, 'tokenizer': DIR}``).
+
+    .. list-table:: Summary (beside MLTrainingTest's)
+       :header-rows: 0
+
+       * - Parameters
+         - none
+       * - Variables
+         - ``model``, ``data``, ``optimizer``, ``tokenizer``
+       * - Metrics
+         - ``samples_per_second`` (samples/s),
+           ``samples_per_second_per_gpu`` (samples/s),
+           ``time_per_step_secs`` (s), ``run_time_secs`` (s),
+           ``eval_mlm_accuracy``
+       * - Partition extras
+         - ``bert_data``
+    '''
 
     workload = 'bert'
     program = 'bert_pretrain'

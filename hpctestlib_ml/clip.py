@@ -142,7 +142,23 @@ def _unlogged_steps(text, metrics):
 
 
 class ClipTraining(MLTrainingTest):
-    '''OpenCLIP contrastive training on synthetic image-text pairs.'''
+    '''OpenCLIP contrastive training on synthetic image-text pairs.
+
+    .. list-table:: Summary (beside MLTrainingTest's)
+       :header-rows: 0
+
+       * - Parameters
+         - none
+       * - Variables
+         - ``model``, ``train_num_samples``, ``grad_checkpointing``,
+           ``workers``
+       * - Metrics
+         - ``total_time_secs`` (s), ``throughput_avg`` (samples/s),
+           ``throughput_per_gpu_avg`` (samples/s),
+           ``time_per_iteration_secs_avg`` (s), ``done_percent_last`` (%)
+       * - Partition extras
+         - none
+    '''
 
     workload = 'clip'
     program = 'clip_train'

@@ -7,7 +7,7 @@ framework and the programs' pinned dependencies (``containers/*.def``).
 Launch stays outside: srun (or torchrun inside the image, per node) starts
 ``apptainer exec`` for each task.
 
-Pure functions over plain values; :mod:`hpctestlib_ml.base` applies them.
+Pure functions over plain values; :mod:`hpctestlib_ml.plugins.containers` applies them.
 """
 import os
 import shlex

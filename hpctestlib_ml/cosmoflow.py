@@ -18,7 +18,22 @@ SIZES = {'tiny': (32, 8), 'reference': (128, 32)}
 
 
 class CosmoFlowTraining(MLLogTraining):
-    '''CosmoFlow regression training with MLPerf-style logs.'''
+    '''CosmoFlow regression training with MLPerf-style logs.
+
+    .. list-table:: Summary (beside MLTrainingTest's)
+       :header-rows: 0
+
+       * - Parameters
+         - none
+       * - Variables
+         - ``model``, ``data`` (:class:`~hpctestlib_ml.mlperf.MLLogTraining`)
+       * - Metrics
+         - ``samples_per_second`` (samples/s),
+           ``samples_per_second_per_gpu`` (samples/s),
+           ``time_per_step_secs`` (s), ``run_time_secs`` (s), ``eval_mae``
+       * - Partition extras
+         - ``cosmoflow_data``
+    '''
 
     workload = 'cosmoflow'
     program = 'cosmoflow'

@@ -37,7 +37,22 @@ def forward_flops(model):
 
 
 class DeepCamTraining(MLLogTraining):
-    '''DeepLabV3+ climate segmentation with MLPerf-style logs.'''
+    '''DeepLabV3+ climate segmentation with MLPerf-style logs.
+
+    .. list-table:: Summary (beside MLTrainingTest's)
+       :header-rows: 0
+
+       * - Parameters
+         - none
+       * - Variables
+         - ``model``, ``data`` (:class:`~hpctestlib_ml.mlperf.MLLogTraining`)
+       * - Metrics
+         - ``samples_per_second`` (samples/s),
+           ``samples_per_second_per_gpu`` (samples/s),
+           ``time_per_step_secs`` (s), ``run_time_secs`` (s), ``eval_iou``
+       * - Partition extras
+         - ``deepcam_data``
+    '''
 
     workload = 'deeplabv3plus'
     program = 'deepcam'

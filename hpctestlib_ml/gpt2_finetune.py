@@ -13,7 +13,8 @@ bf16 (CPU partitions: fp32 only).
 from reframe.core.builtins import parameter, performance_function, variable
 
 from hpctestlib_ml import flops, prepare
-from hpctestlib_ml.base import BadInputError, MLTrainingTest
+from hpctestlib_ml.base import MLTrainingTest
+from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.constants import GPU_FEATURE
 from hpctestlib_ml.parsers import hf_trainer as parser
 
@@ -22,7 +23,23 @@ PRECISIONS = ('fp32', 'fp16', 'bf16')
 
 
 class Gpt2FineTuning(MLTrainingTest):
-    '''Causal-LM fine-tuning with HF Trainer.'''
+    '''Causal-LM fine-tuning with HF Trainer.
+
+    .. list-table:: Summary (beside MLTrainingTest's)
+       :header-rows: 0
+
+       * - Parameters
+         - ``train_precision`` (fp32, fp16, bf16)
+       * - Variables
+         - ``model``, ``prepared_dir``, ``epochs``
+       * - Metrics
+         - ``samples_per_second`` (samples/s),
+           ``samples_per_second_per_gpu`` (samples/s),
+           ``train_samples_per_second`` (samples/s), ``train_runtime`` (s),
+           ``eval_loss``, ``perplexity``
+       * - Partition extras
+         - ``prepared_dir``
+    '''
 
     workload = 'gpt2_finetune'
     program = 'gpt2_finetune'

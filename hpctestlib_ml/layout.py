@@ -1,7 +1,7 @@
 """Turn a scale and a partition's facts into a job layout, or a reason it cannot run.
 
 Pure functions over plain values, so they are tested without ReFrame;
-:mod:`hpctestlib_ml.base` feeds them the partition's configuration.
+:mod:`hpctestlib_ml.plugins.placement` feeds them the partition's configuration.
 """
 import dataclasses
 

@@ -77,10 +77,12 @@ from reframe.core.builtins import (parameter, performance_function,
                                    run_after, run_before, variable)
 
 from hpctestlib_ml import caraml, flops, memory_estimate
-from hpctestlib_ml.base import (BadInputError, MLTrainingTest, count,
-                                partition_facts)
+from hpctestlib_ml.base import MLTrainingTest
+from hpctestlib_ml.errors import BadInputError, positive_int
+from hpctestlib_ml.plugins.placement import partition_facts
 from hpctestlib_ml.layout import LayoutError, resolve_layout
 from hpctestlib_ml.parsers import megatron as parser
+from hpctestlib_ml.sizes import default_size
 
 #: GPT-2 BPE vocabulary; Megatron pads it to a multiple of 128 x TP (50304).
 GPT2_VOCAB = 50257
@@ -279,7 +281,24 @@ def data_parallel_size(world, tp, pp):
 
 
 class GptPretraining(MLTrainingTest):
-    '''Megatron GPT pretraining on mock or indexed data.'''
+    '''Megatron GPT pretraining on mock or indexed data.
+
+    .. list-table:: Summary (beside MLTrainingTest's)
+       :header-rows: 0
+
+       * - Parameters
+         - ``model_size`` (:data:`MODELS`)
+       * - Variables
+         - ``global_batch_size``, ``tensor_parallel``, ``pipeline_parallel``,
+           ``megatron_lm``, ``position_embedding_type``, ``untie_embeddings``,
+           ``data_path``
+       * - Metrics
+         - ``tokens_per_second`` (tokens/s), ``time_per_iteration_secs`` (s),
+           ``tflops_per_gpu`` (TFLOP/s), ``printed_tflops_per_gpu``
+           (TFLOP/s), ``time_per_20m_tokens_secs`` (s)
+       * - Partition extras
+         - ``megatron_lm``, ``megatron_data``
+    '''
 
     workload = 'megatron'
     program = 'gpt_pretrain'
@@ -340,7 +359,8 @@ class GptPretraining(MLTrainingTest):
     data_path = variable(str, type(None), value=None)
 
     def runs_on(self, part):
-        size = self.size if self.size != 'auto' else self.default_size(part)
+        size = (self.size if self.size != 'auto' else
+                default_size(part.features))
         if (self.model_size == 'tiny') != (size == 'tiny'):
             return False
         if self.num_nodes is not None:
@@ -380,9 +400,10 @@ class GptPretraining(MLTrainingTest):
     def finalize_settings(self):
         model = MODELS[self.model_size]
         self.model = model
-        self.tp = count('tensor_parallel', self.tensor_parallel or model['tp'])
-        self.pp = count('pipeline_parallel',
-                        self.pipeline_parallel or model['pp'])
+        self.tp = positive_int('tensor_parallel',
+                               self.tensor_parallel or model['tp'])
+        self.pp = positive_int('pipeline_parallel',
+                               self.pipeline_parallel or model['pp'])
         try:
             self.dp = data_parallel_size(self.layout.world_size, self.tp,
                                          self.pp)
@@ -393,8 +414,8 @@ class GptPretraining(MLTrainingTest):
         if self.global_batch_size is None:
             self.global_batch_size = default_global_batch(
                 self.model_size, self.batch_size, self.dp)
-        self.global_batch_size = count('global_batch_size',
-                                       self.global_batch_size)
+        self.global_batch_size = positive_int('global_batch_size',
+                                              self.global_batch_size)
         if self.global_batch_size % per_step:
             raise BadInputError(
                 f'global batch {self.global_batch_size} is not a multiple of '

@@ -21,14 +21,30 @@ trains (:func:`hpctestlib_ml.flops.resnet50_forward_flops`).
 from reframe.core.builtins import performance_function, variable
 
 from hpctestlib_ml import flops
-from hpctestlib_ml.base import BadInputError, MLTrainingTest
+from hpctestlib_ml.base import MLTrainingTest
+from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.parsers import tf_cnn_benchmarks as parser
 
 IMPLEMENTATIONS = ('keras', 'tf_cnn_benchmarks')
 
 
 class ResNet50Training(MLTrainingTest):
-    '''ResNet-50 image-classification training in TensorFlow.'''
+    '''ResNet-50 image-classification training in TensorFlow.
+
+    .. list-table:: Summary (beside MLTrainingTest's)
+       :header-rows: 0
+
+       * - Parameters
+         - none
+       * - Variables
+         - ``implementation``, ``image_size``, ``data``
+       * - Metrics
+         - ``images_per_second`` (images/s),
+           ``images_per_second_per_gpu`` (images/s),
+           ``time_per_step_secs`` (s)
+       * - Partition extras
+         - ``imagenet_tfrecords``, ``tf_cnn_benchmarks``
+    '''
 
     workload = 'resnet50'
     program = 'resnet50_tf'

@@ -15,7 +15,7 @@ results database and ``var/`` directory, which ReFrame's generic system
 has none of.
 
 Outside that environment, a ReFrame on the ``generic`` system says in one
-line what to pass (:func:`hpctestlib_ml.base.warn_if_no_partition_fits`).
+line what to pass (:func:`hpctestlib_ml.plugins.placement.warn_if_no_partition_fits`).
 """
 import os
 import sysconfig

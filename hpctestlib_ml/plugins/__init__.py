@@ -1,0 +1,21 @@
+"""The parts of :class:`hpctestlib_ml.base.MLTrainingTest`: ReFrame
+plugins (``RegressionTestPlugin``), each owning its variables and hooks,
+each a thin adapter over a pure module that decides.
+
+``workload`` is the bottom one: the others call what it declares and it
+imports none of them. The setup steps the plugins provide run in the
+order :meth:`hpctestlib_ml.base.MLTrainingTest.configure_job` calls them.
+"""
+from hpctestlib_ml.plugins.containers import Containers
+from hpctestlib_ml.plugins.launching import Launching
+from hpctestlib_ml.plugins.placement import Placement
+from hpctestlib_ml.plugins.provenance import Energy, Provenance
+from hpctestlib_ml.plugins.references import References
+from hpctestlib_ml.plugins.sanity import Sanity
+from hpctestlib_ml.plugins.sizing import Sizing
+from hpctestlib_ml.plugins.utilisation import Utilisation
+from hpctestlib_ml.plugins.workload import WorkloadInterface
+
+__all__ = ['Containers', 'Energy', 'Launching', 'Placement', 'Provenance',
+           'References', 'Sanity', 'Sizing', 'Utilisation',
+           'WorkloadInterface']

@@ -1,0 +1,118 @@
+"""References: the external references file of a case, what its history
+says (the reference's source, the loss curve), and the failures they
+give (the reading: :mod:`hpctestlib_ml.references`)."""
+import os
+
+import reframe.utility.sanity as sn
+from reframe.core.builtins import run_after, run_before, variable
+from reframe.core.exceptions import PerformanceError
+from reframe.core.pipeline import RegressionTestPlugin
+
+from hpctestlib_ml import references
+
+
+class References(RegressionTestPlugin):
+    '''Per-system references from ``config/references/<workload>.yaml``
+    (ReFrame 4.10 external references), keyed by :attr:`reference_case`;
+    a figure that misses one fails naming where it came from, and a loss
+    curve that leaves its history fails as a numerics regression.
+
+    The test runs ReFrame's own check non-strict (``strict_check =
+    False``, set by :class:`~hpctestlib_ml.base.MLTrainingTest`) so that
+    this plugin's hook after the performance stage runs:
+    :meth:`fail_on_references` raises the failures ReFrame's check found,
+    with the reference's source, which ReFrame's message cannot carry.
+    ``-S strict_check=true`` gives ReFrame's message alone.'''
+
+    #: What this case is on its partition, for references from history
+    #: (``$index: [$partition, reference_case]``): size, nodes x ranks per
+    #: node, launch mode, batch, precision, the test's own parameters and
+    #: ``reference_case_options``; set at setup, logged with every
+    #: result. E.g. ``tiny 1x1 per_task batch=4 fp32``.
+    #:
+    #: :type: :class:`str`
+    #: :default: set at setup
+    reference_case = variable(str, value='')
+
+    #: The first logged training losses (fixed seeds), logged with every
+    #: result: ``hpcml references`` makes a reference curve of them, and a
+    #: run whose curve leaves it fails (a numerics regression).
+    #:
+    #: :type: :class:`str`
+    #: :default: set after the run
+    loss_curve = variable(str, value='')
+
+    #: The references file of this test (``<workload>.yaml`` in the
+    #: references directory, ``HPCML_REFERENCES_DIR`` or
+    #: ``config/references``).
+    #:
+    #: :type: :class:`str`
+    #: :default: set at init
+    references_file = variable(str, value='')
+
+    @run_after('init')
+    def use_reference_file(self):
+        self.references_file = references.references_file(self.workload)
+        if os.path.isfile(self.references_file):
+            self.reference = {'$ref': self.references_file}
+
+    def reference_case_key(self):
+        ''':attr:`reference_case` of this case (see there).'''
+        layout = self.layout
+        parts = [self.resolved_size,
+                 f'{layout.num_nodes}x{layout.procs_per_node}',
+                 self.launch_mode, f'batch={self.batch_size}',
+                 self.precision]
+        parts += [f'{name}={getattr(self, name)}'
+                  for name in type(self).param_space.params
+                  if name not in ('scale', 'launch_mode')
+                  and not name.startswith('.')]    # ReFrame's (--repeat)
+        parts += [f'{name}={value}' for name, value in
+                  self.reference_case_options().items()]
+        if self.runs_in_container:
+            parts.append('container')
+        return ' '.join(map(str, parts))
+
+    @run_before('performance')
+    def record_loss_curve(self):
+        self.loss_curve = references.format_loss_curve(
+            self.metrics().get('losses') or [])
+
+    def history(self):
+        '''(source, loss curve) of this case's history reference in
+        :attr:`references_file`; (None, None) where it has none.'''
+        return references.history_entry(
+            self.references_file, type(self).__name__,
+            self.current_partition.fullname, self.reference_case)
+
+    @run_after('performance')
+    def fail_on_references(self):
+        '''The figures ReFrame's check found off their references, as
+        ReFrame words them, with where a reference from history came from
+        (its runs and file); then the loss curve against its reference.'''
+        if self.is_dry_run():
+            return
+        source, curve = self.history()
+        missed = [_missed(key, values) for key, values
+                  in self.perfvalues.items() if values[-1] == 'fail']
+        if missed:
+            where = (f'; reference from {self.references_file} '
+                     f'({self.reference_case!r}): {source}' if source else '')
+            raise PerformanceError('failed to meet reference(s): ' +
+                                   ', '.join(missed) + where)
+        departure = references.loss_curve_departure(
+            self.metrics().get('losses') or [], curve)
+        if departure:
+            raise PerformanceError(
+                f'numerics regression: {departure} (reference curve of '
+                f'{curve["runs"]} runs in {self.references_file}, '
+                f'{self.reference_case!r})')
+
+
+def _missed(key, values):
+    '''``tag=value unit, expected ref (l=..., u=...)``, as ReFrame's
+    performance check words a figure off its reference.'''
+    value, ref, lower, upper, unit, _ = values
+    low, high = sn.reference_bounds(ref, lower, upper)
+    return (f'{key.split(":")[-1]}={value} {unit}, expected {ref} '
+            f'(l={low}, u={high})')

@@ -1,0 +1,53 @@
+"""Sanity: a run passes when the job ended by itself, every rank ran on
+the partition's devices, and the log passes the workload's checks; else
+one line says why (the reading: :mod:`hpctestlib_ml.parsers.failures`,
+:mod:`hpctestlib_ml.device_check`)."""
+from reframe.core.builtins import sanity_function
+from reframe.core.exceptions import SanityError
+from reframe.core.pipeline import RegressionTestPlugin
+
+from hpctestlib_ml import device_check
+from hpctestlib_ml.parsers import failures
+
+
+class Sanity(RegressionTestPlugin):
+    '''The sanity function of every workload.'''
+
+    @sanity_function
+    def assert_training_ran(self):
+        '''The job ended by itself, exited 0, no rank died or raised, and
+        the log passes the workload's checks; else a one-line reason.'''
+        text = self.log_text()
+        reason = failures.failure_reason(text, self.job.state,
+                                         self.job.exitcode)
+        if reason:
+            raise SanityError(self.failure_message(text, reason))
+        problems = self.device_problems() + self.log_problems(text)
+        if problems:
+            raise SanityError('; '.join(problems))
+        return True
+
+    def device_problems(self):
+        '''Why the ranks' ``device`` records do not show the partition's
+        devices (:func:`hpctestlib_ml.device_check.device_problems`); []
+        where they do, or where the program prints no records.'''
+        if not self.prints_device_records():
+            return []
+        return device_check.device_problems(
+            self.device_records(), 'gpu' if self.uses_gpus else 'cpu',
+            self.layout.world_size, self.current_partition.fullname,
+            self.partition_gpu_model())
+
+    def failure_message(self, text, reason):
+        '''*reason*, with the exit code and the fix where the suite knows
+        it.'''
+        end = failures.job_end(text, self.job.state)
+        if end and end.kind == 'timeout':
+            limit = (f'{self.time_limit:g} s' if self.time_limit else
+                     "the partition's default")
+            reason += (f': the time limit was {limit}; raise it with '
+                       f'-S time_limit= or run fewer -S steps=')
+        exitcode = self.job.exitcode
+        prefix = ('job failed' if exitcode in (0, None) else
+                  f'job failed (exit code {exitcode})')
+        return f'{prefix}: {reason}'
