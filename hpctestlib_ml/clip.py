@@ -16,6 +16,7 @@ from reframe.core.builtins import performance_function, variable
 
 from hpctestlib_ml import SRC_DIR, flops, launch
 from hpctestlib_ml.base import MLTrainingTest
+from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import open_clip as parser
 
 #: The MMoCLIP rules (jubench-mmoclip DESCRIPTION.md, "Execution").
@@ -61,46 +62,31 @@ def clip_forward_flops(model):
     return flops.clip_forward_flops(model_config(model))
 
 
-def log_problems(text, metrics, world_size, global_batch, benchmark):
+def log_problems(text, log, world_size, global_batch, benchmark):
     '''One-line reasons why an OpenCLIP log shows a bad run; [] if none.
 
-    *metrics* are :func:`~hpctestlib_ml.parsers.open_clip.extract_metrics`
-    of *text*; *benchmark*: also require the MMoCLIP rules in OpenCLIP's
-    ``Params:``.
+    *log* is :func:`~hpctestlib_ml.parsers.open_clip.training_log` of
+    *text*; *benchmark*: also require the MMoCLIP rules in OpenCLIP's
+    ``Params:``. Beyond the common checks (every rank started, some step
+    logged, a finite loss), OpenCLIP's own: the epoch ran to its end with
+    every step logged, and the loss proves the features were gathered.
     '''
     if parser.refused_to_run(text):
         return ['OpenCLIP refused to run: the experiment name already '
                 'exists under logs/']
 
-    problems = []
-    ranks, logged_world = parser.ranks_started(text)
-    if ranks != set(range(world_size)) or logged_world != world_size:
-        missing = sorted(set(range(world_size)) - ranks)
-        problems.append(f'{len(ranks)} of {world_size} ranks started '
-                        f'(missing: {missing[:8]})')
-
-    if metrics['steps'] < 2:
-        problems.append(f'{metrics["steps"]} training steps logged, need at '
-                        f'least 2')
-    elif metrics['done_percent_last'] != 100:
+    # The steps are OpenCLIP's epoch's, not a count the job sets.
+    problems = common_problems(log, None, world_size)
+    figures = log.figures
+    if log.steps == 1:
+        problems.append('1 training step logged, need at least 2')
+    elif log.steps and figures['done_percent_last'] != 100:
         problems.append(f'training stopped at '
-                        f'{metrics["done_percent_last"]:g}% of the epoch')
+                        f'{figures["done_percent_last"]:g}% of the epoch')
 
-    problems += _unlogged_steps(text, metrics)
-
-    if metrics['loss_all_finite'] is False:
-        problems.append(f'loss is not finite (last: {metrics["loss_last"]})')
-    elif metrics['loss_last'] is not None:
-        # Every synthetic pair is the same black image and caption, so all
-        # logits are equal and the contrastive loss is exactly ln(logit
-        # columns): ln(global batch) when the features of all ranks were
-        # gathered, ln(local batch) when they were not.
-        expected = math.log(global_batch)
-        if abs(metrics['loss_last'] - expected) > 0.01 * expected:
-            problems.append(f'loss {metrics["loss_last"]:.4f} is not '
-                            f'ln(global batch {global_batch}) = '
-                            f'{expected:.4f}: features were not gathered '
-                            f'across all ranks')
+    problems += _unlogged_steps(text, log)
+    if log.losses_finite is not False and log.loss_last is not None:
+        problems += _ungathered_features(log.loss_last, global_batch)
 
     if benchmark:
         params = parser.parse_params(text)
@@ -114,25 +100,42 @@ def log_problems(text, metrics, world_size, global_batch, benchmark):
     return problems
 
 
-def _unlogged_steps(text, metrics):
+def _ungathered_features(loss, global_batch):
+    '''Why *loss* shows that the ranks' features were not gathered; []
+    where it does not.
+
+    Every synthetic pair is the same black image and caption, so all
+    logits are equal and the contrastive loss is exactly ln(logit
+    columns): ln(global batch) when the features of all ranks were
+    gathered, ln(local batch) when they were not.'''
+    expected = math.log(global_batch)
+    if abs(loss - expected) > 0.01 * expected:
+        return [f'loss {loss:.4f} is not ln(global batch {global_batch}) = '
+                f'{expected:.4f}: features were not gathered across all '
+                f'ranks']
+    return []
+
+
+def _unlogged_steps(text, log):
     """Reasons why the log does not show every step, as the suite's runs
     (``--log-every-n-steps 1``) and MMoCLIP's rules (DESCRIPTION.md:
     ``--log-every-n-steps 1``, the total time summed over every step's
     ``Batch (t)``) require: a window above 1, steps missing between lines,
     or a log that does not begin with the first step; [] if none."""
-    if metrics['steps'] < 2:
+    if log.steps < 2:
         return []
-    window = metrics['log_every_n_steps']
+    window = log.figures['log_every_n_steps']
     if window != 1:
         return [f'not every step logged: log_every_n_steps is '
                 f'{window if window is not None else "unknown"}, not 1']
     problems = []
-    if metrics['steps_not_logged'] is None:
+    not_logged = log.figures['steps_not_logged']
+    if not_logged is None:
         problems.append('the logged steps do not follow one another (a '
                         'restart, or lines out of order)')
-    elif metrics['steps_not_logged']:
-        problems.append(f'{metrics["steps_not_logged"]} steps not logged: '
-                        f'lines are missing between logged steps')
+    elif not_logged:
+        problems.append(f'{not_logged} steps not logged: lines are missing '
+                        f'between logged steps')
     steps = parser.parse_train_lines(text)
     logged_batch = parser.global_batch(text, steps)
     if steps[0]['samples'] != logged_batch:
@@ -245,7 +248,7 @@ class ClipTraining(MLTrainingTest):
         return [str(a) for a in args] + [launch.ShellExpr(name)]
 
     def extract_metrics(self, text):
-        return parser.extract_metrics(text)
+        return parser.training_log(text)
 
     def log_problems(self, text):
         return log_problems(text, self.metrics(), self.layout.world_size,

@@ -16,10 +16,31 @@ from hpctestlib_ml import flops, prepare
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.constants import GPU_FEATURE
+from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import hf_trainer as parser
 
 #: Training precisions, a parameter of the check.
 PRECISIONS = ('fp32', 'fp16', 'bf16')
+
+
+def log_problems(log, world_size):
+    '''One-line reasons why a Trainer log (a :class:`~hpctestlib_ml.
+    metrics.TrainingLog` of :func:`~hpctestlib_ml.parsers.hf_trainer.
+    training_log`) shows a bad run on *world_size* ranks; [] if none.
+
+    The steps expected are those the run planned (its step lines'
+    ``max_steps``): at benchmark size the epochs, not ``-S steps``, decide
+    them. Beyond the common checks: evaluation ran, and a finite loss
+    fell from the first logged to the last (fine-tuning that does not
+    lower it learned nothing).'''
+    problems = common_problems(log, log.figures['max_steps'], world_size)
+    if log.figures['perplexity'] is None:
+        problems.append('no eval metrics table: evaluation did not run')
+    if (log.losses_finite and log.loss_first is not None and
+            not log.loss_last < log.loss_first):
+        problems.append(f'training loss did not decrease '
+                        f'({log.loss_first} -> {log.loss_last})')
+    return problems
 
 
 class Gpt2FineTuning(MLTrainingTest):
@@ -125,28 +146,10 @@ class Gpt2FineTuning(MLTrainingTest):
         '''The FLOPs come from the log: known once the program ran.'''
 
     def extract_metrics(self, text):
-        return parser.extract_metrics(text)
+        return parser.training_log(text)
 
     def log_problems(self, text):
-        m = self.metrics()
-        problems = []
-        if not m['steps']:
-            return ['no training step logged']
-        if m['steps'] != m['max_steps']:
-            problems.append(f'training stopped at step {m["steps"]} of '
-                            f'{m["max_steps"]}')
-        if m['world_size'] != self.layout.world_size:
-            problems.append(f'Trainer ran with world size {m["world_size"]}, '
-                            f'the job has {self.layout.world_size} ranks')
-        if m['perplexity'] is None:
-            problems.append('no eval metrics table: evaluation did not run')
-        if not m['losses_finite']:
-            problems.append('training loss is not finite')
-        elif (m['loss_first'] is not None and
-              not m['loss_last'] < m['loss_first']):
-            problems.append(f'training loss did not decrease '
-                            f'({m["loss_first"]} -> {m["loss_last"]})')
-        return problems
+        return log_problems(self.metrics(), self.layout.world_size)
 
     @performance_function('samples/s')
     def samples_per_second(self):

@@ -81,6 +81,7 @@ from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError, positive_int
 from hpctestlib_ml.plugins.placement import partition_facts
 from hpctestlib_ml.layout import LayoutError, resolve_layout
+from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import megatron as parser
 from hpctestlib_ml.sizes import default_size
 
@@ -268,6 +269,17 @@ def forward_flops_per_sequence(shape, vocab):
 def padded_vocab(vocab, tp, divisible_by=128):
     multiple = divisible_by * tp
     return int(math.ceil(vocab / multiple) * multiple)
+
+
+def log_problems(log, train_iters, world_size):
+    '''One-line reasons why a Megatron log (a :class:`~hpctestlib_ml.
+    metrics.TrainingLog` of :func:`~hpctestlib_ml.parsers.megatron.
+    training_log`) shows a bad run of *train_iters* iterations on
+    *world_size* ranks; [] if none: the common checks, once Megatron's
+    iteration lines are there at all.'''
+    if not log.figures['iterations']:
+        return ['no Megatron iteration line in the log']
+    return common_problems(log, train_iters, world_size)
 
 
 def data_parallel_size(world, tp, pp):
@@ -498,27 +510,14 @@ class GptPretraining(MLTrainingTest):
         return self.flops_per_token()
 
     def extract_metrics(self, text):
-        return parser.extract_metrics(
+        return parser.training_log(
             text, seq_length=self.model['seq_length'],
             flops_per_token=self.flops_per_token(),
-            world_size=self.layout.world_size)
+            gpus=self.layout.world_size)
 
     def log_problems(self, text):
-        metrics = self.metrics()
-        if not metrics['iterations']:
-            return ['no Megatron iteration line in the log']
-        problems = []
-        if metrics['iteration_last'] != self.train_iters:
-            problems.append(f'training stopped at iteration '
-                            f'{metrics["iteration_last"]} of '
-                            f'{self.train_iters}')
-        if not metrics['loss_all_finite']:
-            problems.append('lm loss is not finite')
-        started = parser.world_size(text)
-        if started != self.layout.world_size:
-            problems.append(f'Megatron started with world size {started}, '
-                            f'the job has {self.layout.world_size} ranks')
-        return problems
+        return log_problems(self.metrics(), self.train_iters,
+                            self.layout.world_size)
 
     @performance_function('s')
     def time_per_iteration_secs(self):

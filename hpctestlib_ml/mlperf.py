@@ -6,7 +6,24 @@ from reframe.core.builtins import performance_function, variable
 
 from hpctestlib_ml import precisions
 from hpctestlib_ml.base import MLTrainingTest
+from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import mllog as parser
+
+
+def log_problems(log, steps, world_size):
+    '''One-line reasons why an MLPerf log (a :class:`~hpctestlib_ml.
+    metrics.TrainingLog` of :func:`~hpctestlib_ml.parsers.mllog.
+    training_log`) shows a bad run of *steps* steps on *world_size* ranks;
+    [] if none. Beyond the common checks, the suite's MLPerf programs log
+    a loss every step, and MLPerf's ``run_stop`` says whether the run
+    succeeded.'''
+    if not log.figures['events']:
+        return ['no :::MLLOG event in the log']
+    problems = common_problems(log, steps, world_size, loss_required=True)
+    status = log.figures['status']
+    if status != 'success':
+        problems.insert(0, f'run_stop status {status!r}, not success')
+    return problems
 
 
 class MLLogTraining(MLTrainingTest):
@@ -49,31 +66,17 @@ class MLLogTraining(MLTrainingTest):
             '--data', self.data)]
 
     def extract_metrics(self, text):
-        metrics = parser.extract_metrics(text)
-        world = metrics['world_size']
-        metrics['samples_per_second_per_gpu'] = (
-            metrics['samples_per_second'] / world
-            if metrics['samples_per_second'] and world else None)
-        return metrics
+        '''The parser's record, with samples/s per rank (the log's world
+        size) among its figures.'''
+        log = parser.training_log(text)
+        world, rate = log.world_size, log.figures['samples_per_second']
+        log.figures['samples_per_second_per_gpu'] = (
+            rate / world if rate and world else None)
+        return log
 
     def log_problems(self, text):
-        m = self.metrics()
-        if not m['events']:
-            return ['no :::MLLOG event in the log']
-        problems = []
-        if m['status'] != 'success':
-            problems.append(f'run_stop status {m["status"]!r}, not success')
-        if m['steps'] != self.steps:
-            problems.append(f'{m["steps"] or 0} of {self.steps} steps logged')
-        if m['world_size'] != self.layout.world_size:
-            problems.append(f'{self.workload} ran with world size '
-                            f'{m["world_size"]}, the job has '
-                            f'{self.layout.world_size} ranks')
-        if m['losses_finite'] is None:
-            problems.append('no training loss logged')
-        elif not m['losses_finite']:
-            problems.append('training loss is not finite')
-        return problems
+        return log_problems(self.metrics(), self.steps,
+                            self.layout.world_size)
 
     @performance_function('samples/s')
     def samples_per_second(self):

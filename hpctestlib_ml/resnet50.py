@@ -23,9 +23,23 @@ from reframe.core.builtins import performance_function, variable
 from hpctestlib_ml import flops
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
+from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import tf_cnn_benchmarks as parser
 
+#: The programs that train ResNet-50 here (``-S implementation=``).
 IMPLEMENTATIONS = ('keras', 'tf_cnn_benchmarks')
+
+
+def log_problems(log, steps, world_size):
+    '''One-line reasons why a tf_cnn_benchmarks-style log (a
+    :class:`~hpctestlib_ml.metrics.TrainingLog` of
+    :func:`~hpctestlib_ml.parsers.tf_cnn_benchmarks.training_log`) shows a
+    bad run of *steps* steps on *world_size* ranks; [] if none: the
+    common checks, once some process printed the job's rate (each rank
+    prints it last, so its world size counts the ranks that finished).'''
+    if not log.world_size:
+        return ['no "total images/sec" line in the log']
+    return common_problems(log, steps, world_size)
 
 
 class ResNet50Training(MLTrainingTest):
@@ -120,21 +134,11 @@ class ResNet50Training(MLTrainingTest):
         return [str(a) for a in args]
 
     def extract_metrics(self, text):
-        return parser.extract_metrics(text)
+        return parser.training_log(text)
 
     def log_problems(self, text):
-        m = self.metrics()
-        if not m['workers']:
-            return ['no "total images/sec" line in the log']
-        problems = []
-        if m['workers'] != self.layout.world_size:
-            problems.append(f'{m["workers"]} of {self.layout.world_size} '
-                            f'ranks reported their images/sec')
-        if m['steps'] != self.steps:
-            problems.append(f'{m["steps"]} of {self.steps} steps logged')
-        if not m['losses_finite']:
-            problems.append('training loss is not finite')
-        return problems
+        return log_problems(self.metrics(), self.steps,
+                            self.layout.world_size)
 
     def model_flops_per_sample(self):
         # Keras' ResNet50 is v1; tf_cnn_benchmarks' resnet50_v2 downsamples

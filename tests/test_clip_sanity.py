@@ -2,12 +2,12 @@
 import re
 
 from hpctestlib_ml import clip
-from hpctestlib_ml.parsers.open_clip import extract_metrics
+from hpctestlib_ml.parsers.open_clip import training_log
 from conftest import read_data
 
 
 def log_problems(text, world_size, global_batch, benchmark):
-    return clip.log_problems(text, extract_metrics(text), world_size,
+    return clip.log_problems(text, training_log(text), world_size,
                              global_batch, benchmark)
 
 TWO_RANKS = read_data('open_clip', 'cpu_2ranks_torchrun.err')

@@ -2,11 +2,15 @@
 
 One module per upstream log format. They import only the standard library so
 that ``hpcml extract`` and the ReFrame performance functions share them.
+Each has ``training_log(text)``, a :class:`hpctestlib_ml.metrics.TrainingLog`
+(what the checks read), and ``extract_metrics(text)``, that record as the
+dict ``hpcml extract`` prints, under the keys each format has always had.
 """
 from hpctestlib_ml.parsers import (hf_trainer, megatron, mllog, open_clip,
                                    tf_cnn_benchmarks)
 
-#: Workload name -> function(text) -> dict of metrics (``hpcml extract``).
+#: Workload name -> function(text) -> dict of metrics (``hpcml extract``;
+#: each parser's ``extract_metrics``).
 EXTRACTORS = {
     'clip': open_clip.extract_metrics,
     'megatron': megatron.extract_metrics,

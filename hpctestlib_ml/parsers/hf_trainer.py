@@ -17,10 +17,10 @@ samples), from which the steady-state rate is computed: Trainer's own
 ``train_samples_per_second`` includes start-up and the first steps.
 """
 import ast
-import math
 import re
 import statistics
 
+from hpctestlib_ml import metrics
 from hpctestlib_ml.parsers import timed_window
 
 # A row's name is any metric key: compute_metrics may return names such as
@@ -87,14 +87,32 @@ def model_shape(text):
     return tuple(int(v) for v in match.groups()) if match else None
 
 
-def extract_metrics(text):
-    '''Trainer's figures and the suite's steady-state rate.
+#: ``hpcml extract``'s keys for the :class:`~hpctestlib_ml.metrics.
+#: TrainingLog` fields of Trainer logs: the names its JSON has always had.
+JSON_NAMES = {name: name for name in (
+    'steps', 'world_size', 'loss_first', 'loss_last', 'losses',
+    'losses_finite', 'timed_window')}
 
-    ``train_samples_per_second``, ``train_runtime`` (s), ``eval_loss``,
-    ``perplexity``: Trainer's tables. ``samples_per_second``: global samples
-    over the time of all steps but the first (warm-up), from the step
-    lines; ``samples_per_second_per_gpu``: that / world size;
-    ``model_shape``: :func:`model_shape`.
+
+def extract_metrics(text):
+    '''The metrics of :func:`training_log` as ``hpcml extract`` prints
+    them (``losses_finite`` True where no loss is logged, as always).'''
+    return training_log(text).as_dict(JSON_NAMES, no_loss_is_finite=True)
+
+
+def training_log(text):
+    '''Trainer's figures and the suite's steady-state rate, as a
+    :class:`~hpctestlib_ml.metrics.TrainingLog`: ``steps`` (the suite's
+    step lines, one per optimizer step), ``world_size`` (its ``[hpcml]
+    model`` line's), ``losses`` (Trainer's logged dicts'), and the figures:
+
+    ``train_samples_per_second``, ``train_runtime`` (s), ``train_loss``,
+    ``eval_loss``, ``perplexity``: Trainer's tables; ``max_steps``: the
+    steps the run planned (its step lines'); ``model_shape``:
+    :func:`model_shape`; ``samples_per_second``: global samples over the
+    time of all steps but the first (warm-up), from the step lines;
+    ``samples_per_second_per_gpu``: that / world size;
+    ``time_per_step_secs``: their mean time.
     '''
     tables = metric_tables(text)
     train, evaluation = tables.get('train', {}), tables.get('eval', {})
@@ -102,33 +120,29 @@ def extract_metrics(text):
     world = _WORLD.search(text)
     world = int(world.group(1)) if world else None
     loss_values = losses(text)
-    metrics = {
+    figures = {
         'train_samples_per_second': train.get('train_samples_per_second'),
         'train_runtime': train.get('train_runtime'),
         'train_loss': train.get('train_loss'),
         'eval_loss': evaluation.get('eval_loss'),
         'perplexity': evaluation.get('perplexity'),
-        'steps': len(steps),
         'max_steps': steps[-1][1] if steps else None,
-        'world_size': world,
         'model_shape': model_shape(text),
-        'loss_first': loss_values[0] if loss_values else None,
-        'loss_last': loss_values[-1] if loss_values else None,
-        'losses': loss_values,
-        'losses_finite': all(math.isfinite(v) for v in loss_values),
         'samples_per_second': None,
         'samples_per_second_per_gpu': None,
         'time_per_step_secs': None,
-        'timed_window': timed_window.from_suite_line(text),
     }
     steady = steps[1:] if len(steps) > 1 else steps
     if steady:
         seconds = sum(s[2] for s in steady)
         if seconds > 0:
-            metrics['samples_per_second'] = sum(s[3] for s in steady) / seconds
-            metrics['time_per_step_secs'] = statistics.fmean(
+            figures['samples_per_second'] = sum(s[3] for s in steady) / seconds
+            figures['time_per_step_secs'] = statistics.fmean(
                 s[2] for s in steady)
             if world:
-                metrics['samples_per_second_per_gpu'] = (
-                    metrics['samples_per_second'] / world)
-    return metrics
+                figures['samples_per_second_per_gpu'] = (
+                    figures['samples_per_second'] / world)
+    return metrics.TrainingLog(
+        steps=len(steps), world_size=world, losses=loss_values,
+        losses_finite=metrics.losses_finite(loss_values),
+        timed_window=timed_window.from_suite_line(text), figures=figures)

@@ -22,6 +22,7 @@ import math
 import re
 import statistics
 
+from hpctestlib_ml import metrics
 from hpctestlib_ml.flops import megatron_gpt_flops_per_token
 from hpctestlib_ml.parsers import timed_window
 
@@ -156,9 +157,57 @@ def model_shape(text):
             integer('world_size'))
 
 
+#: ``hpcml extract``'s keys for the :class:`~hpctestlib_ml.metrics.
+#: TrainingLog` fields of Megatron logs: the names its JSON has always had
+#: (the world size, read by the checks, was never printed).
+JSON_NAMES = {'steps': 'iteration_last', 'loss_last': 'loss_last',
+              'losses': 'losses', 'losses_finite': 'loss_all_finite',
+              'timed_window': 'timed_window'}
+
+
 def extract_metrics(text, seq_length=None, flops_per_token=None,
                     world_size=None):
-    '''Metrics of a Megatron run; the first logged interval (start-up,
+    '''The metrics of :func:`training_log` as ``hpcml extract`` prints
+    them: its keys of old (``iteration_last`` for ``steps``,
+    ``loss_all_finite`` for ``losses_finite``, True where no interval
+    printed a loss).'''
+    return training_log(text, seq_length, flops_per_token,
+                        world_size).as_dict(JSON_NAMES,
+                                            no_loss_is_finite=True)
+
+
+def training_log(text, seq_length=None, flops_per_token=None, gpus=None):
+    '''A Megatron run as a :class:`~hpctestlib_ml.metrics.TrainingLog`:
+    ``steps``, its last logged iteration; ``world_size``, the one it
+    started with (:func:`world_size`); ``losses``, the intervals' losses,
+    in order (intervals without one left out); ``losses_finite``: False
+    where a logged interval shows a non-finite loss
+    (:func:`parse_iterations`). Figures: ``iterations`` (logged lines),
+    ``train_iters`` (planned), ``skipped_iterations``, ``nan_iterations``
+    (the intervals' counts summed) and :func:`_speed_figures`.
+
+    *seq_length*, *flops_per_token* and *gpus* (what the per-GPU figure
+    divides by: the job's ranks) default to the log's.
+    '''
+    steps = parse_iterations(text)
+    losses = [s['loss'] for s in steps if s['loss'] is not None]
+    figures = {
+        'iterations': len(steps),
+        'train_iters': steps[-1]['train_iters'] if steps else None,
+        'skipped_iterations': sum(s['skipped'] or 0 for s in steps),
+        'nan_iterations': sum(s['nan'] or 0 for s in steps),
+        **_speed_figures(text, steps, seq_length, flops_per_token, gpus),
+    }
+    return metrics.TrainingLog(
+        steps=steps[-1]['iteration'] if steps else None,
+        world_size=world_size(text), losses=losses,
+        losses_finite=(metrics.losses_finite(losses)
+                       if all(s['loss_finite'] for s in steps) else False),
+        timed_window=timed_window.from_megatron(text), figures=figures)
+
+
+def _speed_figures(text, steps, seq_length, flops_per_token, gpus):
+    '''The speed of a Megatron run; the first logged interval (start-up,
     compilation, allocator warm-up) is skipped where there are more.
 
     ``time_per_iteration_secs``: mean seconds per iteration;
@@ -166,56 +215,35 @@ def extract_metrics(text, seq_length=None, flops_per_token=None,
     ``tflops_per_gpu``: the suite's own figure, Megatron's analytic FLOPs per
     token (:func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token`) x
     tokens/s / GPUs; ``printed_tflops_per_gpu``: the program's figure, for
-    information only (formulas differ between versions).
-    ``losses``: the intervals' losses, in order (intervals without one
-    left out); ``loss_all_finite``: no logged interval shows a non-finite loss
-    (:func:`parse_iterations`); ``skipped_iterations``, ``nan_iterations``:
-    the intervals' counts summed. Shape and world size come from the
-    arguments, else from the log.
+    information only (formulas differ between versions). Shape and GPUs
+    come from the arguments, else from the log; None where unknown.
     '''
-    steps = parse_iterations(text)
     layers, hidden, seq_log, vocab, ffn, world_log = model_shape(text)
     seq_length = seq_length or seq_log
-    world_size = world_size or world_log
+    gpus = gpus or world_log
     if flops_per_token is None and None not in (layers, hidden, seq_length,
                                                 vocab):
         flops_per_token = megatron_gpt_flops_per_token(layers, hidden,
                                                        seq_length, vocab, ffn)
-
-    losses = [s['loss'] for s in steps if s['loss'] is not None]
-    metrics = {
-        'iterations': len(steps),
-        'iteration_last': steps[-1]['iteration'] if steps else None,
-        'train_iters': steps[-1]['train_iters'] if steps else None,
-        'loss_last': losses[-1] if losses else None,
-        'losses': losses,
-        'loss_all_finite': all(s['loss_finite'] for s in steps),
-        'skipped_iterations': sum(s['skipped'] or 0 for s in steps),
-        'nan_iterations': sum(s['nan'] or 0 for s in steps),
-        'time_per_iteration_secs': None,
-        'tokens_per_second': None,
-        'tflops_per_gpu': None,
-        'printed_tflops_per_gpu': None,
-        'timed_window': timed_window.from_megatron(text),
-    }
+    figures = dict.fromkeys(('time_per_iteration_secs', 'tokens_per_second',
+                             'tflops_per_gpu', 'printed_tflops_per_gpu'))
     steady = steps[1:] if len(steps) > 1 else steps
     if not steady:
-        return metrics
+        return figures
 
     seconds = statistics.fmean(s['time_s'] for s in steady)
-    metrics['time_per_iteration_secs'] = seconds
+    figures['time_per_iteration_secs'] = seconds
     printed = [s['printed_tflops'] for s in steady
                if s['printed_tflops'] is not None]
     if printed:
-        metrics['printed_tflops_per_gpu'] = statistics.fmean(printed)
+        figures['printed_tflops_per_gpu'] = statistics.fmean(printed)
     batch = steady[-1]['global_batch']
     if batch and seq_length and seconds > 0:
         tokens = batch * seq_length / seconds
-        metrics['tokens_per_second'] = tokens
-        if flops_per_token and world_size:
-            metrics['tflops_per_gpu'] = (tokens * flops_per_token /
-                                         world_size / 1e12)
-    return metrics
+        figures['tokens_per_second'] = tokens
+        if flops_per_token and gpus:
+            figures['tflops_per_gpu'] = tokens * flops_per_token / gpus / 1e12
+    return figures
 
 
 def departures(text):

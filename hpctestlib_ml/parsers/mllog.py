@@ -61,9 +61,9 @@ minute over many concurrent runs. The samples/s here are the logged
 auxiliary rates, for regression tracking.
 """
 import json
-import math
 import statistics
 
+from hpctestlib_ml import metrics
 from hpctestlib_ml.parsers import timed_window
 
 MARKER = ':::MLLOG '
@@ -205,57 +205,71 @@ def _ends(run, key):
     return sum(e['key'] == key for e in run) or None
 
 
-def extract_metrics(text):
-    '''The metrics of an MLPerf log (see the module docstring):
+#: ``hpcml extract``'s keys for the :class:`~hpctestlib_ml.metrics.
+#: TrainingLog` fields of MLPerf logs: the names its JSON has always had.
+JSON_NAMES = {name: name for name in (
+    'steps', 'world_size', 'loss_first', 'loss_last', 'losses',
+    'losses_finite', 'timed_window')}
 
-    ``samples_per_second`` (steady state: global batch x records / their
-    step times where every record has one, else the mean of the records'
-    rates, the first record skipped), ``time_per_step_secs``,
-    ``run_time_secs``, ``status`` (run_stop's), ``throughput_records``,
-    ``steps`` (the run's training steps, from ``step_num``; None where
-    not logged), ``epochs`` (the run's epoch ends, else block ends),
-    ``loss_first``, ``loss_last``,
-    ``losses`` (the in-run training losses, in order),
-    ``losses_finite`` (None where no loss is logged), ``global_batch_size``,
-    ``world_size``, ``benchmark``, the last in-run ``eval_accuracy`` and
-    ``eval_error`` (MLPerf's quality keys: the last before ``run_stop``),
-    ``timed_window``.'''
+
+def extract_metrics(text):
+    '''The metrics of :func:`training_log` as ``hpcml extract`` prints
+    them.'''
+    return training_log(text).as_dict(JSON_NAMES)
+
+
+def training_log(text):
+    '''An MLPerf log (see the module docstring) as a
+    :class:`~hpctestlib_ml.metrics.TrainingLog`: ``steps`` (the run's
+    training steps, from ``step_num``; None where not logged),
+    ``world_size``, ``losses`` (the in-run training losses, in order), the
+    ``timed_window``, and the figures: ``events`` (how many),
+    ``benchmark``, ``global_batch_size``, the last in-run
+    ``eval_accuracy`` and ``eval_error`` (MLPerf's quality keys: the last
+    before ``run_stop``), ``throughput_records``, ``epochs`` (the run's
+    epoch ends, else block ends), ``status`` (run_stop's),
+    ``run_time_secs``, and :func:`_speed_figures`.'''
     events = parse_events(text)
     run = in_run(events)
     records = training_records(events)
     start, stop = _event(events, 'run_start'), _event(events, 'run_stop')
     losses = training_losses(events)
-    metrics = {
+    batch = first_value(events, 'global_batch_size')
+    figures = {
         'events': len(events),
         'benchmark': first_value(events, 'submission_benchmark'),
-        'global_batch_size': first_value(events, 'global_batch_size'),
-        'world_size': world_size(events),
+        'global_batch_size': batch,
         'eval_accuracy': last_value(run, 'eval_accuracy'),
         'eval_error': last_value(run, 'eval_error'),
         'throughput_records': len(records),
-        'steps': training_steps(run),
         'epochs': _ends(run, 'epoch_stop') or _ends(run, 'block_stop'),
         'status': _metadata(stop).get('status') if stop else None,
         'run_time_secs': ((stop['time_ms'] - start['time_ms']) / 1000
                           if start and stop else None),
-        'loss_first': losses[0] if losses else None,
-        'loss_last': losses[-1] if losses else None,
-        'losses': losses,
-        'losses_finite': (all(math.isfinite(v) for v in losses)
-                          if losses else None),
-        'samples_per_second': None,
-        'time_per_step_secs': None,
-        'timed_window': timed_window.from_mllog(events, [
-            event for event, _, _ in records]),
+        **_speed_figures(records, batch),
     }
+    return metrics.TrainingLog(
+        steps=training_steps(run), world_size=world_size(events),
+        losses=losses, losses_finite=metrics.losses_finite(losses),
+        timed_window=timed_window.from_mllog(events, [
+            event for event, _, _ in records]),
+        figures=figures)
+
+
+def _speed_figures(records, batch):
+    '''``samples_per_second`` (steady state: global *batch* x records /
+    their step times where every record has one, else the mean of the
+    records' rates, the first record skipped) and ``time_per_step_secs``
+    of the training *records* (:func:`training_records`); None where
+    unknown.'''
+    figures = {'samples_per_second': None, 'time_per_step_secs': None}
     steady = records[1:] if len(records) > 1 else records
     times = [t for _, _, t in steady if isinstance(t, (int, float))]
-    batch = metrics['global_batch_size']
     if times and batch and len(times) == len(steady):
         # Time-weighted: samples over the steps' total time.
-        metrics['samples_per_second'] = batch * len(times) / sum(times)
-        metrics['time_per_step_secs'] = statistics.fmean(times)
+        figures['samples_per_second'] = batch * len(times) / sum(times)
+        figures['time_per_step_secs'] = statistics.fmean(times)
     elif steady:
-        metrics['samples_per_second'] = statistics.fmean(
+        figures['samples_per_second'] = statistics.fmean(
             rate for _, rate, _ in steady)
-    return metrics
+    return figures

@@ -29,6 +29,7 @@ import math
 import re
 import statistics
 
+from hpctestlib_ml import metrics
 from hpctestlib_ml.parsers import timed_window
 
 _TRAIN_LINE = re.compile(
@@ -207,11 +208,26 @@ def covered_steps(step, batch, window):
     return None
 
 
-def extract_metrics(text):
-    """The MMoCLIP metrics of one OpenCLIP training log, the first logged
-    line (start-up) skipped:
+#: ``hpcml extract``'s keys for the :class:`~hpctestlib_ml.metrics.
+#: TrainingLog` fields of OpenCLIP logs: the names its JSON has always had.
+JSON_NAMES = {'steps': 'steps', 'loss_last': 'loss_last',
+              'losses': 'losses', 'losses_finite': 'loss_all_finite',
+              'timed_window': 'timed_window'}
 
-    - ``steps``: logged training lines;
+
+def extract_metrics(text):
+    """:func:`training_log` as ``hpcml extract`` prints it (its keys of
+    old: ``loss_all_finite`` for ``losses_finite``)."""
+    return training_log(text).as_dict(JSON_NAMES)
+
+
+def training_log(text):
+    """The MMoCLIP metrics of one OpenCLIP training log, the first logged
+    line (start-up) skipped, as a :class:`~hpctestlib_ml.metrics.
+    TrainingLog`: ``steps`` (logged training lines), ``world_size`` and
+    ``ranks`` (the start lines', :func:`ranks_started`), ``losses``
+    (every logged training loss, in order), and the figures:
+
     - ``total_time_secs``: the benchmark's metric, the training time the
       lines after the first report: the sum of ``Batch (t)`` x the steps it
       averages over (with every step logged, MMoCLIP's sum of ``Batch (t)``).
@@ -230,16 +246,26 @@ def extract_metrics(text):
       (:func:`logging_window`; None if unknown);
     - ``steps_not_logged``: steps between the first and the last line that
       no line reports (lines lost); 0 for a whole log, None if unknown;
-    - ``done_percent_last``; ``loss_last``; ``losses`` (every logged
-      training loss, in order); ``loss_all_finite``.
+    - ``done_percent_last``.
 
     Figures that need the window are None where the global batch or the
     window cannot be known (an excerpt without the ``Params:`` dump whose
     counts do not tell): no number rather than a wrong one.
     """
     steps = parse_train_lines(text)
+    ranks, world_size = ranks_started(text)
+    losses = [s['loss'] for s in steps if s['loss'] is not None]
+    return metrics.TrainingLog(
+        steps=len(steps), world_size=world_size, ranks=frozenset(ranks),
+        losses=losses, losses_finite=metrics.losses_finite(losses),
+        timed_window=timed_window.from_open_clip(text),
+        figures=_timing_figures(text, steps, world_size))
+
+
+def _timing_figures(text, steps, world_size):
+    """The figures of :func:`training_log` from the lines' times, rates
+    and sample counts, in ``hpcml extract``'s order."""
     steady = steps[1:]
-    _, world_size = ranks_started(text)
     batch = global_batch(text, steps)
     window = logging_window(text, steps, batch) if batch else None
     spans = intervals(steps, batch)[1:]
@@ -266,9 +292,7 @@ def extract_metrics(text):
     data = (sum(s['data_time'] * n for s, n in zip(steady, covered))
             if known and None not in [s['data_time'] for s in steady]
             else None)
-    losses = [s['loss'] for s in steps if s['loss'] is not None]
     return {
-        'steps': len(steps),
         'log_every_n_steps': window,
         'steps_not_logged': sum(gaps) if known else None,
         'total_time_secs': round(total, 6) if total is not None else None,
@@ -279,10 +303,6 @@ def extract_metrics(text):
         'data_share': (100 * data / total if data is not None and total
                        else None),
         'done_percent_last': steps[-1]['percent'] if steps else None,
-        'loss_last': losses[-1] if losses else None,
-        'losses': losses,
-        'loss_all_finite': all(math.isfinite(x) for x in losses) if losses else None,
-        'timed_window': timed_window.from_open_clip(text),
     }
 
 

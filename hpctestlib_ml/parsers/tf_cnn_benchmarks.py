@@ -32,6 +32,7 @@ import math
 import re
 import statistics
 
+from hpctestlib_ml import metrics
 from hpctestlib_ml.parsers import timed_window
 
 _PREFIX = r'^(?:\s*\d+:\s*)?'
@@ -51,15 +52,33 @@ def _float(text):
         return math.nan
 
 
+#: ``hpcml extract``'s keys for the :class:`~hpctestlib_ml.metrics.
+#: TrainingLog` fields of these logs: the names its JSON has always had
+#: (``workers`` for the world size).
+JSON_NAMES = {'steps': 'steps', 'world_size': 'workers',
+              'loss_last': 'loss_last', 'losses': 'losses',
+              'losses_finite': 'losses_finite',
+              'timed_window': 'timed_window'}
+
+
 def extract_metrics(text):
-    '''``images_per_second``: the job's rate (the mean of the processes'
-    ``total images/sec``, each an estimate of it); ``workers``: how many
-    processes printed one; ``devices``: global batch / per-device batch
-    (else one per worker); ``images_per_second_per_gpu``: the job's rate /
-    devices; ``time_per_step_secs``: global batch / the job's rate;
-    ``steps`` (the last step number), ``loss_last``, ``losses`` (every
-    logged step's loss, in order), ``losses_finite``,
-    ``model``, ``global_batch_size``.'''
+    '''The metrics of :func:`training_log` as ``hpcml extract`` prints
+    them (``workers`` for ``world_size``; ``losses_finite`` True where no
+    loss is logged, as always).'''
+    return training_log(text).as_dict(JSON_NAMES, no_loss_is_finite=True)
+
+
+def training_log(text):
+    '''A tf_cnn_benchmarks log as a :class:`~hpctestlib_ml.metrics.
+    TrainingLog`: ``steps`` (the last step number, 0 for none),
+    ``world_size`` (how many processes printed the job's ``total
+    images/sec``: under Horovod every rank does), ``losses`` (every logged
+    step's loss, in order), and the figures: ``images_per_second``: the
+    job's rate (the mean of the processes' ``total images/sec``, each an
+    estimate of it); ``devices``: global batch / per-device batch (else one
+    per process); ``images_per_second_per_gpu``: the job's rate / devices;
+    ``time_per_step_secs``: global batch / the job's rate; ``model``,
+    ``global_batch_size``.'''
     steps = STEP_LINE.findall(text)
     totals = [float(v) for v in TOTAL_LINE.findall(text)]
     losses = [_float(s[4]) for s in steps]
@@ -71,20 +90,18 @@ def extract_metrics(text):
     if global_batch and per_device and float(per_device.group(1)) > 0:
         devices = round(global_batch / float(per_device.group(1)))
     job_rate = statistics.fmean(totals) if totals else None
-    metrics = {
+    figures = {
         'model': model.group(1) if model else None,
         'global_batch_size': global_batch,
-        'steps': max((int(s[0]) for s in steps), default=0),
-        'workers': len(totals),
         'devices': devices,
         'images_per_second': job_rate,
         'images_per_second_per_gpu': (job_rate / devices
                                       if job_rate and devices else None),
         'time_per_step_secs': (global_batch / job_rate
                                if job_rate and global_batch else None),
-        'loss_last': losses[-1] if losses else None,
-        'losses': losses,
-        'losses_finite': all(math.isfinite(v) for v in losses),
-        'timed_window': timed_window.from_suite_line(text),
     }
-    return metrics
+    return metrics.TrainingLog(
+        steps=max((int(s[0]) for s in steps), default=0),
+        world_size=len(totals), losses=losses,
+        losses_finite=metrics.losses_finite(losses),
+        timed_window=timed_window.from_suite_line(text), figures=figures)

@@ -88,7 +88,7 @@ class Energy(RegressionTestPlugin):
                 sn.make_performance_function(lambda: rss, 'MiB')
         try:
             joules, seconds, label = energy.run_energy(
-                self.stagedir, self.metrics().get('timed_window'),
+                self.stagedir, self.metrics().timed_window,
                 self.layout.num_nodes)
         except energy.NoEnergy as why:
             self.energy_counter = f'none: {why}'

@@ -76,7 +76,7 @@ class References(RegressionTestPlugin):
     @run_before('performance')
     def record_loss_curve(self):
         self.loss_curve = references.format_loss_curve(
-            self.metrics().get('losses') or [])
+            self.metrics().losses)
 
     def history(self):
         '''(source, loss curve) of this case's history reference in
@@ -101,7 +101,7 @@ class References(RegressionTestPlugin):
             raise PerformanceError('failed to meet reference(s): ' +
                                    ', '.join(missed) + where)
         departure = references.loss_curve_departure(
-            self.metrics().get('losses') or [], curve)
+            self.metrics().losses, curve)
         if departure:
             raise PerformanceError(
                 f'numerics regression: {departure} (reference curve of '

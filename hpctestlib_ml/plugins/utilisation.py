@@ -52,7 +52,7 @@ class Utilisation(RegressionTestPlugin):
                 lambda: self._utilisation(executed), '%')
 
     def _utilisation(self, factor):
-        throughput = self.metrics()[self.throughput_metric]
+        throughput = self.metrics().figures[self.throughput_metric]
         flops = factor * self.model_flops_per_sample()
         peak = self.peak_flops_per_node() * self.layout.num_nodes
         return 100 * throughput * flops / peak
@@ -120,7 +120,7 @@ class Utilisation(RegressionTestPlugin):
                 sn.make_performance_function(self._gpu_memory_peak, 'MiB')
 
     def _data_share(self):
-        share = self.metrics().get('data_share')
+        share = self.metrics().figures.get('data_share')
         if share is None:
             share = device_check.data_share(self.log_records('timing'))
         if share is None:

@@ -100,15 +100,16 @@ class WorkloadInterface(RegressionTestPlugin):
         return self._log_text
 
     def metrics(self):
-        '''The workload parser's figures of the log, once per case.'''
+        '''The log as the workload's parser reads it, once per case: a
+        :class:`~hpctestlib_ml.metrics.TrainingLog`.'''
         if getattr(self, '_metrics', None) is None:
             self._metrics = self.extract_metrics(self.log_text())
         return self._metrics
 
     def metric(self, name):
-        '''Figure *name* of :meth:`metrics`; a sanity error where the log
-        has none.'''
-        value = self.metrics()[name]
+        '''Figure *name* of :meth:`metrics` (its ``figures``); a sanity
+        error where the log has none.'''
+        value = self.metrics().figures[name]
         if value is None:
             raise SanityError(f'{name}: not found in the log')
         return value
@@ -173,11 +174,14 @@ class WorkloadInterface(RegressionTestPlugin):
         raise NotImplementedError
 
     def extract_metrics(self, text):
-        '''Metrics from the log text: the workload's parser.'''
+        '''The log *text* read by the workload's parser: a
+        :class:`~hpctestlib_ml.metrics.TrainingLog`.'''
         raise NotImplementedError
 
     def log_problems(self, text):
-        '''One-line reasons why the log shows a bad run; empty if none.'''
+        '''One-line reasons why the log shows a bad run; empty if none:
+        :func:`hpctestlib_ml.metrics.common_problems` (steps, ranks, loss),
+        then the workload's own.'''
         raise NotImplementedError
 
     def model_flops_per_sample(self):
