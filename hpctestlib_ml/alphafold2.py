@@ -59,7 +59,7 @@ class AlphaFold2Training(MLLogTraining):
         '''Recomputation repeats the trained run's forward only, not the
         recycles' (without gradients): (4 + r) / (3 + r) forwards for r
         recycles on average (reference: 5.5 / 4.5).'''
-        recycles = flops.ALPHAFOLD2_MEAN_RECYCLES[self.model]
+        recycles = flops.alphafold2_mean_recycles(self.model)
         return (4 + recycles) / (3 + recycles)
 
     @performance_function('')

@@ -14,15 +14,14 @@ events as MLPerf Training 5.0's rules ask, read by the shared
 """
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, precisions
+from hpctestlib_ml import flops, precisions, program_tables
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.mlperf import MLLogTraining
 
-#: (layers, hidden, heads, intermediate, vocab, sequence, max predictions)
-MODELS = {
-    'tiny': (2, 256, 4, 1024, 8192, 128, 20),
-    'bert-large': (24, 1024, 16, 4096, 30522, 512, 76),
-}
+#: Model -> (layers, hidden, heads, intermediate, vocab, seq_length,
+#: max_predictions): the program's own table (``src/bert_pretrain/
+#: sizes.py``, read from the file, no torch).
+MODELS = program_tables.load('bert_pretrain', 'sizes').MODELS
 
 
 class BertPretraining(MLLogTraining):
@@ -112,6 +111,7 @@ class BertPretraining(MLLogTraining):
 
 def forward_flops(model):
     '''Forward FLOPs per sequence of BERT *model* (a key of MODELS).'''
-    layers, hidden, _, intermediate, vocab, seq, predictions = MODELS[model]
-    return flops.bert_pretraining_forward_flops(seq, hidden, layers, vocab,
-                                                intermediate, predictions)
+    m = MODELS[model]
+    return flops.bert_pretraining_forward_flops(
+        m.seq_length, m.hidden, m.layers, m.vocab, m.intermediate,
+        m.max_predictions)

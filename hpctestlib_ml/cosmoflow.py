@@ -10,11 +10,12 @@ NumPy samples with ``-S data=DIR`` or the partition's
 """
 from reframe.core.builtins import performance_function
 
-from hpctestlib_ml import flops, precisions
+from hpctestlib_ml import flops, precisions, program_tables
 from hpctestlib_ml.mlperf import MLLogTraining
 
-#: (cube side, conv_size) of the program's sizes.
-SIZES = {'tiny': (32, 8), 'reference': (128, 32)}
+#: (cube side, conv_size) of the program's sizes: its own table
+#: (``src/cosmoflow/sizes.py``, read from the file, no torch).
+SIZES = program_tables.load('cosmoflow', 'sizes').SIZES
 
 
 class CosmoFlowTraining(MLLogTraining):

@@ -8,11 +8,9 @@ narrower on 16 x 128 x 192 crops at ``tiny``. Synthetic fields by
 default; ``.npz`` samples with ``-S data=DIR`` or the partition's
 ``extras['deepcam_data']``. Quality: the reference's IoU.
 """
-import importlib.util
-
 from reframe.core.builtins import performance_function
 
-from hpctestlib_ml import SRC_DIR, flops, precisions
+from hpctestlib_ml import flops, precisions, program_tables
 from hpctestlib_ml.mlperf import MLLogTraining
 
 
@@ -20,12 +18,7 @@ def architecture():
     '''The program's ``deepcam.architecture`` module (sizes and widths;
     no torch), read from its file: one table for the program and the
     FLOPs here.'''
-    path = SRC_DIR / 'deepcam' / 'architecture.py'
-    spec = importlib.util.spec_from_file_location('_deepcam_architecture',
-                                                  path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return program_tables.load('deepcam', 'architecture')
 
 
 def forward_flops(model):

@@ -7,6 +7,7 @@ MFU from the 3x figure (model FLOPs: recomputation is work the model does not
 need, Chowdhery et al. 2022, "PaLM", appendix B) and HFU from the FLOPs the
 hardware actually executes.
 """
+from hpctestlib_ml import program_tables
 
 TRAINING_FACTOR = 3
 RECOMPUTE_FACTOR = 4
@@ -215,10 +216,15 @@ ALPHAFOLD2_FORWARD_FLOPS = {
     'tiny': 8.448840832e9,          # 64 residues x 32, 64 extra, 2 templ.
     'reference': 11.810919240192e12,
 }
-#: Recycles per training sample: uniform over 0 to the size's maximum
-#: (AlphaFold2 1.10; ``alphafold2.__main__.SIZES``), so on average half of
-#: it; each is a forward without gradients.
-ALPHAFOLD2_MEAN_RECYCLES = {'tiny': 0.5, 'reference': 1.5}
+
+
+def alphafold2_mean_recycles(size):
+    '''Recycles per training sample of AlphaFold2 *size*: uniform over 0
+    to the size's maximum (AlphaFold2 1.10), so on average half of it;
+    each is a forward without gradients. The maximum is the program's own
+    (``src/alphafold2/sizes.py``), not a copy of it.'''
+    sizes = program_tables.load('alphafold2', 'sizes').SIZES
+    return sizes[size].max_recycles / 2
 
 
 def alphafold2_training_flops(size):
@@ -227,7 +233,7 @@ def alphafold2_training_flops(size):
     forward each); block recomputation not counted (MFU, not HFU).
     Reference: 4.5 x 11.8 = 53.1 TFLOP.'''
     forward = ALPHAFOLD2_FORWARD_FLOPS[size]
-    return training_flops(forward) + ALPHAFOLD2_MEAN_RECYCLES[size] * forward
+    return training_flops(forward) + alphafold2_mean_recycles(size) * forward
 
 
 #: ResNet-50's stages: (bottleneck width, output channels, blocks, stride).

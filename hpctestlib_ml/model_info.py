@@ -347,12 +347,12 @@ def _alphafold2(size, device):
     name = _named_size(size, alphafold2.AlphaFold2Training.sizes, 'model')
     _programs_importable()
     import torch
-    from alphafold2 import __main__ as program
-    spec = program.SIZES[name]
+    from alphafold2 import proteins, sizes
+    spec = sizes.SIZES[name]
     device = device or ('cpu' if name == 'tiny' else 'meta')
     with _on(device):
-        model = program.build_model(spec)
-    features, _ = next(program.synthetic_proteins(
+        model = proteins.build_model(spec)
+    features, _ = next(proteins.synthetic_proteins(
         1, spec, torch.Generator().manual_seed(0)))
 
     def inputs(dev):

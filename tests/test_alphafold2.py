@@ -17,16 +17,17 @@ from hpctestlib_ml.parsers import EXTRACTORS
 sys.path.insert(0, str(REPO / 'src'))
 import alphafold2.__main__ as program  # noqa: E402
 from alphafold2 import geometry, losses, structure  # noqa: E402
+from alphafold2 import proteins, sizes  # noqa: E402
 from alphafold2 import model as evoformer  # noqa: E402
 
 
 def measured_flops(size, backward=False):
     from torch.utils.flop_counter import FlopCounterMode
-    spec = program.SIZES[size]
+    spec = sizes.SIZES[size]
     device = 'cpu' if size == 'tiny' else 'meta'  # meta: counts, no math
     with torch.device(device):
-        model = program.build_model(spec)
-    features, _ = next(program.synthetic_proteins(
+        model = proteins.build_model(spec)
+    features, _ = next(proteins.synthetic_proteins(
         1, spec, torch.Generator().manual_seed(0)))
     with FlopCounterMode(display=False) as counter:
         out = model(*(t.to(device) for t in features), 0)
@@ -43,8 +44,8 @@ def test_training_step_costs_three_forwards():
 
 
 def test_mean_recycles_are_the_programs():
-    for size, spec in program.SIZES.items():
-        assert flops.ALPHAFOLD2_MEAN_RECYCLES[size] == spec.max_recycles / 2
+    for size, spec in sizes.SIZES.items():
+        assert flops.alphafold2_mean_recycles(size) == spec.max_recycles / 2
 
 
 def count(module):
@@ -56,7 +57,7 @@ def test_reference_model_is_openfolds_component_by_component():
     # the trunk (input embedder, 48 Evoformer blocks, distogram head)
     # 87,878,976 and what the whole model adds to it.
     with torch.device('meta'):
-        model = program.build_model(program.SIZES['reference'])
+        model = proteins.build_model(sizes.SIZES['reference'])
     distogram = count(model.heads.distogram)
     assert count(model.embed) + count(model.blocks) + distogram == \
         87_878_976
@@ -219,7 +220,7 @@ def test_lddt_on_known_structures():
 def test_frames_from_three_points_and_backbone_torsions():
     g = torch.Generator().manual_seed(3)
     ca = torch.randn(12, 3, generator=g).cumsum(0) * 3
-    n, c = program.backbone_from_ca(ca)
+    n, c = proteins.backbone_from_ca(ca)
     frames = geometry.frames_from_three_points(n, ca, c)
     eye = torch.eye(3).expand(12, 3, 3)
     torch.testing.assert_close(frames.rotations.transpose(-1, -2) @
@@ -236,7 +237,7 @@ def test_frames_from_three_points_and_backbone_torsions():
 def test_pseudo_beta_is_an_ideal_c_beta_and_glycines_c_alpha():
     g = torch.Generator().manual_seed(4)
     ca = torch.randn(6, 3, generator=g).cumsum(0) * 3
-    n, c = program.backbone_from_ca(ca)
+    n, c = proteins.backbone_from_ca(ca)
     frames = geometry.frames_from_three_points(n, ca, c)
     aatype = torch.tensor([0, geometry.GLYCINE, 3, 4, 5, 6])
     beta = geometry.pseudo_beta(frames, aatype)
@@ -255,10 +256,10 @@ def test_pseudo_beta_is_an_ideal_c_beta_and_glycines_c_alpha():
 def test_msa_is_masked_as_alphafold2_masks_it():
     g = torch.Generator().manual_seed(6)
     msa = torch.randint(20, (200, 100), generator=g)
-    masked_msa, mask = program.bert_mask(msa, g)
+    masked_msa, mask = proteins.bert_mask(msa, g)
     assert mask.float().mean() == pytest.approx(0.15, abs=0.01)
     assert (masked_msa[~mask] == msa[~mask]).all()
-    tokens = (masked_msa[mask] == program.MASK_TOKEN).float().mean()
+    tokens = (masked_msa[mask] == proteins.MASK_TOKEN).float().mean()
     assert tokens == pytest.approx(0.7, abs=0.03)
 
 
@@ -274,10 +275,10 @@ def test_structure_module_predicts_frames_that_train_towards_the_truth():
     # A few Adam steps on one synthetic protein lower the final FAPE: the
     # frames' gradients reach the single representation.
     torch.manual_seed(0)
-    spec = program.SIZES['tiny']
-    features, target = next(program.synthetic_proteins(
+    spec = sizes.SIZES['tiny']
+    features, target = next(proteins.synthetic_proteins(
         1, spec, torch.Generator().manual_seed(0)))
-    model = program.build_model(spec)
+    model = proteins.build_model(spec)
     backbone = target.pop('backbone')
     target['frames'] = geometry.frames_from_three_points(
         *backbone.unbind(-2))
@@ -298,8 +299,8 @@ def test_structure_module_predicts_frames_that_train_towards_the_truth():
 
 
 def test_recycles_are_drawn_alike_on_every_rank_and_maximal_in_eval():
-    spec = program.SIZES['tiny']
-    a, b = (program.build_model(spec, seed=1) for _ in range(2))
+    spec = sizes.SIZES['tiny']
+    a, b = (proteins.build_model(spec, seed=1) for _ in range(2))
     draws = [int(torch.randint(2, (), generator=m.recycle_generator))
              for m in (a, b) for _ in range(8)]
     assert draws[:8] == draws[8:] and set(draws) == {0, 1}
@@ -328,7 +329,7 @@ def write_openfold_records(root, chains):
         sequence = ''.join(data.RESIDUES[i] for i in aatype)
         steps = torch.randn(length, 3, generator=g)
         ca = (3.8 * steps / steps.norm(dim=-1, keepdim=True)).cumsum(0)
-        n, c = program.backbone_from_ca(ca)
+        n, c = proteins.backbone_from_ca(ca)
         positions = np.zeros((length, 37, 3), np.float32)
         mask = np.zeros((length, 37), bool)
         positions[:, 0], positions[:, 1], positions[:, 2] = n, ca, c
@@ -388,7 +389,7 @@ def test_openfold_records_are_read_as_written(tmp_path):
     # hit0's insertion 'kl' after its residue 10: two deletions at 11.
     assert deletions[1][11] == 2 and sum(map(sum, deletions)) == 2
     # A 50-residue chain in a 64-residue crop: padded and masked.
-    spec = program.SIZES['tiny']
+    spec = sizes.SIZES['tiny']
     features, target = data.chain_example(records, '2xyz_B', spec,
                                           torch.Generator().manual_seed(0))
     mask = target['residue_mask'][0]
@@ -517,10 +518,10 @@ def test_padding_does_not_change_the_outputs_at_real_residues():
     # OpenFold masks padded residues out of every attention, triangle
     # update and outer product mean: a 12-residue protein gives the same
     # outputs alone, padded to 16 and padded with other content.
-    spec = program.Size({}, 16, 5, 6, 2, 1, False, 0)
+    spec = sizes.Size({}, 16, 5, 6, 2, 1, False, 0)
     g = torch.Generator().manual_seed(3)
-    features, _ = program.synthetic_protein(spec, g)
-    other, _ = program.synthetic_protein(spec, g)
+    features, _ = proteins.synthetic_protein(spec, g)
+    other, _ = proteins.synthetic_protein(spec, g)
     model = small_alphafold()
     with torch.no_grad():
         alone = real_outputs(model(*crop_features(features, 12), 1), 12)
@@ -543,13 +544,13 @@ def test_loss_is_scaled_by_the_square_root_of_the_crops_residues():
     # OpenFold's AlphaFoldLoss: each crop's weighted total times
     # sqrt(min(seq_length, crop_size)), then the batch mean. Two crops of
     # 64: one full, one a 40-residue chain padded.
-    spec = program.SIZES['tiny']
+    spec = sizes.SIZES['tiny']
     g = torch.Generator().manual_seed(0)
-    features, target = program.collate(
-        [program.synthetic_protein(spec, g) for _ in range(2)])
+    features, target = proteins.collate(
+        [proteins.synthetic_protein(spec, g) for _ in range(2)])
     target['seq_mask'][1, 40:] = 0
     target['residue_mask'][1, 40:] = 0
-    model = program.build_model(spec)
+    model = proteins.build_model(spec)
     with torch.no_grad():
         out = model(*features, 0)
     backbone = target.pop('backbone')
@@ -579,7 +580,7 @@ def test_angle_norm_penalty_is_openfolds_over_the_crops_residues():
 def test_learning_rate_is_the_benchmarks_constant_without_warm_up():
     # MLPerf HPC OpenFold runs --base_lr 1e-3 --warmup_lr_iters 0 from
     # its checkpoint: 1e-3 from iteration 1.
-    warmup = program.SIZES['reference'].warmup
+    warmup = sizes.SIZES['reference'].warmup
     assert warmup == 0
     assert program.learning_rate(1, warmup) == 1e-3
     # A warm-up, where one is asked for, is OpenFoldBenchmarkLRScheduler's

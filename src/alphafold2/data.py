@@ -32,6 +32,9 @@ import zlib
 import numpy as np
 import torch
 
+from alphafold2.geometry import GLYCINE, frames_from_three_points, pseudo_beta
+from alphafold2.proteins import backbone_from_ca, collate, protein_example
+
 TRAIN_MAX_RELEASE_DATE = '2021-09-16'
 #: AlphaFold2's residue order and the MSA's gap (class 21).
 RESIDUES = 'ARNDCQEGHILKMFPSTWYV'
@@ -151,9 +154,7 @@ class OpenFoldData:
 
 def chain_example(data, pdb_chain_id, size, generator):
     '''(features, target) of one crop of a chain, the program's format
-    (``alphafold2.__main__.protein_example``).'''
-    from alphafold2.__main__ import (GLYCINE, backbone_from_ca,
-                                     protein_example)
+    (:func:`alphafold2.proteins.protein_example`).'''
     sequence = data.sequence(pdb_chain_id)
     positions, atom_mask = data.atoms(pdb_chain_id)
     rows, deletions = data.msa(pdb_chain_id, sequence)
@@ -195,7 +196,6 @@ def chain_example(data, pdb_chain_id, size, generator):
     n = torch.where(residue_mask[:, None].bool(), atoms[:, 0], n_line)
     c = torch.where(residue_mask[:, None].bool(), atoms[:, 2], c_line)
     # The distogram's atoms: the resolved C-beta, else placed ideally.
-    from alphafold2.geometry import frames_from_three_points, pseudo_beta
     ideal = pseudo_beta(frames_from_three_points(n, ca, c), aatype)
     has_cb = present[:, 3].bool() & (aatype != GLYCINE)
     beta = torch.where(has_cb[:, None], atoms[:, 3], ideal)
@@ -215,7 +215,6 @@ def openfold_batches(root, split, size, batch, generator, rank, world):
     '''Yield (features, target) batches of *split*'s chains, this rank's
     share (every *world*-th chain from *rank*), in a random order each
     pass.'''
-    from alphafold2.__main__ import collate
     data = OpenFoldData(root)
     chains = data.split(split)[rank::world]
     if not chains:

@@ -20,15 +20,17 @@ import sys
 
 import torch
 
-from bert_pretrain.model import MODELS
+from bert_pretrain.sizes import MODELS
 from mlperf_train import run_main
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument('--model', choices=list(MODELS), default='tiny')
-    p.add_argument('--seq-length', type=int, default=128)
-    p.add_argument('--max-predictions', type=int, default=20)
+    tiny = MODELS['tiny']       # the default model's
+    p.add_argument('--seq-length', type=int, default=tiny.seq_length)
+    p.add_argument('--max-predictions', type=int,
+                   default=tiny.max_predictions)
     p.add_argument('--batch-size', type=int, default=8, help='per rank')
     p.add_argument('--steps', type=int, default=10)
     p.add_argument('--eval-batches', type=int, default=2)

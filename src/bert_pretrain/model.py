@@ -19,15 +19,7 @@ parameters are the reference's one for one (BERT-Large, vocabulary 30522:
 import torch
 from torch import nn
 
-#: BertConfig fields of the sizes; bert-large is MLPerf's (24 x 1024, 16
-#: heads, vocabulary 30522), tiny the suite's CPU stand-in.
-MODELS = {
-    'tiny': dict(vocab_size=8192, hidden_size=256, num_hidden_layers=2,
-                 num_attention_heads=4, intermediate_size=1024),
-    'bert-large': dict(vocab_size=30522, hidden_size=1024,
-                       num_hidden_layers=24, num_attention_heads=16,
-                       intermediate_size=4096),
-}
+from bert_pretrain.sizes import bert_config_fields
 
 
 class MLPerfBertPretraining(nn.Module):
@@ -79,9 +71,11 @@ def masked_lm_hits(outputs, batch):
 
 
 def build(name, max_position_embeddings=512):
+    '''The network of model *name* (a key of
+    :data:`bert_pretrain.sizes.MODELS`).'''
     from transformers import BertConfig
     config = BertConfig(max_position_embeddings=max_position_embeddings,
-                        **MODELS[name])
+                        **bert_config_fields(name))
     return MLPerfBertPretraining(config)
 
 

@@ -22,9 +22,8 @@ import numpy as np
 import torch
 
 from cosmoflow.model import build_model
+from cosmoflow.sizes import SIZES
 from mlperf_train import argument_parser, run_main
-
-SIZES = {'tiny': (32, 8), 'reference': (128, 32)}
 
 #: The reference's schedule (configs/cosmo.yaml ``lr_schedule``).
 BASE_LR, BASE_BATCH = 0.001, 64

@@ -1,0 +1,26 @@
+"""The training programs' own tables (sizes, widths), read from their files.
+
+A program under ``src/`` keeps its size table in a module without torch
+(``deepcam/architecture.py``, ``cosmoflow/sizes.py``,
+``bert_pretrain/sizes.py``, ``alphafold2/sizes.py``); the library reads
+that same file for its FLOPs, check settings and model-info, so that the
+numbers have one home. The file is loaded by its path, not imported as
+``<program>.<module>``: the library then needs neither ``src`` on
+``sys.path`` nor the program's package, whose other modules import torch.
+"""
+import functools
+import importlib.util
+
+from hpctestlib_ml import SRC_DIR
+
+
+@functools.cache
+def load(program, module):
+    '''``src/<program>/<module>.py`` as a module of its own (once per
+    process: every caller gets the same tables).'''
+    path = SRC_DIR / program / f'{module}.py'
+    spec = importlib.util.spec_from_file_location(
+        f'_{program}_{module}', path)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
