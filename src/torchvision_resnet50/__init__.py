@@ -5,11 +5,12 @@ theirs (``python -m torchvision_resnet50``, :mod:`.__main__`).
 
 What they run:
 
-- EESSI/test-suite ``eessi/testsuite/tests/apps/PyTorch/PyTorch_torchvision.py``
-  (209966b3): ``python pytorch_synthetic_benchmark.py --model resnet50``
-  (also vgg16, resnet152, densenet121, mobilenet_v3_large), ``--use-ddp``
-  over more than one task, ``--use-amp`` for its ``mixed`` precision,
-  ``--no-cuda`` on CPUs; every other argument at the script's default:
+- EESSI/test-suite
+  ``eessi/testsuite/tests/apps/PyTorch/PyTorch_torchvision.py`` (209966b3):
+  ``python pytorch_synthetic_benchmark.py --model resnet50`` (also vgg16,
+  resnet152, densenet121, mobilenet_v3_large), ``--use-ddp`` over more
+  than one task, ``--use-amp`` for its ``mixed`` precision, ``--no-cuda``
+  on CPUs; every other argument at the script's default:
   batch 32 per rank, 10 warm-up batches, 10 iterations of 10 batches.
   Its ``src/pytorch_synthetic_benchmark.py`` is Horovod's
   ``examples/pytorch/pytorch_synthetic_benchmark.py`` (horovod/horovod
@@ -85,7 +86,8 @@ def result_lines(mean, conf, world, unit):
 def cscs_epoch_line(rank, epoch, rate, unit):
     '''cnn_distr.py's per-epoch line, for one of this program's
     iterations.'''
-    return f' * Rank {rank} - Epoch {epoch:2d}: {rate:.2f} images/sec per {unit}'
+    return (f' * Rank {rank} - Epoch {epoch:2d}: {rate:.2f} images/sec '
+            f'per {unit}')
 
 
 def cscs_total_line(total):

@@ -13,12 +13,14 @@ device: ``torch_device.select_device_or_exit`` (``--no-cuda``: the CPU).
 
 Rank 0 prints upstream's lines, so that EESSI's and CSCS's own patterns
 read this log: ``Iter #i: X img/sec per GPU``, ``Img/sec per GPU: M +-C``
-and ``Total img/sec on N GPU(s): T +-C'`` (Horovod, EESSI), and per
+and ``Total img/sec on N GPU(s): N*M +-N*C`` (Horovod, EESSI), and per
 iteration `` * Rank 0 - Epoch  i: X images/sec per GPU`` and at the end
-`` * Total average: T images/sec`` (cnn_distr.py); ``--log-style`` keeps
-one set. Then ``[hpcml] timed region START STOP`` (Unix seconds), and
-every rank its ``[hpcml] device``/``timing``/``memory`` records
-(``hpcml_log``).
+`` * Total average: N*M images/sec`` (cnn_distr.py); ``--log-style`` keeps
+one set (``CPU`` for ``GPU`` on CPUs). As upstream's, the figures are
+rank 0's own timings (the ranks step together: DDP's all-reduce waits
+for the slowest), the total N times them. Then ``[hpcml] timed region
+START STOP`` (Unix seconds), and every rank its ``[hpcml] device``,
+``timing`` and (on GPUs) ``memory`` records (``hpcml_log``).
 
 Where this differs from upstream, and why: each timed iteration ends by
 waiting for the GPU (``torch.cuda.synchronize``), where Horovod's
@@ -28,6 +30,10 @@ upstream leaves PyTorch's default, TF32 for the convolutions only: the
 difference is the 2048 x 1000 classifier); ``--fp16-allreduce``
 compresses DDP's gradient buckets (``fp16_compress_hook``), as Horovod's
 ``Compression.fp16`` does its tensors (EESSI's DDP path ignores it).
+cnn_distr.py's own figure also holds its DataLoader (images made by two
+worker processes and copied to the GPU inside the timed epoch) at batch
+512, work this program's figure leaves out: set ``--batch-size 512``
+beside CSCS's reference, and read a gap as that work.
 """
 import argparse
 import gc
