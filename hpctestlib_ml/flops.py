@@ -251,7 +251,9 @@ def resnet50_forward_flops(image_size=224, stride_on_3x3=True,
     implementations do) rather than on the first 1x1 (v1, as
     ``keras.applications.ResNet50``). At 224 px: v1.5 8.18 GFLOP forward,
     24.5 per trained image; v1 7.72 and 23.2. The often-quoted "4.1 GFLOPs"
-    are v1.5's multiply-accumulates.'''
+    are v1.5's multiply-accumulates. v1.5 is FlopCounterMode's count of
+    ``torchvision.models.resnet50`` exactly (the torchvision_resnet50
+    workload; tests/test_torchvision_resnet50.py).'''
     def conv(side, c_in, c_out, kernel):
         return 2 * side * side * c_in * c_out * kernel * kernel
 
