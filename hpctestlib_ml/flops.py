@@ -88,9 +88,13 @@ def megatron_gpt_flops_per_token(num_layers, hidden, seq_len, vocab,
     else 2 (the formula above for g = n, k = 2). The attention scores and
     weighted values (the s/h term) have every query head attend over the
     whole sequence whatever the groups: GQA shares keys and values, not
-    the work. Upstream counts that term once for the causal half; the
-    suite counts it whole for every size (see ``GptPretraining.
-    tflops_per_gpu``). The untied output layer is the V/(2 L h) term as
+    the work. Upstream counts that term once for the causal half
+    (``num_floating_point_operations`` today: at CARAML's 800M shape its
+    figure is 6.4% lower); the suite counts it whole for every size, the
+    convention of Megatron-LM before the halving (Narayanan et al. 2021,
+    CARAML's pinned Megatron-LM and its FLOPs patch): compare TFLOP/s
+    between tools only with the same convention. The untied output layer
+    is the V/(2 L h) term as
     before (the logits are computed once, tied or not; the input
     embedding is a lookup).
 

@@ -292,6 +292,83 @@ def data_parallel_size(world, tp, pp):
     return world // (tp * pp)
 
 
+def model_fits(model_size, size, scale, facts, num_nodes=None):
+    '''Whether a case of *model_size* at *size* (``tiny`` only for the
+    ``tiny`` model, the others not at ``tiny``) runs *scale* on a partition
+    of *facts*: its ranks split into the model's TP x PP groups. With
+    ``-S num_nodes`` set, setup checks the layout and says why it fails.'''
+    if (model_size == 'tiny') != (size == 'tiny'):
+        return False
+    if num_nodes is not None:
+        return True
+    model = MODELS[model_size]
+    try:
+        layout = resolve_layout(scale, facts)
+        data_parallel_size(layout.world_size, model['tp'], model['pp'])
+    except (LayoutError, ValueError):
+        return False
+    return True
+
+
+def departures(data, log_text):
+    '''The ``departures`` of a run: mock data where CARAML trains on
+    OSCAR, and what the Megatron-Core fallback says it runs otherwise than
+    Megatron-LM would (its ``departures from Megatron-LM`` line); 'none'
+    where neither.'''
+    found = [] if data.get('data_path') else [
+        "mock data (no extras['megatron_data'] or -S data_path)"]
+    match = parser.departures(log_text)
+    if match:
+        found.append(match)
+    return '; '.join(found) or 'none'
+
+
+def parallel_layout(model_size, world, micro_batch, tensor_parallel=None,
+                    pipeline_parallel=None, global_batch=None):
+    '''(TP, PP, data parallel, global batch) of *model_size* on *world*
+    ranks: the model's TP and PP unless set, the default global batch
+    (:func:`default_global_batch`) unless set; a :class:`~hpctestlib_ml.
+    errors.BadInputError` naming the fix where they do not fit.'''
+    model = MODELS[model_size]
+    tp = positive_int('tensor_parallel', tensor_parallel or model['tp'])
+    pp = positive_int('pipeline_parallel', pipeline_parallel or model['pp'])
+    try:
+        dp = data_parallel_size(world, tp, pp)
+    except ValueError as err:
+        raise BadInputError(str(err)) from None
+    if global_batch is None:
+        global_batch = default_global_batch(model_size, micro_batch, dp)
+    global_batch = positive_int('global_batch_size', global_batch)
+    if global_batch % (micro_batch * dp):
+        raise BadInputError(
+            f'global batch {global_batch} is not a multiple of micro batch '
+            f'{micro_batch} x data parallel {dp}: fix -S global_batch_size')
+    return tp, pp, dp, global_batch
+
+
+def program_and_data(model_size, extras, megatron_lm=None, data_path=None):
+    '''(Megatron-LM checkout or None, data settings) of a case: the
+    variables' values, else the partition's ``extras['megatron_lm']`` and
+    ``extras['megatron_data']``; an indexed dataset needs Megatron-LM and
+    the GPT-2 vocabulary (a :class:`~hpctestlib_ml.errors.BadInputError`
+    naming the fix otherwise).'''
+    if megatron_lm is None:
+        megatron_lm = extras.get('megatron_lm')
+    data = dict(extras.get('megatron_data', {}))
+    if data_path:
+        data['data_path'] = data_path
+    vocab = MODELS[model_size]['vocab']
+    if data.get('data_path') and vocab != GPT2_VOCAB:
+        raise BadInputError(f'{model_size} trains on mock data with its own '
+                            f'vocabulary ({vocab}); the indexed dataset is '
+                            f'GPT-2 BPE: leave data_path unset')
+    if data.get('data_path') and not megatron_lm:
+        raise BadInputError("an indexed dataset needs Megatron-LM itself: set "
+                            "-S megatron_lm= (or extras 'megatron_lm'), or "
+                            "leave data_path unset for mock data")
+    return megatron_lm, data
+
+
 class GptPretraining(MLTrainingTest):
     '''Megatron GPT pretraining on mock or indexed data.
 
@@ -373,18 +450,8 @@ class GptPretraining(MLTrainingTest):
     def runs_on(self, part):
         size = (self.size if self.size != 'auto' else
                 default_size(part.features))
-        if (self.model_size == 'tiny') != (size == 'tiny'):
-            return False
-        if self.num_nodes is not None:
-            # Explicit -S num_nodes: setup checks it, and says why it fails.
-            return True
-        model = MODELS[self.model_size]
-        try:
-            layout = resolve_layout(self.scale, partition_facts(part))
-            data_parallel_size(layout.world_size, model['tp'], model['pp'])
-        except (LayoutError, ValueError):
-            return False
-        return True
+        return model_fits(self.model_size, size, self.scale,
+                          partition_facts(part), self.num_nodes)
 
     @run_after('init')
     def use_the_models_micro_batch(self):
@@ -412,44 +479,13 @@ class GptPretraining(MLTrainingTest):
     def finalize_settings(self):
         model = MODELS[self.model_size]
         self.model = model
-        self.tp = positive_int('tensor_parallel',
-                               self.tensor_parallel or model['tp'])
-        self.pp = positive_int('pipeline_parallel',
-                               self.pipeline_parallel or model['pp'])
-        try:
-            self.dp = data_parallel_size(self.layout.world_size, self.tp,
-                                         self.pp)
-        except ValueError as err:
-            raise BadInputError(str(err)) from None
-
-        per_step = self.batch_size * self.dp
-        if self.global_batch_size is None:
-            self.global_batch_size = default_global_batch(
-                self.model_size, self.batch_size, self.dp)
-        self.global_batch_size = positive_int('global_batch_size',
-                                              self.global_batch_size)
-        if self.global_batch_size % per_step:
-            raise BadInputError(
-                f'global batch {self.global_batch_size} is not a multiple of '
-                f'micro batch {self.batch_size} x data parallel {self.dp}: '
-                f'fix -S global_batch_size')
-
-        extras = self.current_partition.extras
-        if self.megatron_lm is None:
-            self.megatron_lm = extras.get('megatron_lm')
-        self.data = dict(extras.get('megatron_data', {}))
-        if self.data_path:
-            self.data['data_path'] = self.data_path
-        if self.data.get('data_path') and model['vocab'] != GPT2_VOCAB:
-            raise BadInputError(f'{self.model_size} trains on mock data with '
-                                f'its own vocabulary ({model["vocab"]}); the '
-                                f'indexed dataset is GPT-2 BPE: leave '
-                                f'data_path unset')
-        if self.data.get('data_path') and not self.megatron_lm:
-            raise BadInputError('an indexed dataset needs Megatron-LM itself:'
-                                ' set -S megatron_lm= (or extras '
-                                "'megatron_lm'), or leave data_path unset "
-                                'for mock data')
+        self.tp, self.pp, self.dp, self.global_batch_size = parallel_layout(
+            self.model_size, self.layout.world_size, self.batch_size,
+            self.tensor_parallel, self.pipeline_parallel,
+            self.global_batch_size)
+        self.megatron_lm, self.data = program_and_data(
+            self.model_size, self.current_partition.extras,
+            self.megatron_lm, self.data_path)
         self.vocab = padded_vocab(model['vocab'], self.tp)
         self.train_iters = self.steps
         self.env_vars.update(caraml.ENVIRONMENT)
@@ -492,15 +528,7 @@ class GptPretraining(MLTrainingTest):
 
     @run_before('performance')
     def log_departures(self):
-        ''':attr:`departures`: mock data where CARAML trains on OSCAR,
-        and what the Megatron-Core fallback says it runs otherwise than
-        Megatron-LM would (its ``departures from Megatron-LM`` line).'''
-        found = [] if self.data.get('data_path') else [
-            "mock data (no extras['megatron_data'] or -S data_path)"]
-        match = parser.departures(self.log_text())
-        if match:
-            found.append(match)
-        self.departures = '; '.join(found) or 'none'
+        self.departures = departures(self.data, self.log_text())
 
     def flops_per_token(self):
         return flops_per_token(self.model, self.vocab)
@@ -532,17 +560,10 @@ class GptPretraining(MLTrainingTest):
     @performance_function('TFLOP/s')
     def tflops_per_gpu(self):
         '''Model TFLOP/s per GPU, computed by the suite: tokens/s x
-        Megatron-LM's analytic FLOPs per token / GPUs.
-
-        Convention: the formula of Megatron-LM before it halved the
-        attention-score term for causal masking (Narayanan et al. 2021, as
-        in CARAML's pinned Megatron-LM and its FLOPs patch), i.e. 12 L h^2
-        (2 + s/h + ffn/h + V/(2 L h)) per token, the full s x s attention
-        counted, no recomputation. Current upstream Megatron-LM
-        (``num_floating_point_operations``) counts the attention scores
-        once for the causal half: at CARAML's 800M shape its figure is
-        6.4% lower than this one. Compare TFLOP/s between tools only with
-        the same convention; MFU here uses this one.'''
+        Megatron-LM's analytic FLOPs per token (the full s x s attention,
+        no recomputation: :func:`hpctestlib_ml.flops.
+        megatron_gpt_flops_per_token`, whose docstring compares the
+        conventions) / GPUs. MFU uses the same FLOPs.'''
         return self.metric('tflops_per_gpu')
 
     @performance_function('TFLOP/s')

@@ -38,6 +38,7 @@ import math
 import re
 import statistics
 
+from hpctestlib_ml import metrics
 from hpctestlib_ml.parsers import timed_window
 
 ITER_LINE = re.compile(r'Iter #(\d+):\s*([\d.]+) img/sec per ([CG]PU)')
@@ -117,38 +118,73 @@ def _int(pattern, text):
     return int(match.group(1)) if match else None
 
 
+#: The suite's program's loss of each timed iteration (no upstream prints
+#: one): ``[hpcml] iteration 0 loss 6.912345``.
+LOSS_LINE = re.compile(r'\[hpcml\] iteration (\d+) loss (\S+)')
+
+#: ``hpcml extract``'s keys for the :class:`~hpctestlib_ml.metrics.
+#: TrainingLog` fields of these logs.
+JSON_NAMES = {'steps': 'steps', 'world_size': 'world_size',
+              'loss_last': 'loss_last', 'losses': 'losses',
+              'losses_finite': 'losses_finite',
+              'timed_window': 'timed_window'}
+
+
 def extract_metrics(text):
-    '''``images_per_second`` (the job's total as printed),
-    ``images_per_second_per_gpu`` (per device: Horovod's printed mean, or
-    the mean of cnn_distr.py's epochs), each with ``_conf`` (the printed
-    ``+-``, 1.96 x the standard deviation; None for cnn_distr.py),
-    ``iteration_images_per_second`` (each iteration's per-device figure),
-    ``iterations``, ``world_size`` (the ``Total`` line's device count;
-    inferred for cnn_distr.py), ``device`` (``GPU``/``CPU``), ``model``,
-    ``batch_size`` (per device), ``global_batch_size``,
-    ``batches_per_iteration`` and ``steps`` (where the suite's program
-    prints it), ``time_per_step_secs`` (batch / per-device rate),
-    ``timed_window`` (the suite's ``[hpcml] timed region`` line), and
-    ``format`` (``horovod``, ``cscs`` or None: neither's lines). Horovod's
-    lines win where a log has both (the suite's program prints both).'''
+    '''The metrics of :func:`training_log` as ``hpcml extract`` prints
+    them.'''
+    return training_log(text).as_dict(JSON_NAMES)
+
+
+def _float(text):
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def training_log(text):
+    '''A log of these benchmarks as a :class:`~hpctestlib_ml.metrics.
+    TrainingLog`: ``steps`` (timed iterations x batches per iteration
+    where the suite's program prints the latter; None upstream, whose
+    batches per iteration the log does not say),
+    ``world_size`` (the ``Total`` line's device count; inferred for
+    cnn_distr.py), ``losses`` (the suite's program's loss of each
+    iteration; none upstream), ``timed_window`` (the suite's ``[hpcml]
+    timed region`` line), and the figures: ``images_per_second`` (the
+    job's total as printed), ``images_per_second_per_gpu`` (per device:
+    Horovod's printed mean, or the mean of cnn_distr.py's epochs), each
+    with ``_conf`` (the printed ``+-``, 1.96 x the standard deviation; None
+    for cnn_distr.py), ``iteration_images_per_second`` (each iteration's
+    per-device figure), ``iterations``, ``device`` (``GPU``/``CPU``),
+    ``model``, ``batch_size`` (per device), ``global_batch_size``,
+    ``batches_per_iteration``, ``time_per_step_secs`` (batch / per-device
+    rate), ``world_size_inferred`` and ``format`` (``horovod``, ``cscs``
+    or None: neither's lines). Horovod's lines win where a log has both
+    (the suite's program prints both).'''
     found = parse_horovod(text) or parse_cscs(text) or {
         'format': None, 'device': None, 'world_size': None,
         'world_size_inferred': False, 'images_per_second': None,
         'images_per_second_conf': None, 'images_per_second_per_gpu': None,
         'images_per_second_per_gpu_conf': None,
         'iteration_images_per_second': []}
+    world = found.pop('world_size')
     model = MODEL_LINE.search(text)
     batch = _int(BATCH_LINE, text)
     per_iter = _int(BATCHES_PER_ITER_LINE, text)
     iterations = len(found['iteration_images_per_second'])
-    per_gpu, world = found['images_per_second_per_gpu'], found['world_size']
-    return {
+    per_gpu = found['images_per_second_per_gpu']
+    losses = [_float(loss) for _, loss in LOSS_LINE.findall(text)]
+    figures = {
         **found, 'model': model.group(1) if model else None,
         'batch_size': batch, 'iterations': iterations,
         'global_batch_size': batch * world if batch and world else None,
         'batches_per_iteration': per_iter,
-        'steps': iterations * per_iter if per_iter else None,
         'time_per_step_secs': (batch / per_gpu if batch and per_gpu
                                and math.isfinite(per_gpu) else None),
-        'timed_window': timed_window.from_suite_line(text),
     }
+    return metrics.TrainingLog(
+        steps=iterations * per_iter if per_iter else None,
+        world_size=world, losses=losses,
+        losses_finite=metrics.losses_finite(losses),
+        timed_window=timed_window.from_suite_line(text), figures=figures)

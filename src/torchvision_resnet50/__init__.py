@@ -90,6 +90,13 @@ def cscs_epoch_line(rank, epoch, rate, unit):
             f'per {unit}')
 
 
+def loss_line(index, loss):
+    '''The suite's line of iteration *index*'s last training loss (no
+    upstream prints one): the finite-loss check and the loss curve of the
+    suite's references read it.'''
+    return f'[hpcml] iteration {index} loss {loss:.6f}'
+
+
 def cscs_total_line(total):
     '''cnn_distr.py's closing line (its mean x world size, one device per
     rank).'''

@@ -147,6 +147,7 @@ def training_step(model, images, labels, device, use_amp):
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
+        return loss.detach()
     return step
 
 
@@ -169,16 +170,17 @@ def synchronize(device):
 
 
 def timed(step, batches, device):
-    '''Seconds for *batches* steps and their queued work; the garbage
-    collector off meanwhile, as in ``timeit``, which Horovod times with.'''
+    '''(seconds for *batches* steps and their queued work, the last
+    step's loss, still on the device); the garbage collector off
+    meanwhile, as in ``timeit``, which Horovod times with.'''
     enabled = gc.isenabled()
     gc.disable()
     try:
         begin = time.perf_counter()
         for _ in range(batches):
-            step()
+            loss = step()
         synchronize(device)
-        return time.perf_counter() - begin
+        return time.perf_counter() - begin, loss
     finally:
         if enabled:
             gc.enable()
@@ -222,7 +224,8 @@ def benchmark(args, step, rank, device, say):
     unit, rates, seconds = unit_of(device), [], []
     start = time.time()
     for index in range(args.num_iters):
-        seconds.append(timed(step, args.num_batches_per_iter, device))
+        took, loss = timed(step, args.num_batches_per_iter, device)
+        seconds.append(took)
         rates.append(bench.iteration_rate(
             args.batch_size, args.num_batches_per_iter, seconds[-1]))
         lines = []
@@ -230,6 +233,9 @@ def benchmark(args, step, rank, device, say):
             lines.append(bench.iteration_line(index, rates[-1], unit))
         if args.log_style != 'horovod':
             lines.append(bench.cscs_epoch_line(rank, index, rates[-1], unit))
+        # After the iteration's synchronize: reading the loss waits for
+        # nothing.
+        lines.append(bench.loss_line(index, float(loss)))
         say(*lines)
     return rates, start, time.time(), sum(seconds)
 

@@ -1,0 +1,138 @@
+"""PyTorch ResNet-50 (torchvision) on synthetic ImageNet-shaped data under
+DDP: the ML test EESSI's test-suite (``PyTorch_torchvision``) and
+cscs-reframe-tests (``pytorch_test_base.py``) run, so that a centre can
+set the suite's images/s beside theirs.
+
+``src/torchvision_resnet50`` is Horovod's and EESSI's
+``pytorch_synthetic_benchmark.py`` (its arguments, defaults, figures and
+lines; where it departs, and why: its docstring), plus the suite's
+records. ``benchmark`` size: EESSI's defaults (batch 32 per GPU, 224 px,
+10 warm-up batches, 10 iterations of 10 batches, fp32); CSCS's figure
+(980 images/s per GPU) is at ``-S batch_size=512``. ``tiny``: 32 px, batch
+4, for CPUs. Precision ``fp16`` (GPUs) and ``bf16`` (CPUs) are upstream's
+``--use-amp``, EESSI's ``mixed``.
+"""
+from reframe.core.builtins import performance_function, variable
+
+from hpctestlib_ml import flops
+from hpctestlib_ml.base import MLTrainingTest
+from hpctestlib_ml.errors import BadInputError
+from hpctestlib_ml.metrics import common_problems
+from hpctestlib_ml.parsers import torchvision_bench as parser
+
+#: What ``--use-amp`` autocasts to on each device (torch.autocast's
+#: defaults, which EESSI's script leaves).
+AMP_PRECISION = {'cuda': 'fp16', 'cpu': 'bf16'}
+
+
+def log_problems(log, steps, world_size):
+    '''One-line reasons why a log of the program (a :class:`~hpctestlib_ml.
+    metrics.TrainingLog` of :func:`~hpctestlib_ml.parsers.
+    torchvision_bench.training_log`) shows a bad run; [] if none.'''
+    if log.figures['images_per_second'] is None:
+        return ['no "Total img/sec" line in the log']
+    return common_problems(log, steps, world_size, loss_required=True)
+
+
+class TorchvisionResNet50Training(MLTrainingTest):
+    '''torchvision's ResNet-50 trained on one synthetic batch per rank.
+
+    .. list-table:: Summary (beside MLTrainingTest's)
+       :header-rows: 0
+
+       * - Parameters
+         - none
+       * - Variables
+         - ``image_size``, ``batches_per_iteration``, ``warmup_batches``
+       * - Metrics
+         - ``images_per_second`` (images/s, the ``Total`` line),
+           ``images_per_second_per_gpu`` (images/s, ``Img/sec per GPU``),
+           ``time_per_step_secs`` (s)
+       * - Partition extras
+         - none
+    '''
+
+    workload = 'torchvision_resnet50'
+    program = 'torchvision_resnet50'
+    throughput_metric = 'images_per_second'
+    sizes = {
+        'tiny': {'image_size': 32, 'batch_size': 4, 'steps': 6,
+                 'batches_per_iteration': 2, 'warmup_batches': 1,
+                 'time_limit': '15m'},
+        'benchmark': {'image_size': 224, 'batch_size': 32, 'steps': 100,
+                      'batches_per_iteration': 10, 'warmup_batches': 10,
+                      'precision': 'fp32', 'time_limit': '30m'},
+    }
+
+    #: Side of the square synthetic images, pixels.
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    #: :default: :obj:`None` (the size's: 224, ``tiny`` 32)
+    image_size = variable(int, type(None), value=None)
+
+    #: Steps timed together, one figure each (``--num-batches-per-iter``);
+    #: the steps (``-S steps=``) are a multiple of it.
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    #: :default: :obj:`None` (the size's: 10, ``tiny`` 2)
+    batches_per_iteration = variable(int, type(None), value=None)
+
+    #: Untimed steps before them (``--num-warmup-batches``).
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    #: :default: :obj:`None` (the size's: 10, ``tiny`` 1)
+    warmup_batches = variable(int, type(None), value=None)
+
+    def finalize_settings(self):
+        if self.steps % self.batches_per_iteration:
+            raise BadInputError(
+                f'steps {self.steps} is not a multiple of the batches per '
+                f'iteration ({self.batches_per_iteration}), which the '
+                f'program times together: fix -S steps= or -S '
+                f'batches_per_iteration=')
+        amp = AMP_PRECISION[self.device]
+        if self.precision not in ('fp32', amp):
+            raise BadInputError(
+                f'precision {self.precision}: the program trains fp32, or '
+                f'with --use-amp {amp} on this {self.device.upper()} '
+                f'partition (autocast\'s default): use -S precision=fp32 or '
+                f'{amp}')
+
+    def program_args(self):
+        args = ['--batch-size', self.batch_size,
+                '--image-size', self.image_size,
+                '--num-warmup-batches', self.warmup_batches,
+                '--num-batches-per-iter', self.batches_per_iteration,
+                '--num-iters', self.steps // self.batches_per_iteration]
+        if self.precision != 'fp32':
+            args.append('--use-amp')
+        if not self.uses_gpus:
+            args.append('--no-cuda')
+        return [str(a) for a in args]
+
+    def extract_metrics(self, text):
+        return parser.training_log(text)
+
+    def log_problems(self, text):
+        return log_problems(self.metrics(), self.steps,
+                            self.layout.world_size)
+
+    def model_flops_per_sample(self):
+        return flops.training_flops(
+            flops.resnet50_forward_flops(self.image_size))
+
+    @performance_function('images/s')
+    def images_per_second(self):
+        '''The job's images/s: the ``Total img/sec`` line, upstream's mean
+        of the timed iterations x ranks.'''
+        return self.metric('images_per_second')
+
+    @performance_function('images/s')
+    def images_per_second_per_gpu(self):
+        '''Images/s per GPU (rank): ``Img/sec per GPU``, the figure EESSI
+        and CSCS compare.'''
+        return self.metric('images_per_second_per_gpu')
+
+    @performance_function('s')
+    def time_per_step_secs(self):
+        return self.metric('time_per_step_secs')
