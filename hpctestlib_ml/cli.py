@@ -22,9 +22,8 @@ import subprocess
 import sys
 import time
 
-from hpctestlib_ml import REPO_ROOT
-
 from hpctestlib_ml.parsers import EXTRACTORS
+from hpctestlib_ml.paths import CHECKS_DIR, CONFIG_DIR, PREPARED_DIR, REPORTS_DIR
 
 
 def _found_figures(metrics):
@@ -68,9 +67,9 @@ def suite_command(argv, report_file):
     suite's checks and ``-r`` unless *argv* says otherwise.'''
     command = [os.path.join(os.path.dirname(sys.executable), 'reframe')]
     if not _has_option(argv, '-C', '--config-file'):
-        command += ['-C', str(REPO_ROOT / 'config' / 'local.py')]
+        command += ['-C', str(CONFIG_DIR / 'local.py')]
     if not _has_option(argv, '-c', '--checkpath'):
-        command += ['-c', str(REPO_ROOT / 'checks')]
+        command += ['-c', str(CHECKS_DIR)]
     actions = ('-r', '--run', '-l', '--list', '-L', '--list-detailed',
                '--dry-run', '--list-tags', '--describe', '--ci-generate')
     if not _has_option(argv, *actions):
@@ -82,11 +81,9 @@ def suite_command(argv, report_file):
 
 def suite(reframe_args):
     '''``hpcml suite``: run reframe; exit status 2 when nothing ran.'''
-    from hpctestlib_ml.siteconfig import VAR_DIR
-
     report_file = os.path.join(
-        VAR_DIR, 'reports', f'suite-{time.strftime("%Y%m%dT%H%M%S")}-'
-                            f'{os.getpid()}.json')
+        REPORTS_DIR, f'suite-{time.strftime("%Y%m%dT%H%M%S")}-'
+                     f'{os.getpid()}.json')
     command = suite_command(reframe_args, report_file)
     status = subprocess.call(command)
     if status != 0 or not _has_option(command, '-r', '--run', '--dry-run'):
@@ -188,7 +185,7 @@ def _compliance(args):
 
 def _prepare(args):
     from hpctestlib_ml import prepare
-    root = args.dir or prepare.default_dir()
+    root = args.dir or PREPARED_DIR
     try:
         done = prepare.prepare(args.workloads, root)
     except prepare.PrepareError as err:

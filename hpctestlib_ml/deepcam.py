@@ -12,7 +12,8 @@ import importlib.util
 
 from reframe.core.builtins import performance_function
 
-from hpctestlib_ml import SRC_DIR, flops, precisions
+from hpctestlib_ml import flops, precisions
+from hpctestlib_ml.paths import SRC_DIR
 from hpctestlib_ml.mlperf import MLLogTraining
 
 

@@ -55,7 +55,7 @@ import time
 
 import yaml
 
-from hpctestlib_ml import REFERENCES_DIR
+from hpctestlib_ml.paths import REFERENCES_DIR
 
 BLOCK_KEY = 'hpcml_history'
 BEGIN = ('# >>> hpcml references: generated from this site\'s history by '

@@ -3,7 +3,8 @@ import subprocess
 
 import pytest
 
-from hpctestlib_ml import REPO_ROOT, cli
+from hpctestlib_ml import cli
+from hpctestlib_ml.paths import REPO_ROOT
 from conftest import BIN, DATA
 
 

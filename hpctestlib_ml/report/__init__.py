@@ -11,21 +11,16 @@ a saved baseline, comparisons of two systems or two sessions, and figures
 import os
 import time
 
+from hpctestlib_ml import paths
 from hpctestlib_ml.report import analysis, history, plots, render
 from hpctestlib_ml.report.analysis import ReportError
-
-
-def default_var_dir():
-    return os.environ.get('HPCML_VAR_DIR') or os.path.join(
-        os.environ.get('PWD', os.getcwd()), 'var')
 
 
 def load(args):
     '''The :class:`~.history.History` the arguments name.'''
     data = history.History()
     if args.perflogs or not args.db:
-        sources = args.perflogs or [os.path.join(default_var_dir(),
-                                                 'perflogs')]
+        sources = args.perflogs or [paths.PERFLOG_DIR]
         for source in sources:
             if not os.path.exists(source):
                 raise ReportError(f'no perflogs at {source}: run the suite '
@@ -83,13 +78,12 @@ def run(args, out=print):
     out(render.text_table(render.TABLE_COLUMNS, render.table_cells(rows)))
     sections = []
     stats = analysis.case_stats(runs, headlines)
-    var_dir = default_var_dir()
     if args.save_baseline:
-        path = analysis.baseline_path(args.save_baseline, var_dir)
+        path = analysis.baseline_path(args.save_baseline, paths.VAR_DIR)
         analysis.save_baseline(path, stats, summary)
         out(f'\nbaseline {args.save_baseline!r}: {len(stats)} cases -> {path}')
     if args.baseline:
-        path = analysis.baseline_path(args.baseline, var_dir)
+        path = analysis.baseline_path(args.baseline, paths.VAR_DIR)
         baseline, _ = analysis.load_baseline(path)
         result = analysis.score(stats, baseline, headlines)
         lines = render.score_lines(result, args.baseline, stats, baseline)
@@ -131,7 +125,8 @@ def add_history_arguments(parser, system_required=False):
     :func:`~.analysis.select`).'''
     parser.add_argument('--perflogs', nargs='+', metavar='PATH',
                         help='perflog files or directories (default: '
-                             '$HPCML_VAR_DIR/perflogs, else var/perflogs)')
+                             '$HPCML_VAR_DIR/perflogs, else var/perflogs '
+                             'in the repository)')
     parser.add_argument('--db', metavar='FILE',
                         help="ReFrame's results database (results.db); "
                              'alone, or with --perflogs')

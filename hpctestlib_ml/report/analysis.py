@@ -15,9 +15,9 @@ import time
 
 import yaml
 
-from hpctestlib_ml import REPO_ROOT
+from hpctestlib_ml.paths import CONFIG_DIR
 
-WEIGHTS_FILE = REPO_ROOT / 'config' / 'score_weights.yaml'
+WEIGHTS_FILE = CONFIG_DIR / 'score_weights.yaml'
 
 
 class ReportError(ValueError):
