@@ -44,12 +44,12 @@ def cases(var_dir):
     data = history.read_perflogs([os.path.join(var_dir, 'perflogs')])
     weights = analysis.load_weights()
     out = {}
-    for (where, name), runs in analysis.group(
-            data.runs, lambda r: (r.where, r.display_name)).items():
-        chosen = analysis.headline(runs[0].workload, runs, weights)
+    for (workload, where, *_), runs in analysis.group(
+            data.runs, lambda r: r.case_here).items():
+        chosen = analysis.headline(workload, runs, weights)
         ok = [r for r in runs if r.result == 'pass'
               and chosen.metric in r.metrics]
-        out[f'{name} @{where}'] = (chosen, ok, len(runs))
+        out[f'{runs[-1].name} @{where}'] = (chosen, ok, len(runs))
     return out
 
 

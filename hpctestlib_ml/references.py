@@ -188,12 +188,11 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source=''):
                               'spread needs two runs')
     groups, unkeyed = {}, 0
     for run in sorted(runs, key=lambda r: r.time):
-        case = run.params.get('reference_case')
-        if not case:
+        if not run.params.get('reference_case'):
             unkeyed += 1
             continue
-        check = run.display_name.split()[0]
-        groups.setdefault((check, run.where, case), []).append(run)
+        _, where, check, case = run.case_here
+        groups.setdefault((check, where, case), []).append(run)
     notes = []
     if unkeyed:
         notes.append(f'{unkeyed} runs have no reference_case (written '
