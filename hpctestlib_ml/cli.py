@@ -202,16 +202,6 @@ def _prepare(args):
     return 0
 
 
-def _references(args):
-    from hpctestlib_ml import references
-    from hpctestlib_ml.report import ReportError
-    try:
-        return references.run(args)
-    except (references.ReferencesError, ReportError) as err:
-        print(f'hpcml references: error: {err}', file=sys.stderr)
-        return 2
-
-
 def _report(args):
     from hpctestlib_ml import report
     try:
@@ -298,13 +288,10 @@ def parser():
     add_arguments(report)
     report.set_defaults(func=_report)
 
-    from hpctestlib_ml import references
-    refs = commands.add_parser(
-        'references', help="ReFrame references from this site's own "
-                           'history (median of the last N passing runs, '
-                           'thresholds from their spread)')
+    from hpctestlib_ml.commands import references
+    refs = commands.add_parser('references', help=references.HELP)
     references.add_arguments(refs)
-    refs.set_defaults(func=_references)
+    refs.set_defaults(func=references.run)
     return top
 
 

@@ -25,7 +25,7 @@ PERFLOG_FIELDS = (
     # at setup
     'device_ran', 'mfu_peak', 'departures', 'reference_precision',
     'memory_estimated',
-    # references from history (hpctestlib_ml.references)
+    # references from history (hpctestlib_ml.history_refs)
     'reference_case', 'loss_curve',
 )
 

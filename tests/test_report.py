@@ -10,7 +10,7 @@ import pytest
 from conftest import BIN
 from perflog import suite_line, write_suite_perflog
 from perflog_history import NODES, SPEEDUP, WORKLOADS, generate
-from hpctestlib_ml import references
+from hpctestlib_ml.history_refs import derive
 from hpctestlib_ml.report import analysis, history
 
 HPCML = BIN / 'hpcml'
@@ -265,7 +265,7 @@ def test_the_runs_of_a_repeat_are_one_case_in_report_and_references(
     assert [(r.case, r.runs, r.median) for r in rows] == [
         ('MegatronGPT %scale=1_proc %launch_mode=per_task', 5, 1002.0),
         ('MegatronGPT %scale=1_proc %launch_mode=per_task', 1, 1900.0)]
-    refs, _ = references.derive(runs, min_runs=2)
+    refs, _ = derive.derive(runs, min_runs=2)
     assert [(r.case, r.runs) for r in refs] == [
         ('tiny 1x1 per_task batch=4 fp32 gbs=4', 5)]
     assert list(analysis.case_stats(runs, analysis.load_weights())) == [
