@@ -4,12 +4,15 @@ references files the checks read (``--write``)."""
 import os
 import sys
 
+from hpctestlib_ml.commands.report import add_history_arguments, load
 from hpctestlib_ml.history_refs import ReferencesError
 from hpctestlib_ml.history_refs.derive import (DEFAULT_LAST,
                                                DEFAULT_MIN_RUNS, derive)
 from hpctestlib_ml.history_refs.lookup import references_file
 from hpctestlib_ml.history_refs.store import merge_into_file, preview
 from hpctestlib_ml.paths import REFERENCES_DIR
+from hpctestlib_ml.report import analysis
+from hpctestlib_ml.report.analysis import ReportError
 
 #: The command's line in ``hpcml --help``.
 HELP = ("ReFrame references from this site's own history (median of the "
@@ -17,7 +20,6 @@ HELP = ("ReFrame references from this site's own history (median of the "
 
 
 def add_arguments(parser):
-    from hpctestlib_ml.report import add_history_arguments
     add_history_arguments(parser, system_required=True)
     parser.add_argument('--last', type=int, default=DEFAULT_LAST,
                         metavar='N', help='passing runs in the median '
@@ -36,7 +38,6 @@ def add_arguments(parser):
 def run(args, out=print):
     '''``hpcml references``; returns the exit status (2 on bad input,
     named on stderr).'''
-    from hpctestlib_ml.report import ReportError
     try:
         return _references(args, out)
     except (ReferencesError, ReportError) as err:
@@ -63,9 +64,8 @@ def _targets(references, write):
 
 
 def _references(args, out):
-    from hpctestlib_ml import report
-    from hpctestlib_ml.report import analysis
-    data = report.load(args)
+    '''The command (:func:`run`), raising on bad input.'''
+    data = load(args)
     since = analysis.parse_since(args.since) if args.since else None
     runs = analysis.select(data.runs, args.system, None, args.workload,
                            since)
