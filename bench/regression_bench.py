@@ -32,7 +32,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
-from hpctestlib_ml import references                      # noqa: E402
+from hpctestlib_ml.history_refs import derive, lookup     # noqa: E402
 from hpctestlib_ml.report import analysis, changes, history  # noqa: E402
 
 #: 0: no slowdown, any flag is a false alarm.
@@ -44,19 +44,19 @@ def cases(var_dir):
     data = history.read_perflogs([os.path.join(var_dir, 'perflogs')])
     weights = analysis.load_weights()
     out = {}
-    for (where, name), runs in analysis.group(
-            data.runs, lambda r: (r.where, r.display_name)).items():
-        chosen = analysis.headline(runs[0].workload, runs, weights)
+    for (workload, where, *_), runs in analysis.group(
+            data.runs, lambda r: r.case_here).items():
+        chosen = analysis.headline(workload, runs, weights)
         ok = [r for r in runs if r.result == 'pass'
               and chosen.metric in r.metrics]
-        out[f'{name} @{where}'] = (chosen, ok, len(runs))
+        out[f'{runs[-1].name} @{where}'] = (chosen, ok, len(runs))
     return out
 
 
 def noise(values):
     center = statistics.median(values)
     return {'runs': len(values), 'median': center,
-            'robust_spread_pct': 100 * references.robust_spread(values),
+            'robust_spread_pct': 100 * derive.robust_spread(values),
             'cv_pct': 100 * statistics.pstdev(values) /
             statistics.fmean(values),
             'min_pct': 100 * (min(values) / center - 1),
@@ -64,7 +64,7 @@ def noise(values):
 
 
 def loss_determinism(runs):
-    curves = [references.parse_loss_curve(r.params.get('loss_curve'))
+    curves = [lookup.parse_loss_curve(r.params.get('loss_curve'))
               for r in runs]
     curves = [c for c in curves if c]
     if len(curves) < 2:
@@ -86,7 +86,7 @@ def reference_false_alarms(values, higher, last):
     '''Each run against the reference of the *last* runs before it.'''
     checked = failed = 0
     for i in range(last, len(values)):
-        ref, tolerance, _ = references.threshold(values[i - last:i],
+        ref, tolerance, _ = derive.threshold(values[i - last:i],
                                                  1 if higher else -1)
         checked += 1
         ratio = values[i] / ref - 1
@@ -133,7 +133,7 @@ def power(values, higher, before, trials, seed):
         caught = 0
         for _ in range(trials):
             history_values = [draw() for _ in range(10)]
-            ref, tolerance, _ = references.threshold(history_values,
+            ref, tolerance, _ = derive.threshold(history_values,
                                                      1 if higher else -1)
             ratio = draw() * factor / ref - 1
             caught += (ratio < -tolerance) if higher else (ratio > tolerance)

@@ -16,9 +16,10 @@ import subprocess
 import sys
 
 from hpctestlib_ml import cpu_peak, peaks, tensorflow_build
-from hpctestlib_ml.siteconfig import (CACHE_DIR, container_environment,
-                                      local_general, make_site_configuration,
-                                      system_dirs, with_apptainer)
+from hpctestlib_ml.paths import CACHE_DIR
+from hpctestlib_ml.siteconfig import (container_environment, local_general,
+                                      make_site_configuration, system_dirs,
+                                      with_apptainer)
 
 #: The product name in ``amd-smi static --asic`` (``MARKET_NAME: AMD
 #: Instinct MI300X``) and ``rocm-smi --showproductname`` (``GPU[0] : Card

@@ -14,7 +14,8 @@ import pathlib
 
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import SRC_DIR, flops, launch
+from hpctestlib_ml import flops, launch
+from hpctestlib_ml.paths import SRC_DIR
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import open_clip as parser

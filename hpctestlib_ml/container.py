@@ -12,12 +12,12 @@ Pure functions over plain values; :mod:`hpctestlib_ml.plugins.containers` applie
 import os
 import shlex
 
-from hpctestlib_ml import REPO_ROOT
 from hpctestlib_ml.constants import CONTAINER_GPU_OPTIONS, GPU_VENDORS
+from hpctestlib_ml.paths import CONTAINERS_DIR, REPO_ROOT
 
 #: Where a site's built images are looked for when its config names none:
 #: ``containers/<framework>.sif`` beside the definition files.
-DEFAULT_IMAGE_DIR = REPO_ROOT / 'containers'
+DEFAULT_IMAGE_DIR = CONTAINERS_DIR
 
 
 class ContainerError(ValueError):

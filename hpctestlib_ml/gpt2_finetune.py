@@ -12,7 +12,7 @@ bf16 (CPU partitions: fp32 only).
 """
 from reframe.core.builtins import parameter, performance_function, variable
 
-from hpctestlib_ml import flops, prepare
+from hpctestlib_ml import flops, paths, prepare
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.constants import GPU_FEATURE
@@ -109,7 +109,7 @@ class Gpt2FineTuning(MLTrainingTest):
             self.prepared_dir = str(
                 self.prepared_dir or
                 self.current_partition.extras.get('prepared_dir') or
-                prepare.default_dir())
+                paths.PREPARED_DIR)
             missing = prepare.gpt2_missing(self.prepared_dir, self.model)
             if missing:
                 raise BadInputError(missing)

@@ -25,7 +25,7 @@ collide. Nothing here is hard-coded per site.
 """
 import shlex
 
-from hpctestlib_ml import SRC_DIR
+from hpctestlib_ml.paths import SRC_DIR
 
 #: MASTER_PORT = PORT_BASE + job id % PORT_SPAN: below Linux's ephemeral
 #: range (32768-60999), so the OS never hands it to another socket.

@@ -24,7 +24,7 @@ import socket
 import sys
 import tempfile
 
-from hpctestlib_ml import SRC_DIR
+from hpctestlib_ml.paths import SRC_DIR
 
 
 class ModelInfoError(Exception):

@@ -11,14 +11,14 @@ lookup that could reach for the network. The other workloads train on
 synthetic or generated data (or a site's dataset, named in its config).
 
 The directory: ``-S prepared_dir=``, else the partition's
-``extras['prepared_dir']``, else ``$HPCML_PREPARED_DIR``, else
-``<HPCML_VAR_DIR>/prepared``; it must be visible from the compute nodes.
+``extras['prepared_dir']``, else :data:`hpctestlib_ml.paths.PREPARED_DIR`
+(``$HPCML_PREPARED_DIR``, else ``<HPCML_VAR_DIR>/prepared``); it must be
+visible from the compute nodes.
 """
-import os
 import pathlib
 import sys
 
-from hpctestlib_ml import SRC_DIR
+from hpctestlib_ml.paths import SRC_DIR
 
 #: What GPT-2 fine-tuning's benchmark reads (run_clm's model and data).
 GPT2_MODEL = 'gpt2'
@@ -39,12 +39,6 @@ NOTHING_TO_FETCH = {
 class PrepareError(Exception):
     '''Something to prepare is missing or cannot be fetched; the message
     names the fix.'''
-
-
-def default_dir():
-    from hpctestlib_ml.siteconfig import VAR_DIR
-    return pathlib.Path(os.environ.get('HPCML_PREPARED_DIR') or
-                        pathlib.Path(VAR_DIR) / 'prepared')
 
 
 def gpt2_paths(root, model=GPT2_MODEL, dataset=GPT2_DATASET[1]):

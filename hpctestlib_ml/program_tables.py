@@ -11,7 +11,7 @@ numbers have one home. The file is loaded by its path, not imported as
 import functools
 import importlib.util
 
-from hpctestlib_ml import SRC_DIR
+from hpctestlib_ml.paths import SRC_DIR
 
 
 @functools.cache

@@ -23,7 +23,7 @@ import json
 import os
 import subprocess
 
-from hpctestlib_ml import REPO_ROOT
+from hpctestlib_ml.paths import REPO_ROOT
 from hpctestlib_ml.parsers import nccl
 
 #: The job's provenance file, in the stage directory.

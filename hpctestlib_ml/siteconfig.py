@@ -7,26 +7,10 @@ import re
 import shlex
 import subprocess
 
-from hpctestlib_ml import REPO_ROOT, sessions
+from hpctestlib_ml import sessions
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
                                      FRAMEWORKS)
-
-
-
-def _env_dir(name, default):
-    '''Directory from environment variable *name*, made absolute against the
-    directory the user ran the command in: ReFrame imports config files
-    from inside their own directory, so os.getcwd() is config/ here.'''
-    path = os.environ.get(name) or default
-    return os.path.join(os.environ.get('PWD', os.getcwd()), path)
-
-
-#: Where runs write (stage, output, perflogs, results DB, reports);
-#: ``HPCML_VAR_DIR`` moves it, e.g. to a shared file system.
-VAR_DIR = _env_dir('HPCML_VAR_DIR', str(REPO_ROOT / 'var'))
-
-#: Measurements kept between runs (the CPU peak); ``HPCML_CACHE_DIR`` moves it.
-CACHE_DIR = _env_dir('HPCML_CACHE_DIR', os.path.join(VAR_DIR, 'cache'))
+from hpctestlib_ml.paths import CONTAINERS_DIR, REPORTS_DIR, VAR_DIR
 
 #: Test attributes logged with every performance value, in this order.
 PERFLOG_FIELDS = (
@@ -41,7 +25,7 @@ PERFLOG_FIELDS = (
     # at setup
     'device_ran', 'mfu_peak', 'departures', 'reference_precision',
     'memory_estimated',
-    # references from history (hpctestlib_ml.references)
+    # references from history (hpctestlib_ml.history_refs)
     'reference_case', 'loss_curve',
 )
 
@@ -87,7 +71,7 @@ def apptainer_settings(image_dir=None, modules=()):
     ``container_platforms`` (Apptainer, with *modules* loaded in the job)
     and ``extras['container_images']``, ``<image_dir>/<framework>.sif`` for
     each framework (default: ``containers/`` in the repository).'''
-    image_dir = image_dir or os.path.join(REPO_ROOT, 'containers')
+    image_dir = image_dir or str(CONTAINERS_DIR)
     return {
         'container_platforms': [{'type': CONTAINER_PLATFORM,
                                  'modules': list(modules)}],
@@ -144,8 +128,8 @@ def logging_config():
         ],
         'handlers_perflog': [*httpjson_handlers(), {
             'type': 'filelog',
-            # Relative to the system's prefix (VAR_DIR, or --prefix);
-            # --perflogdir moves it.
+            # Relative to the system's prefix (VAR_DIR, or --prefix):
+            # paths.PERFLOG_DIR by default; --perflogdir moves it.
             'basedir': 'perflogs',
             # Sessions that overlap on one VAR_DIR append whole lines
             # under ReFrame's file lock (and write one header).
@@ -213,7 +197,7 @@ def make_site_configuration(systems, environments, general=None):
         'logging': logging_config(),
         'modes': modes(),
         'general': [{
-            'report_file': os.path.join(VAR_DIR, 'reports',
+            'report_file': os.path.join(REPORTS_DIR,
                                         'run-report-{sessionid}.json'),
             'topology_prefix': os.path.join(VAR_DIR, 'topology'),
             'check_search_recursive': True,

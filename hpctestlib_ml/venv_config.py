@@ -20,7 +20,7 @@ line what to pass (:func:`hpctestlib_ml.plugins.placement.warn_if_no_partition_f
 import os
 import sysconfig
 
-from hpctestlib_ml import REPO_ROOT
+from hpctestlib_ml.paths import CONFIG_DIR
 
 PTH_NAME = 'hpcml-reframe-config.pth'
 
@@ -36,7 +36,7 @@ def pth_line(config_file):
 
 def write_pth(site_packages=None, config_file=None):
     site_packages = site_packages or sysconfig.get_paths()['purelib']
-    config_file = config_file or REPO_ROOT / 'config' / 'local.py'
+    config_file = config_file or CONFIG_DIR / 'local.py'
     path = os.path.join(site_packages, PTH_NAME)
     with open(path, 'w') as fp:
         fp.write(pth_line(config_file))
@@ -45,4 +45,4 @@ def write_pth(site_packages=None, config_file=None):
 
 if __name__ == '__main__':
     print(f'ReFrame in this environment defaults to -C '
-          f'{REPO_ROOT / "config" / "local.py"} ({write_pth()})')
+          f'{CONFIG_DIR / "local.py"} ({write_pth()})')

@@ -3,7 +3,8 @@ import subprocess
 
 import pytest
 
-from hpctestlib_ml import REPO_ROOT, cli
+from hpctestlib_ml.commands import suite
+from hpctestlib_ml.paths import REPO_ROOT
 from conftest import BIN, DATA
 
 
@@ -49,11 +50,11 @@ def test_extract_bad_input(tmp_path):
 
 
 def test_suite_command_defaults_and_overrides():
-    cmd = cli.suite_command([], '/tmp/r.json')
+    cmd = suite.suite_command([], '/tmp/r.json')
     assert cmd[1:] == ['-C', str(REPO_ROOT / 'config' / 'local.py'),
                        '-c', str(REPO_ROOT / 'checks'), '-r',
                        '--performance-report', '--report-file', '/tmp/r.json']
-    cmd = cli.suite_command(['-C', 'x.py', '--dry-run', '-n', 'MMoCLIP'],
+    cmd = suite.suite_command(['-C', 'x.py', '--dry-run', '-n', 'MMoCLIP'],
                             '/tmp/r.json')
     assert cmd.count('-C') == 1 and '-r' not in cmd
     assert cmd[-4:] == ['-C', 'x.py', '--dry-run', '-n', 'MMoCLIP'][-4:]

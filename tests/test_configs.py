@@ -8,7 +8,8 @@ import sys
 import pytest
 from reframe.core import config as rfm_config
 
-from hpctestlib_ml import REPO_ROOT, siteconfig, tensorflow_build
+from hpctestlib_ml import siteconfig, tensorflow_build
+from hpctestlib_ml.paths import REPO_ROOT
 from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS, SCALES
 
 CONFIGS = ['config/local.py', 'config/slurm.py',
@@ -16,13 +17,13 @@ CONFIGS = ['config/local.py', 'config/slurm.py',
 
 
 def forget_config_modules():
-    '''Config files and siteconfig read the environment at import, and
-    ReFrame imports a config file once per process: make the next load
+    '''Config files, siteconfig and paths read the environment at import,
+    and ReFrame imports a config file once per process: make the next load
     import them afresh.'''
     config_dir = str(REPO_ROOT / 'config')
     for name, module in list(sys.modules.items()):
         path = getattr(module, '__file__', None) or ''
-        if (name == 'hpctestlib_ml.siteconfig' or
+        if (name in ('hpctestlib_ml.siteconfig', 'hpctestlib_ml.paths') or
                 path.startswith(config_dir)):
             del sys.modules[name]
 
@@ -415,8 +416,8 @@ def test_relative_var_dirs_are_taken_from_where_the_user_runs(tmp_path,
     assert site.get('systems/0/prefix') == str(tmp_path / 'myvar')
     assert (tmp_path / 'myvar').is_dir()
     assert not (REPO_ROOT / 'config' / 'myvar').exists()
-    from hpctestlib_ml import siteconfig
-    assert siteconfig.CACHE_DIR == str(tmp_path / 'mycache')
+    from hpctestlib_ml import paths
+    assert paths.CACHE_DIR == str(tmp_path / 'mycache')
 
 
 @pytest.mark.parametrize('path', CONFIGS)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from hpctestlib_ml import REPO_ROOT
+from hpctestlib_ml.paths import REPO_ROOT
 
 PROGRAM = '''
 import atexit, sys

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from hpctestlib_ml import SRC_DIR, launch
+from hpctestlib_ml import launch
+from hpctestlib_ml.paths import SRC_DIR
 
 
 def fake_scontrol(tmp_path, nodeaddr='10.1.2.3'):

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import BIN, REPO
-from hpctestlib_ml import references
+from hpctestlib_ml.history_refs import derive, lookup, store
 from hpctestlib_ml.report.history import Metric, Run
 
 HPCML = BIN / 'hpcml'
@@ -28,21 +28,21 @@ def run(when, value, result='pass', check='CosmoFlow', case=CASE,
         metrics['time_per_step_secs'] = Metric(step_time, 's')
     return Run(when, 'local', 'cpu', f'{check} %scale=1_proc', result,
                {'workload': check.lower(), 'reference_case': case,
-                'loss_curve': references.format_loss_curve(losses)},
+                'loss_curve': lookup.format_loss_curve(losses)},
                metrics)
 
 
 def test_threshold_is_max_of_floor_and_k_robust_spreads():
     quiet = [100.0, 100.5, 99.5, 100.2, 99.8]
-    ref, tolerance, spread = references.threshold(quiet)
-    assert ref == 100.0 and tolerance == references.FLOOR
+    ref, tolerance, spread = derive.threshold(quiet)
+    assert ref == 100.0 and tolerance == derive.FLOOR
     noisy = [100.0, 110.0, 90.0, 105.0, 95.0]
-    ref, tolerance, spread = references.threshold(noisy)
+    ref, tolerance, spread = derive.threshold(noisy)
     assert spread == pytest.approx(1.4826 * 5 / 100)
-    assert tolerance == pytest.approx(references.K * spread)
+    assert tolerance == pytest.approx(derive.K * spread)
     # One odd run does not widen it: the median absolute deviation.
     odd = quiet[:-1] + [20.0]
-    assert references.threshold(odd)[1] == references.FLOOR
+    assert derive.threshold(odd)[1] == derive.FLOOR
 
 
 def test_derive_per_case_with_directions_and_notes():
@@ -50,7 +50,7 @@ def test_derive_per_case_with_directions_and_notes():
     runs += [run(50, 1.0, result='fail')]
     runs += [run(i, 50.0, case='tiny 1x2 per_task batch=4 fp32')
              for i in range(3)]
-    refs, notes = references.derive(runs, last=10, min_runs=5)
+    refs, notes = derive.derive(runs, last=10, min_runs=5)
     (ref,) = refs
     assert ref.case == CASE and ref.runs == 10 and ref.passing == 12
     assert ref.workload == 'cosmoflow'
@@ -71,8 +71,8 @@ def test_merge_keeps_published_references_and_is_idempotent(tmp_path):
     shutil.copy(REPO / 'config' / 'references' / 'clip.yaml', path)
     before = yaml.safe_load(path.read_text())
     runs = [run(i, 100.0 + i % 2, check='MMoCLIP') for i in range(6)]
-    refs, _ = references.derive(runs)
-    lines = references.merge_into_file(str(path), 'clip', refs)
+    refs, _ = derive.derive(runs)
+    lines = store.merge_into_file(str(path), 'clip', refs)
     assert 'MMoCLIP local:cpu' in lines[0]
     text = path.read_text()
     after = yaml.safe_load(text)
@@ -83,15 +83,15 @@ def test_merge_keeps_published_references_and_is_idempotent(tmp_path):
             100.5
     assert 'median of the last 6 of 6 passing runs' in text
     # Again with the same runs: the same file.
-    references.merge_into_file(str(path), 'clip', refs)
+    store.merge_into_file(str(path), 'clip', refs)
     assert path.read_text() == text
     # A partition with published references is left alone.
     booster = [Run(i, 'juwels-booster', 'booster', 'MMoCLIP %scale=8',
                    'pass', {'workload': 'clip', 'reference_case': 'x'},
                    {'throughput_avg': Metric(1.0, 'samples/s')})
                for i in range(6)]
-    refs, _ = references.derive(booster)
-    lines = references.merge_into_file(str(path), 'clip', refs)
+    refs, _ = derive.derive(booster)
+    lines = store.merge_into_file(str(path), 'clip', refs)
     assert lines[0].startswith('left out') and path.read_text() == text
 
 
@@ -100,23 +100,23 @@ def test_history_entry_and_loss_departure(tmp_path):
     shutil.copy(REPO / 'config' / 'references' / 'cosmoflow.yaml', path)
     runs = [run(i, 100.0, losses=(4.5, 4.4 + 0.01 * (i % 2), 4.3))
             for i in range(5)]
-    refs, _ = references.derive(runs)
-    references.merge_into_file(str(path), 'cosmoflow', refs)
-    source, curve = references.history_entry(str(path), 'CosmoFlow',
+    refs, _ = derive.derive(runs)
+    store.merge_into_file(str(path), 'cosmoflow', refs)
+    source, curve = lookup.history_entry(str(path), 'CosmoFlow',
                                              'local:cpu', CASE)
     assert source.startswith('median of the last 5 of 5 passing runs')
     # Shared through the YAML alias with the container variant.
-    assert references.history_entry(str(path), 'CosmoFlowContainer',
+    assert lookup.history_entry(str(path), 'CosmoFlowContainer',
                                     'local:cpu', CASE)[1] == curve
-    assert references.loss_curve_departure([4.5, 4.41, 4.3], curve) is None
-    reason = references.loss_curve_departure([4.5, 4.52, 4.3], curve)
+    assert lookup.loss_curve_departure([4.5, 4.41, 4.3], curve) is None
+    reason = lookup.loss_curve_departure([4.5, 4.52, 4.3], curve)
     assert reason.startswith('loss curve departs from reference at logged '
                              'step 2: 4.52 vs 4.4 +/- 0.03')
     # Bit-identical runs (this CPU's tiny runs): the floor, 1e-4 of the loss.
     exact = [run(i, 100.0, losses=(4.5, 4.4)) for i in range(5)]
-    curve = references.derive(exact)[0][0].loss_curve
+    curve = derive.derive(exact)[0][0].loss_curve
     assert curve['tolerance'] == [pytest.approx(4.5e-4), pytest.approx(4.4e-4)]
-    assert references.loss_curve_departure([4.5, 4.4005], curve)
+    assert lookup.loss_curve_departure([4.5, 4.4005], curve)
 
 
 def hpcml(*args, **env):

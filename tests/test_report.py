@@ -8,7 +8,9 @@ import subprocess
 import pytest
 
 from conftest import BIN
+from perflog import suite_line, write_suite_perflog
 from perflog_history import NODES, SPEEDUP, WORKLOADS, generate
+from hpctestlib_ml.history_refs import derive
 from hpctestlib_ml.report import analysis, history
 
 HPCML = BIN / 'hpcml'
@@ -227,3 +229,47 @@ def test_damaged_perflog_lines_are_skipped_and_counted_with_why(tmp_path):
     assert '3 unreadable lines skipped (1 with more fields than their ' \
            'header' in result.stdout
     assert '1 cut short: fewer fields than their header' in result.stdout
+
+
+def repeated_history(directory):
+    '''``reframe --repeat 5`` of one MegatronGPT case as the suite logs it
+    (ReFrame numbers the runs in their names: ``%.repeat_no=0`` .. ``4``),
+    then one run of it with another batch (``-S batch_size=8``: the same
+    name, another ``reference_case``).'''
+    case = {'workload': 'megatron', 'resolved_size': 'tiny',
+            'scale': '1_proc', 'launch_mode': 'per_task', 'num_nodes': 1,
+            'procs_per_node': 1, 'batch_size': 4, 'precision': 'fp32',
+            'reference_case': 'tiny 1x1 per_task batch=4 fp32 gbs=4'}
+    name = 'MegatronGPT %scale=1_proc %launch_mode=per_task'
+    lines = [suite_line(1.8e9 + 60 * i, f'{name} %.repeat_no={i}',
+                        'local:cpu', case,
+                        {'tokens_per_second': (1000.0 + i, 'tokens/s')})
+             for i in range(5)]
+    lines.append(suite_line(
+        1.8e9 + 600, name, 'local:cpu',
+        dict(case, batch_size=8,
+             reference_case='tiny 1x1 per_task batch=8 fp32 gbs=8'),
+        {'tokens_per_second': (1900.0, 'tokens/s')}))
+    write_suite_perflog(directory / 'local' / 'cpu' / 'MegatronGPT.log',
+                        lines, ['tokens_per_second'])
+
+
+def test_the_runs_of_a_repeat_are_one_case_in_report_and_references(
+        tmp_path):
+    '''The five runs of ``--repeat 5`` are one case: one row of 5 runs,
+    one case in the score, the same runs as the reference pools; another
+    batch is another case in both.'''
+    repeated_history(tmp_path / 'perflogs')
+    runs = history.read_perflogs([tmp_path / 'perflogs']).runs
+    rows = analysis.table(runs, analysis.load_weights())
+    assert [(r.case, r.runs, r.median) for r in rows] == [
+        ('MegatronGPT %scale=1_proc %launch_mode=per_task', 5, 1002.0),
+        ('MegatronGPT %scale=1_proc %launch_mode=per_task', 1, 1900.0)]
+    refs, _ = derive.derive(runs, min_runs=2)
+    assert [(r.case, r.runs) for r in refs] == [
+        ('tiny 1x1 per_task batch=4 fp32 gbs=4', 5)]
+    assert list(analysis.case_stats(runs, analysis.load_weights())) == [
+        'megatron|MegatronGPT %scale=1_proc %launch_mode=per_task|tiny']
+    out = report('--perflogs', tmp_path / 'perflogs')
+    assert out.returncode == 0, out.stderr
+    assert 'repeat_no' not in out.stdout

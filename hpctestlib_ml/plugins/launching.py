@@ -8,7 +8,7 @@ import reframe.utility.typecheck as typ
 from hpctestlib_ml import launch
 from hpctestlib_ml.constants import CPU_ALLOCATOR_ENV
 from hpctestlib_ml.errors import BadInputError
-from hpctestlib_ml import SRC_DIR
+from hpctestlib_ml.paths import SRC_DIR
 
 
 class Launching(RegressionTestPlugin):

@@ -1,6 +1,6 @@
 """References: the external references file of a case, what its history
 says (the reference's source, the loss curve), and the failures they
-give (the reading: :mod:`hpctestlib_ml.references`)."""
+give (the reading: :mod:`hpctestlib_ml.history_refs.lookup`)."""
 import os
 
 import reframe.utility.sanity as sn
@@ -8,7 +8,7 @@ from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import PerformanceError
 from reframe.core.pipeline import RegressionTestPlugin
 
-from hpctestlib_ml import references
+from hpctestlib_ml.history_refs import lookup
 
 
 class References(RegressionTestPlugin):
@@ -52,7 +52,7 @@ class References(RegressionTestPlugin):
 
     @run_after('init')
     def use_reference_file(self):
-        self.references_file = references.references_file(self.workload)
+        self.references_file = lookup.references_file(self.workload)
         if os.path.isfile(self.references_file):
             self.reference = {'$ref': self.references_file}
 
@@ -75,13 +75,13 @@ class References(RegressionTestPlugin):
 
     @run_before('performance')
     def record_loss_curve(self):
-        self.loss_curve = references.format_loss_curve(
+        self.loss_curve = lookup.format_loss_curve(
             self.metrics().losses)
 
     def history(self):
         '''(source, loss curve) of this case's history reference in
         :attr:`references_file`; (None, None) where it has none.'''
-        return references.history_entry(
+        return lookup.history_entry(
             self.references_file, type(self).__name__,
             self.current_partition.fullname, self.reference_case)
 
@@ -100,7 +100,7 @@ class References(RegressionTestPlugin):
                      f'({self.reference_case!r}): {source}' if source else '')
             raise PerformanceError('failed to meet reference(s): ' +
                                    ', '.join(missed) + where)
-        departure = references.loss_curve_departure(
+        departure = lookup.loss_curve_departure(
             self.metrics().losses, curve)
         if departure:
             raise PerformanceError(

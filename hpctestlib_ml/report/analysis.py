@@ -15,9 +15,9 @@ import time
 
 import yaml
 
-from hpctestlib_ml import REPO_ROOT
+from hpctestlib_ml.paths import CONFIG_DIR
 
-WEIGHTS_FILE = REPO_ROOT / 'config' / 'score_weights.yaml'
+WEIGHTS_FILE = CONFIG_DIR / 'score_weights.yaml'
 
 
 class ReportError(ValueError):
@@ -157,12 +157,23 @@ def detect_change(case_runs, chosen, last=10):
     return found, causes.likely_cause(before, after)
 
 
+def _by_label(item):
+    '''Sort key of a :attr:`~.history.Run.case_here` group: workload,
+    partition, then the name and size the table shows.'''
+    key, case_runs = item
+    latest = case_runs[-1]
+    return (key[:2], latest.name, latest.params.get('resolved_size', ''),
+            key)
+
+
 def table(runs, headlines, last=10):
-    '''One :class:`Row` per workload x system:partition x case.'''
+    '''One :class:`Row` per case on a system:partition
+    (:attr:`~.history.Run.case_here`), named by its latest run.'''
     rows = []
-    for (workload, where, name, size), case_runs in sorted(group(
-            runs, lambda r: (r.workload, r.where, r.display_name,
-                             r.params.get('resolved_size', ''))).items()):
+    for (workload, where, *_), case_runs in sorted(group(
+            runs, lambda r: r.case_here).items(), key=_by_label):
+        name = case_runs[-1].name
+        size = case_runs[-1].params.get('resolved_size', '')
         chosen = headline(workload, case_runs, headlines)
         if chosen is None:
             continue

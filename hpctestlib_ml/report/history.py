@@ -30,6 +30,15 @@ _METRIC_COLUMN = re.compile(r'^(?P<name>.+)_(?P<part>value|unit|ref|'
 _EMPTY = ('', 'None', 'null', 'nan')
 
 
+def case_name(display_name):
+    '''*display_name* without the parameters ReFrame adds itself, which
+    are ``.``-prefixed (``%.repeat_no=3`` of ``--repeat``, ``%.part`` and
+    ``%.nid`` of ``--distribute``): they number runs of one case, so the
+    five runs of ``reframe --repeat 5`` are one case's five runs.'''
+    return ' %'.join(part for part in display_name.split(' %')
+                     if not part.startswith('.'))
+
+
 @dataclasses.dataclass
 class Metric:
     value: float
@@ -59,9 +68,39 @@ class Run:
         return self.params.get('workload') or self.display_name.split()[0]
 
     @property
+    def name(self):
+        '''The test case's name: :attr:`display_name` without ReFrame's
+        own parameters (:func:`case_name`).'''
+        return case_name(self.display_name)
+
+    @property
+    def check(self):
+        '''The test class.'''
+        return self.display_name.split()[0]
+
+    @property
     def case(self):
-        '''What a case is, independent of the system it ran on.'''
-        return (self.workload, self.display_name,
+        '''What a case is, independent of the system it ran on: the runs
+        a baseline's score and a comparison of two systems set side by
+        side (``reference_case`` would part them: its layout is each
+        partition's).'''
+        return (self.workload, self.name,
+                self.params.get('resolved_size', ''))
+
+    @property
+    def case_here(self):
+        '''What a case is on its ``system:partition``: the runs one
+        median, one change and one reference pool (the report's table,
+        its change detection, ``hpcml references``). With
+        ``reference_case`` logged, the test class, the partition and that
+        case: it is what the check names its reference by, and holds
+        size, layout, launch mode, batch, precision and the test's own
+        parameters. Older results, without it, are told apart by name and
+        size.'''
+        reference_case = self.params.get('reference_case')
+        if reference_case:
+            return (self.workload, self.where, self.check, reference_case)
+        return (self.workload, self.where, self.name,
                 self.params.get('resolved_size', ''))
 
     def param_int(self, name, default=1):

@@ -46,8 +46,7 @@ def timeseries(runs, headlines, out_dir, rows=()):
         chosen = headline(workload, work_runs, headlines)
         if chosen is None:
             continue
-        cases = group(work_runs, lambda r: (r.display_name,
-                                            r.params.get('resolved_size')))
+        cases = group(work_runs, lambda r: r.case[1:])
         ranked = sorted(cases.items(), key=lambda kv: -len(kv[1]))
         ranked = ranked[:MAX_PANELS]
         cols = min(3, len(ranked))
@@ -80,7 +79,7 @@ def timeseries(runs, headlines, out_dir, rows=()):
                                    color=line.get_color())
                         ax.axhline(latest.ref, ls='--', lw=0.8,
                                    color=line.get_color())
-                found = flagged.get((where, name, size or ''))
+                found = flagged.get((where, name, size))
                 if found:
                     ax.axvline(_date(found.when), color='red', ls=':',
                                lw=1.2, label=f'{where} change '

@@ -1,0 +1,48 @@
+"""``hpcml extract WORKLOAD LOGFILE...``: the metrics of training logs as
+JSON, one object per file, read by the parsers the checks use."""
+import json
+import sys
+
+from hpctestlib_ml.parsers import EXTRACTORS
+
+#: The command's line in ``hpcml --help``.
+HELP = 'print the metrics of training logs as JSON, one object per file'
+
+
+def add_arguments(parser):
+    parser.add_argument('workload', choices=sorted(EXTRACTORS))
+    parser.add_argument('logfiles', nargs='+', metavar='LOGFILE')
+
+
+def _found_figures(metrics):
+    '''True if the parser found any figure (a non-zero number) in the log.'''
+    return any(isinstance(v, (int, float)) and not isinstance(v, bool) and v
+               for v in metrics.values())
+
+
+def run(args):
+    '''Print each log's metrics; exit status 1 if a log cannot be read or
+    holds no training figures.'''
+    extractor = EXTRACTORS[args.workload]
+    status = 0
+    for path in args.logfiles:
+        try:
+            with open(path, errors='replace') as fp:
+                text = fp.read()
+        except OSError as err:
+            print(f'hpcml extract: cannot read {path}: {err.strerror}',
+                  file=sys.stderr)
+            status = 1
+            continue
+
+        metrics = extractor(text)
+        if not _found_figures(metrics):
+            print(f'hpcml extract: {path}: no {args.workload} training '
+                  f'figures found (is this the log that holds the training '
+                  f'lines, e.g. the job\'s stderr?)', file=sys.stderr)
+            status = 1
+        if len(args.logfiles) > 1:
+            metrics = {'file': path, **metrics}
+        print(json.dumps(metrics))
+
+    return status

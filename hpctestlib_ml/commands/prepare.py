@@ -1,0 +1,38 @@
+"""``hpcml prepare [WORKLOAD...]``: fetch, once, what workloads read from a
+hub, into a directory the jobs read offline
+(:mod:`hpctestlib_ml.prepare`)."""
+import sys
+
+from hpctestlib_ml.paths import PREPARED_DIR
+
+#: The command's line in ``hpcml --help``.
+HELP = ('fetch, once, what workloads read from a hub (GPT-2 and '
+        'WikiText-2) for offline jobs')
+
+
+def add_arguments(parser):
+    parser.add_argument('workloads', nargs='*', metavar='WORKLOAD',
+                        help='default: all')
+    parser.add_argument('--dir', help='default: $HPCML_PREPARED_DIR, else '
+                                      '<HPCML_VAR_DIR>/prepared')
+
+
+def run(args):
+    '''Prepare the workloads and say what was written where; exit status
+    2 on an unknown workload or a fetch that failed, named on stderr.'''
+    from hpctestlib_ml import prepare
+    root = args.dir or PREPARED_DIR
+    try:
+        done = prepare.prepare(args.workloads, root)
+    except prepare.PrepareError as err:
+        print(f'hpcml prepare: error: {err}', file=sys.stderr)
+        return 2
+    for workload, result in done:
+        if isinstance(result, str):
+            print(f'{workload}: {result}')
+        else:
+            print(f'{workload}: ' + ', '.join(map(str, result)))
+    print(f'prepared under {root}: jobs read it offline (set '
+          f'HPCML_PREPARED_DIR or a partition\'s extras[\'prepared_dir\'] '
+          f'to it where it is not the default)')
+    return 0

@@ -1,0 +1,103 @@
+"""``hpcml references``: derive ReFrame references from the site's history
+(:mod:`hpctestlib_ml.history_refs`) and print them, or merge them into the
+references files the checks read (``--write``)."""
+import os
+import sys
+
+from hpctestlib_ml.commands.report import add_history_arguments, load
+from hpctestlib_ml.history_refs import ReferencesError
+from hpctestlib_ml.history_refs.derive import (DEFAULT_LAST,
+                                               DEFAULT_MIN_RUNS, derive)
+from hpctestlib_ml.history_refs.lookup import references_file
+from hpctestlib_ml.history_refs.store import merge_into_file, preview
+from hpctestlib_ml.paths import REFERENCES_DIR
+from hpctestlib_ml.report import analysis
+from hpctestlib_ml.report.analysis import ReportError
+
+#: The command's line in ``hpcml --help``.
+HELP = ("ReFrame references from this site's own history (median of the "
+        'last N passing runs, thresholds from their spread)')
+
+
+def add_arguments(parser):
+    add_history_arguments(parser, system_required=True)
+    parser.add_argument('--last', type=int, default=DEFAULT_LAST,
+                        metavar='N', help='passing runs in the median '
+                                          f'(default {DEFAULT_LAST})')
+    parser.add_argument('--min-runs', type=int, default=DEFAULT_MIN_RUNS,
+                        metavar='N', help='passing runs a case needs '
+                                          f'(default {DEFAULT_MIN_RUNS})')
+    parser.add_argument('--write', nargs='?', const=str(REFERENCES_DIR),
+                        metavar='DIR|FILE',
+                        help='merge into the references files (default '
+                             'directory: the one the checks read, '
+                             'HPCML_REFERENCES_DIR or config/references); '
+                             'without it, print what would be written')
+
+
+def run(args, out=print):
+    '''``hpcml references``; returns the exit status (2 on bad input,
+    named on stderr).'''
+    try:
+        return _references(args, out)
+    except (ReferencesError, ReportError) as err:
+        print(f'hpcml references: error: {err}', file=sys.stderr)
+        return 2
+
+
+def _targets(references, write):
+    '''Workload -> the references file its entries go to: ``<write>/
+    <workload>.yaml`` for a directory, *write* itself for a ``.yaml`` file
+    (then every entry must be of one workload).'''
+    workloads = sorted({r.workload for r in references})
+    if write.endswith(('.yaml', '.yml')) and not os.path.isdir(write):
+        if len(workloads) > 1:
+            raise ReferencesError(
+                f'--write {write}: one file, but the runs are of '
+                f'{len(workloads)} workloads ({", ".join(workloads)}): pass '
+                f'--workload NAME, or a directory to --write')
+        return {w: write for w in workloads}
+    if not os.path.isdir(write):
+        raise ReferencesError(f'--write {write}: no such directory (give the '
+                              f'references directory, or a .yaml file)')
+    return {w: references_file(w, write) for w in workloads}
+
+
+def _references(args, out):
+    '''The command (:func:`run`), raising on bad input.'''
+    data = load(args)
+    since = analysis.parse_since(args.since) if args.since else None
+    runs = analysis.select(data.runs, args.system, None, args.workload,
+                           since)
+    out(f'{len(runs)} runs of {args.system} selected of {len(data.runs)} '
+        f'read from {len(data.files)} files')
+    if not runs:
+        raise ReferencesError(
+            f'no runs of {args.system} in {", ".join(data.files) or "the input"}'
+            f' (--system takes system or system:partition as the perflogs '
+            f'name them; check --since and --workload)')
+    source = ', '.join(sorted({os.path.dirname(f) if f.endswith(
+        ('.log',)) or '.log.h' in f else f for f in data.files}))
+    refs, notes = derive(runs, args.last, args.min_runs, source)
+    for note in notes:
+        out(f'  {note}')
+    if not any(r.metrics for r in refs):
+        raise ReferencesError(
+            f'no case of {args.system} has {args.min_runs} passing runs with '
+            f'figures: run the suite more often, or lower --min-runs')
+    for ref in refs:
+        spread = ', '.join(f'{n} {100 * s:.1f}%' for n, s in
+                           sorted(ref.spreads.items()))
+        out(f'{ref.check} {ref.partition} {ref.case!r}: {ref.runs} runs; '
+            f'robust spread: {spread}')
+    if not args.write:
+        out('')
+        out(preview(refs))
+        out('(not written: pass --write [DIR|FILE] to merge these into the '
+            'references files the checks read)')
+        return 0
+    for workload, path in sorted(_targets(refs, args.write).items()):
+        chosen = [r for r in refs if r.workload == workload]
+        for line in merge_into_file(path, workload, chosen):
+            out(f'  {path}: {line}')
+    return 0

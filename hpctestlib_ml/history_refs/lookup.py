@@ -1,0 +1,71 @@
+"""What a check reads of its references at run time: its references file,
+the loss curve it logs, its case's entry in the generated block (the runs
+the reference came from, the reference loss curve) and whether its losses
+leave that curve. The statistics (:mod:`.derive`) and the command are not
+loaded with the checks.
+"""
+import os
+
+import yaml
+
+from hpctestlib_ml.history_refs.store import mapping_owners, read_block
+from hpctestlib_ml.paths import REFERENCES_DIR
+
+#: Points of the loss curve kept with each result (``loss_curve``).
+LOSS_CURVE_POINTS = 20
+
+
+def format_loss_curve(losses):
+    '''The ``loss_curve`` logged with a result: the first
+    :data:`LOSS_CURVE_POINTS` logged losses, 8 significant digits.'''
+    return ','.join(f'{v:.8g}' for v in list(losses)[:LOSS_CURVE_POINTS])
+
+
+def parse_loss_curve(text):
+    '''The losses of a logged ``loss_curve`` (:func:`format_loss_curve`);
+    [] for none, or for text that is not one.'''
+    try:
+        return [float(v) for v in (text or '').split(',') if v.strip()]
+    except ValueError:
+        return []
+
+
+def history_entry(path, check, partition, case):
+    '''(source text, loss curve) of a case's history reference in the
+    references file *path*, (None, None) where it has none.'''
+    try:
+        with open(path) as fp:
+            data = yaml.safe_load(fp) or {}
+    except OSError:
+        return None, None
+    block = read_block(data)
+    owner = mapping_owners(data).get(check, check)
+
+    def get(section):
+        return block[section].get(owner, {}).get(partition, {}).get(case)
+
+    return get('sources'), get('loss_curves')
+
+
+def loss_curve_departure(losses, reference):
+    '''A one-line reason where *losses* leave the reference curve, else
+    None: the first logged step outside its tolerance.'''
+    if not reference:
+        return None
+    expected, tolerance = reference['losses'], reference['tolerance']
+    if len(losses) < len(expected):
+        return (f'loss curve has {len(losses)} logged losses, the reference '
+                f'{len(expected)}')
+    for step, (value, center, tol) in enumerate(zip(losses, expected,
+                                                    tolerance), 1):
+        if not abs(value - center) <= tol:
+            return (f'loss curve departs from reference at logged step '
+                    f'{step}: {value:.6g} vs {center:.6g} +/- {tol:.2g}')
+    return None
+
+
+def references_file(workload, directory=None):
+    '''The references file of *workload*: in *directory*, else in the one
+    the checks read (:data:`~hpctestlib_ml.paths.REFERENCES_DIR`).'''
+    return os.path.join(directory or REFERENCES_DIR, f'{workload}.yaml')
+
