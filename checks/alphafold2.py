@@ -1,7 +1,7 @@
 """AlphaFold2 (MLPerf HPC OpenFold): OpenFold's initial training."""
 import reframe as rfm
 
-from hpctestlib_ml.alphafold2 import AlphaFold2Training
+from hpctestlib_ml.workloads.alphafold2 import AlphaFold2Training
 
 
 @rfm.simple_test

@@ -1,11 +1,11 @@
 """BERT-Large pretraining, MLPerf Training style (:::MLLOG events)."""
 import reframe as rfm
 
-from hpctestlib_ml.bert import BertPretraining
+from hpctestlib_ml.workloads.bert import BERTLargeTraining
 
 
 @rfm.simple_test
-class BERTLarge(BertPretraining):
+class BERTLarge(BERTLargeTraining):
     descr = 'BERT pretraining (BERT-Large at benchmark size), MLPerf-style logs'
     maintainers = ['hpcml']
     tags = {'bert', 'mlperf', 'nlp'}

@@ -6,11 +6,11 @@ On CPU partitions: the same program and code path with the CLIP-tiny model.
 """
 import reframe as rfm
 
-from hpctestlib_ml.clip import ClipTraining
+from hpctestlib_ml.workloads.clip import MMoCLIPTraining
 
 
 @rfm.simple_test
-class MMoCLIP(ClipTraining):
+class MMoCLIP(MMoCLIPTraining):
     descr = 'OpenCLIP training (MMoCLIP benchmark rules at benchmark size)'
     maintainers = ['hpcml']
     tags = {'clip', 'mmoclip'}

@@ -1,7 +1,7 @@
 """CosmoFlow (MLPerf HPC), PyTorch port of the reference model."""
 import reframe as rfm
 
-from hpctestlib_ml.cosmoflow import CosmoFlowTraining
+from hpctestlib_ml.workloads.cosmoflow import CosmoFlowTraining
 
 
 @rfm.simple_test

@@ -6,11 +6,11 @@ model through Megatron-Core, same arguments and log line.
 """
 import reframe as rfm
 
-from hpctestlib_ml.megatron import GptPretraining
+from hpctestlib_ml.workloads.megatron import MegatronGPTTraining
 
 
 @rfm.simple_test
-class MegatronGPT(GptPretraining):
+class MegatronGPT(MegatronGPTTraining):
     descr = 'GPT pretraining with Megatron (CARAML sizes at benchmark size)'
     maintainers = ['hpcml']
     tags = {'megatron', 'gpt', 'llm', 'caraml'}

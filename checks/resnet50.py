@@ -1,11 +1,11 @@
 """ResNet-50 in TensorFlow (CARAML's vision benchmark)."""
 import reframe as rfm
 
-from hpctestlib_ml.resnet50 import ResNet50Training
+from hpctestlib_ml.workloads.resnet50 import ResNet50TFTraining
 
 
 @rfm.simple_test
-class ResNet50TF(ResNet50Training):
+class ResNet50TF(ResNet50TFTraining):
     descr = 'ResNet-50 ImageNet-style training in TensorFlow/Keras'
     maintainers = ['hpcml']
     tags = {'resnet50', 'caraml', 'vision', 'tensorflow'}

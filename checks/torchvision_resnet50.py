@@ -2,7 +2,7 @@
 it: images/s total and per GPU on synthetic data under DDP."""
 import reframe as rfm
 
-from hpctestlib_ml.torchvision_resnet50 import TorchvisionResNet50Training
+from hpctestlib_ml.workloads.torchvision_resnet50 import TorchvisionResNet50Training
 
 
 @rfm.simple_test

@@ -216,7 +216,7 @@ def megatron_parameter_bytes(precision, distributed_optimizer, dp):
 # Megatron GPT
 
 def megatron_shape(shape, vocab):
-    '''*shape* (an entry of :data:`hpctestlib_ml.megatron.MODELS`) with
+    '''*shape* (an entry of :data:`hpctestlib_ml.workloads.megatron.MODELS`) with
     the optional keys' defaults: ``ffn_hidden_size`` 4h,
     ``num_query_groups`` the heads, ``swiglu`` False, ``kv_channels``
     h / heads, ``add_bias_linear`` True, ``normalization`` LayerNorm,

@@ -24,18 +24,6 @@ from hpctestlib_ml.paths import SRC_DIR
 GPT2_MODEL = 'gpt2'
 GPT2_DATASET = ('wikitext', 'wikitext-2-raw-v1')
 
-#: Workloads with nothing to fetch, and why.
-NOTHING_TO_FETCH = {
-    'clip': "OpenCLIP's synthetic dataset",
-    'megatron': "Megatron's mock data (or a site's indexed dataset)",
-    'bert': 'synthetic token batches (or a site\'s text and tokenizer)',
-    'cosmoflow': 'synthetic cubes (or a site\'s NumPy samples)',
-    'deeplabv3plus': 'synthetic climate fields (or a site\'s samples)',
-    'alphafold2': "synthetic proteins (or a site's OpenFold data)",
-    'resnet50': 'synthetic images (or a site\'s ImageNet TFRecords)',
-}
-
-
 class PrepareError(Exception):
     '''Something to prepare is missing or cannot be fetched; the message
     names the fix.'''
@@ -146,21 +134,19 @@ def sized_corpus(tokenizer, files, blocks, directory, block_size=1024):
     return {'data_files': paths}
 
 
-#: Workload -> function(root) -> directories written.
-PREPARERS = {'gpt2_finetune': prepare_gpt2_finetune}
-
-
-def prepare(workloads, root):
-    '''Prepare *workloads* (all if empty) under *root*: [(workload,
-    directories written or the reason there is nothing)].'''
+def prepare(names, root):
+    '''Prepare the workloads *names* (all if empty) under *root*:
+    [(workload, directories written or why there is nothing to fetch)],
+    from each workload's declaration (:mod:`hpctestlib_ml.workloads`).'''
+    from hpctestlib_ml import workloads
     done = []
-    for workload in workloads or sorted({*PREPARERS, *NOTHING_TO_FETCH}):
-        if workload in PREPARERS:
-            done.append((workload, PREPARERS[workload](root)))
-        elif workload in NOTHING_TO_FETCH:
-            done.append((workload, f'nothing to fetch: '
-                                   f'{NOTHING_TO_FETCH[workload]}'))
+    for name in names or list(workloads.registered()):
+        try:
+            declared = workloads.get(name)
+        except workloads.UnknownWorkload as err:
+            raise PrepareError(str(err)) from None
+        if declared.prepare:
+            done.append((name, declared.prepare(root)))
         else:
-            raise PrepareError(f'unknown workload {workload!r}: use '
-                               f'{", ".join(sorted({*PREPARERS, *NOTHING_TO_FETCH}))}')
+            done.append((name, f'nothing to fetch: {declared.data}'))
     return done

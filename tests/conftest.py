@@ -80,3 +80,10 @@ def slurm_cluster(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
+
+
+def extract(workload, text):
+    '''The metrics ``hpcml extract WORKLOAD`` prints for *text*: the
+    parser its declaration names (hpctestlib_ml.workloads).'''
+    from hpctestlib_ml import workloads
+    return workloads.get(workload).parser.extract_metrics(text)

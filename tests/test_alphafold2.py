@@ -10,9 +10,8 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, read_data
+from conftest import REPO, extract, read_data
 from hpctestlib_ml import flops
-from hpctestlib_ml.parsers import EXTRACTORS
 
 sys.path.insert(0, str(REPO / 'src'))
 import alphafold2.__main__ as program  # noqa: E402
@@ -426,7 +425,7 @@ def test_program_trains_on_openfold_records(tmp_path):
         env={**os.environ, 'PYTHONPATH': str(REPO / 'src')},
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    m = EXTRACTORS['alphafold2'](proc.stdout + proc.stderr)
+    m = extract('alphafold2', proc.stdout + proc.stderr)
     assert m['status'] == 'success' and m['losses_finite']
     assert 0 <= m['eval_accuracy'] <= 1
     # The loss terms logged under OpenFold's names are what they are: no
@@ -447,7 +446,7 @@ def test_program_trains_on_openfold_records(tmp_path):
 
 def test_suites_alphafold2_run_with_two_ranks():
     text = read_data('mllog', 'alphafold2_tiny_cpu_2ranks_torchrun.out')
-    m = EXTRACTORS['alphafold2'](text)
+    m = extract('alphafold2', text)
     assert m['benchmark'] == 'openfold'
     assert m['world_size'] == 2 and m['global_batch_size'] == 2
     assert m['steps'] == 20 and m['status'] == 'success'

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from conftest import DATA
-from hpctestlib_ml import caraml, megatron
+from hpctestlib_ml import caraml
+from hpctestlib_ml.workloads import megatron
 
 YAML = DATA / 'caraml' / 'llm_benchmark_nvidia_amd.yaml'
 

@@ -1,7 +1,7 @@
 """CLIP's sanity reasons, on captured logs."""
 import re
 
-from hpctestlib_ml import clip
+from hpctestlib_ml.workloads import clip
 from hpctestlib_ml.parsers.open_clip import training_log
 from conftest import read_data
 

@@ -3,9 +3,10 @@ import sys
 
 import pytest
 
-from conftest import REPO, read_data
-from hpctestlib_ml import cosmoflow, flops
-from hpctestlib_ml.parsers import EXTRACTORS, mllog
+from conftest import REPO, extract, read_data
+from hpctestlib_ml import flops
+from hpctestlib_ml.workloads import cosmoflow
+from hpctestlib_ml.parsers import mllog
 
 sys.path.insert(0, str(REPO / 'src'))
 from cosmoflow.model import build_model  # noqa: E402
@@ -35,7 +36,7 @@ def test_tiny_model_runs_forward():
 
 def test_suites_cosmoflow_run_with_two_ranks():
     text = read_data('mllog', 'cosmoflow_tiny_cpu_2ranks_torchrun.out')
-    m = EXTRACTORS['cosmoflow'](text)
+    m = extract('cosmoflow', text)
     assert m['benchmark'] == 'cosmoflow'
     assert m['world_size'] == 2 and m['global_batch_size'] == 8
     assert m['steps'] == 20 and m['status'] == 'success'

@@ -6,8 +6,8 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, read_data
-from hpctestlib_ml.parsers import EXTRACTORS, mllog
+from conftest import REPO, extract, read_data
+from hpctestlib_ml.parsers import mllog
 
 sys.path.insert(0, str(REPO / 'src'))
 import deepcam.__main__ as program  # noqa: E402
@@ -71,7 +71,7 @@ def test_warm_up_then_multistep():
 
 def test_suites_deepcam_run_with_two_ranks():
     text = read_data('mllog', 'deepcam_tiny_cpu_2ranks_torchrun.out')
-    m = EXTRACTORS['deeplabv3plus'](text)
+    m = extract('deeplabv3plus', text)
     assert m['benchmark'] == 'deepcam'
     assert m['world_size'] == 2 and m['global_batch_size'] == 4
     assert m['steps'] == 10 and m['status'] == 'success'

@@ -4,7 +4,7 @@ import pathlib
 import pytest
 
 from hpctestlib_ml import flops
-from hpctestlib_ml.clip import clip_forward_flops, model_config
+from hpctestlib_ml.workloads.clip import clip_forward_flops, model_config
 
 
 @pytest.mark.parametrize('model', sorted(flops.OPENCLIP_FORWARD_GFLOPS))

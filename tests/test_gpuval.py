@@ -268,7 +268,7 @@ def test_reframe_accepts_the_gpu_phases_options(run_reframe, tmp_path,
         assert proc.returncode == 0, out[-3000:]
         # One case per check and precision (this CPU's partition makes
         # GPT-2's fp32 case only; a GPU partition makes fp16 and bf16 too).
-        expected = len(session.checks) * max(1, len(session.gpu_precisions))
+        expected = len(session.names) * max(1, len(session.gpu_precisions))
         assert f'Ran {expected}/{expected} test case(s)' in out, out[-3000:]
 
 

@@ -1,9 +1,9 @@
 """HF Trainer output (GPT-2 fine-tuning): tables, runtimes, step lines."""
 import pytest
 
-from conftest import read_data
-from hpctestlib_ml import flops, gpt2_finetune
-from hpctestlib_ml.parsers import EXTRACTORS
+from conftest import extract, read_data
+from hpctestlib_ml import flops
+from hpctestlib_ml.workloads import gpt2_finetune
 from hpctestlib_ml.parsers import hf_trainer as parser
 
 
@@ -41,7 +41,7 @@ def suite_run():
 
 
 def test_suites_own_run_with_two_ranks():
-    m = EXTRACTORS['gpt2_finetune'](suite_run())
+    m = extract('gpt2_finetune', suite_run())
     assert m['world_size'] == 2
     assert m['steps'] == m['max_steps'] == 40
     steps = parser.step_times(suite_run())

@@ -3,9 +3,9 @@ import math
 
 import pytest
 
-from conftest import read_data
-from hpctestlib_ml import flops, megatron
-from hpctestlib_ml.parsers import EXTRACTORS
+from conftest import extract, read_data
+from hpctestlib_ml import flops
+from hpctestlib_ml.workloads import megatron
 from hpctestlib_ml.parsers import megatron as parser
 
 
@@ -59,7 +59,7 @@ def test_milliseconds_form_of_the_suites_own_run():
     assert all(s['time_s'] < 5 for s in steps)
     assert parser.world_size(text) == 2
     assert parser.model_shape(text) == (2, 256, 128, 50304, 1024, 2)
-    m = EXTRACTORS['megatron'](text)
+    m = extract('megatron', text)
     assert m['iterations'] == 8 and m['iteration_last'] == 8
     assert m['tokens_per_second'] == pytest.approx(
         8 * 128 / m['time_per_iteration_secs'])
@@ -217,7 +217,7 @@ def saved_activation_bytes(recompute):
     import sys
     import torch
     from conftest import REPO
-    from hpctestlib_ml.model_info import _single_process_group
+    from hpctestlib_ml.model_info import single_process_group
     sys.path.insert(0, str(REPO / 'src'))
     from gpt_pretrain import cpu_patches, mcore_train
     cpu_patches.apply()
@@ -234,7 +234,7 @@ def saved_activation_bytes(recompute):
     def pack(tensor):
         saved[id(tensor.untyped_storage())] = tensor.untyped_storage().nbytes()
         return tensor
-    with _single_process_group():
+    with single_process_group():
         from megatron.core import parallel_state
         parallel_state.initialize_model_parallel(1, 1)
         try:
@@ -272,7 +272,7 @@ def test_sdpa_attention_equals_megatrons_math_path(groups):
     import sys
     import torch
     from conftest import REPO
-    from hpctestlib_ml.model_info import _single_process_group
+    from hpctestlib_ml.model_info import single_process_group
     sys.path.insert(0, str(REPO / 'src'))
     from gpt_pretrain import cpu_patches
     cpu_patches.apply()
@@ -283,7 +283,7 @@ def test_sdpa_attention_equals_megatrons_math_path(groups):
     from megatron.core.transformer.transformer_config import \
         TransformerConfig
     s, b, n, d = 64, 2, 4, 16
-    with _single_process_group():
+    with single_process_group():
         from megatron.core import parallel_state
         parallel_state.initialize_model_parallel(1, 1)
         try:

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from conftest import BIN, REPO
-from hpctestlib_ml import caraml, flops, megatron, model_info
+from hpctestlib_ml import caraml, flops, model_info
+from hpctestlib_ml.workloads import megatron
 
 #: Meta's parameter counts (Llama 3 model cards; the Hugging Face
 #: checkpoints' sums): untied output layer, vocabulary 128,256.
@@ -91,7 +92,7 @@ def build_on_meta(size, vocab, **shape_changes):
         megatron.model_arguments(shape) +
         ['--micro-batch-size', '1', '--global-batch-size', '1',
          '--train-iters', '1', '--vocab-size', str(shape['vocab'])])
-    with model_info._single_process_group():
+    with model_info.single_process_group():
         from megatron.core import parallel_state
         parallel_state.initialize_model_parallel(1, 1)
         try:
@@ -200,7 +201,7 @@ def test_rotary_base_reaches_the_model():
         megatron.model_arguments(shape) +
         ['--micro-batch-size', '1', '--global-batch-size', '1',
          '--train-iters', '1'])
-    with model_info._single_process_group():
+    with model_info.single_process_group():
         from megatron.core import parallel_state
         parallel_state.initialize_model_parallel(1, 1)
         try:

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import REPO
 from hpctestlib_ml import memory_estimate as me
-from hpctestlib_ml.megatron import GPT2_VOCAB, MODELS, padded_vocab
+from hpctestlib_ml.workloads.megatron import GPT2_VOCAB, MODELS, padded_vocab
 
 GIB = 2 ** 30
 FIXTURE = REPO / 'tests' / 'data' / 'megatron' / \
@@ -218,7 +218,7 @@ def test_fullsize_800m_on_this_cpu_does_not_fit_24_gib():
     VM; a CPU process holds 1.23 x its tensors + 0.97 GB, as measured at
     2 and 4 layers of that width (reproduced here to 0.1%): 23.1 GiB,
     which does not. The run was killed at its second iteration.'''
-    from hpctestlib_ml import megatron
+    from hpctestlib_ml.workloads import megatron
     vocab = padded_vocab(GPT2_VOCAB, 1)
 
     def estimate(layers=16, recompute='selective', **kwargs):
@@ -295,7 +295,7 @@ def test_the_largest_batch_on_a_cpu_counts_the_process_overhead():
     the process adds to its tensors: the fullsize 800M case at micro batch
     1 does not fit 23.5 GiB, so no batch does (the tensors alone would
     leave room for one).'''
-    from hpctestlib_ml import megatron
+    from hpctestlib_ml.workloads import megatron
     vocab = padded_vocab(GPT2_VOCAB, 1)
     cpu = megatron.estimate_memory(MODELS['800M'], vocab, 1, 1, 1, 1, 1,
                                    'fp32', on_gpu=False)

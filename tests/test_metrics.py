@@ -8,11 +8,12 @@ import re
 
 import pytest
 
-from conftest import read_data
-from hpctestlib_ml import clip, gpt2_finetune, megatron, mlperf, resnet50
+from conftest import extract, read_data
 from hpctestlib_ml.metrics import TrainingLog, common_problems
-from hpctestlib_ml.parsers import (EXTRACTORS, hf_trainer, mllog, open_clip,
+from hpctestlib_ml.parsers import (hf_trainer, mllog, open_clip,
                                    tf_cnn_benchmarks)
+from hpctestlib_ml.workloads import (clip, gpt2_finetune, megatron, mlperf,
+                                     resnet50)
 from hpctestlib_ml.parsers import megatron as megatron_parser
 
 
@@ -94,8 +95,8 @@ def _log(workload, text=None):
 @pytest.mark.parametrize('workload', sorted(RUNS))
 def test_extract_keeps_each_formats_keys(workload):
     text = _text(workload)
-    assert set(EXTRACTORS[workload](text)) == JSON_KEYS[workload]
-    assert set(EXTRACTORS[workload]('nothing')) == JSON_KEYS[workload]
+    assert set(extract(workload, text)) == JSON_KEYS[workload]
+    assert set(extract(workload, 'nothing')) == JSON_KEYS[workload]
 
 
 @pytest.mark.parametrize('workload, steps', [

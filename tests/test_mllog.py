@@ -2,9 +2,9 @@
 published logs and the suite's own BERT run."""
 import pytest
 
-from conftest import read_data
-from hpctestlib_ml import bert, flops
-from hpctestlib_ml.parsers import EXTRACTORS
+from conftest import extract, read_data
+from hpctestlib_ml import flops
+from hpctestlib_ml.workloads import bert
 from hpctestlib_ml.parsers import mllog
 
 
@@ -41,7 +41,7 @@ def suite_run():
 
 def test_suites_bert_run_with_two_ranks():
     text = suite_run()
-    m = EXTRACTORS['bert'](text)
+    m = extract('bert', text)
     assert m['benchmark'] == 'bert'
     assert m['world_size'] == 2 and m['global_batch_size'] == 64
     assert m['steps'] == 10 and m['status'] == 'success'

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import BIN, REPO
-from hpctestlib_ml import model_info
+from hpctestlib_ml import model_info, workloads
 
 #: Workload, size -> the published parameter count, and where it is from.
 PUBLISHED_PARAMS = {
@@ -37,7 +37,7 @@ PUBLISHED_PARAMS = {
 }
 
 #: Every size model-info and the checks know.
-SIZES = [(w, s) for w in sorted(model_info.WORKLOADS)
+SIZES = [(w, s) for w in workloads.registered()
          for s in ('tiny', 'benchmark')] + [('megatron', '13B'),
                                             ('megatron', '175B'),
                                             ('megatron', 'llama3-8B'),
@@ -98,12 +98,12 @@ def test_megatron_defaults_give_the_learned_position_model():
     912,953,344 at 800M; untied adds the 50304 x 2048 output layer.'''
     sys.path.insert(0, str(REPO / 'src'))
     from gpt_pretrain import cpu_patches, mcore_train
-    from hpctestlib_ml import megatron
+    from hpctestlib_ml.workloads import megatron
     cpu_patches.apply()
     base = megatron.model_arguments(
         megatron.MODELS['800M'], position_embedding_type='learned_absolute')
     counts = []
-    with model_info._single_process_group():
+    with model_info.single_process_group():
         from megatron.core import parallel_state
         parallel_state.initialize_model_parallel(1, 1)
         try:

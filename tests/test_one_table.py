@@ -26,9 +26,9 @@ TABLES = {
 
 #: program -> the library's name for the table (module, attribute path).
 LIBRARY_TABLES = {
-    'cosmoflow': ('hpctestlib_ml.cosmoflow', 'SIZES'),
-    'bert_pretrain': ('hpctestlib_ml.bert', 'MODELS'),
-    'deepcam': ('hpctestlib_ml.deepcam', 'architecture().SIZES'),
+    'cosmoflow': ('hpctestlib_ml.workloads.cosmoflow', 'SIZES'),
+    'bert_pretrain': ('hpctestlib_ml.workloads.bert', 'MODELS'),
+    'deepcam': ('hpctestlib_ml.workloads.deeplabv3plus', 'architecture().SIZES'),
 }
 
 #: program -> its modules that use the table, by the table's name.
@@ -145,13 +145,14 @@ import importlib, pkgutil, sys
 import hpctestlib_ml
 for module in pkgutil.walk_packages(hpctestlib_ml.__path__, 'hpctestlib_ml.'):
     importlib.import_module(module.name)
-from hpctestlib_ml import bert, cosmoflow, deepcam, flops
+from hpctestlib_ml import flops
+from hpctestlib_ml.workloads import bert, cosmoflow, deeplabv3plus
 for size in cosmoflow.SIZES.values():
     flops.cosmoflow_forward_flops(*size)
 for name in bert.MODELS:
     bert.forward_flops(name)
-for name in deepcam.architecture().SIZES:
-    deepcam.forward_flops(name)
+for name in deeplabv3plus.architecture().SIZES:
+    deeplabv3plus.forward_flops(name)
 for name in ('tiny', 'reference'):
     flops.alphafold2_training_flops(name)
 print(sorted(m for m in sys.modules if m.split('.')[0] in

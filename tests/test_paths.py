@@ -18,7 +18,7 @@ def suite_copy(tmp_path):
     real repository's var/ holds this machine's runs.'''
     repo = tmp_path / 'repo'
     skip = shutil.ignore_patterns('__pycache__')
-    for part in ('hpctestlib_ml', 'config'):
+    for part in ('hpctestlib_ml', 'config', 'src'):
         shutil.copytree(REPO / part, repo / part, ignore=skip)
     return repo
 

@@ -3,15 +3,16 @@ the closed-division submissions train, the reference program's precision
 is one ``-S precision=`` away, and the perflog carries both."""
 import pytest
 
-from hpctestlib_ml import alphafold2, bert, cosmoflow, deepcam, precisions
+from hpctestlib_ml import precisions
+from hpctestlib_ml.workloads import alphafold2, bert, cosmoflow, deeplabv3plus
 from hpctestlib_ml.siteconfig import PERFLOG_FIELDS
 
 from test_reframe_dryrun import juwels_scripts, run_line
 
 CHECKS = {
-    'DeepLabV3Plus': deepcam.DeepCamTraining,
+    'DeepLabV3Plus': deeplabv3plus.DeepLabV3PlusTraining,
     'CosmoFlow': cosmoflow.CosmoFlowTraining,
-    'BERTLarge': bert.BertPretraining,
+    'BERTLarge': bert.BERTLargeTraining,
     'AlphaFold2': alphafold2.AlphaFold2Training,
 }
 

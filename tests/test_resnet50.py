@@ -12,9 +12,9 @@ import types
 
 import pytest
 
-from conftest import BIN, REPO, read_data
+from conftest import BIN, REPO, extract, read_data
 from hpctestlib_ml import flops
-from hpctestlib_ml.parsers import EXTRACTORS, hpcml_records
+from hpctestlib_ml.parsers import hpcml_records
 
 sys.path.insert(0, str(REPO / 'src'))
 from device_choice import DeviceChoiceError  # noqa: E402
@@ -44,7 +44,7 @@ def test_resnet50_v1_5_costs_24_5_gflop_per_trained_image():
 
 
 def test_tf_cnn_benchmarks_log_from_upstream():
-    m = EXTRACTORS['resnet50'](read_data(
+    m = extract('resnet50', read_data(
         'tf_cnn_benchmarks', 'tensorflow_benchmarks_pr63_resnet50_1gpu.log'))
     assert m['images_per_second'] == 138.95 and m['workers'] == 1
     assert m['steps'] == 100 and m['loss_last'] == 7.917
@@ -57,7 +57,7 @@ def test_suites_program_with_two_workers_prints_the_jobs_rate():
     mean, not their sum.'''
     text = read_data('tf_cnn_benchmarks',
                      'resnet50_tf_tiny_cpu_2ranks_torchrun.out')
-    m = EXTRACTORS['resnet50'](text)
+    m = extract('resnet50', text)
     totals = [float(line.split(':')[1]) for line in text.splitlines()
               if line.startswith('total images/sec')]
     assert m['workers'] == 2 and len(totals) == 2
@@ -76,7 +76,7 @@ def test_rank_prefixes_and_a_nan_loss():
     text = ('0: 1\timages/sec: 10.0 +/- 0.0 (jitter = 0.0)\t7.1\n'
             '1: 1\timages/sec: 11.0 +/- 0.0 (jitter = 0.0)\tnan\n'
             '0: total images/sec: 10.00\n1: total images/sec: 11.00\n')
-    m = EXTRACTORS['resnet50'](text)
+    m = extract('resnet50', text)
     assert m['workers'] == 2 and m['images_per_second'] == 10.5
     assert not m['losses_finite']
 
@@ -126,7 +126,7 @@ def test_program_trains_on_imagenet_tfrecords(tmp_path):
          '--batch-size', '2', '--steps', '2', '--data', str(tmp_path)],
         cwd=REPO / 'src', capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    m = EXTRACTORS['resnet50'](proc.stdout)
+    m = extract('resnet50', proc.stdout)
     assert m['steps'] == 2 and m['workers'] == 1 and m['losses_finite']
 
     proc = subprocess.run(
@@ -260,7 +260,7 @@ def test_two_workers_train_together_with_and_without_xla(tmp_path, xla):
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
     text = outs[0][0] + outs[1][0]
-    m = EXTRACTORS['resnet50'](text)
+    m = extract('resnet50', text)
     assert m['workers'] == 2 and m['steps'] == 2 and m['losses_finite']
     losses = [[line.split('\t')[-1] for line in out.splitlines()
                if line[:2] in ('1\t', '2\t')] for out, _ in outs]

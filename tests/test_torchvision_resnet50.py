@@ -339,3 +339,14 @@ def test_a_training_step_costs_three_forwards():
     assert counter.get_total_flops() == approx(
         flops.training_flops(forward), rel=0.02)
     assert sum(p.numel() for p in model.parameters()) == 25_557_032
+
+
+def test_the_timed_iterations_split_the_steps_evenly():
+    from hpctestlib_ml.workloads.torchvision_resnet50 import \
+        batches_per_iteration
+    assert batches_per_iteration(100, 10) == 10     # EESSI's 10 x 10
+    assert batches_per_iteration(6, 2) == 2
+    assert batches_per_iteration(3, 2) == 1         # -S steps=3
+    assert batches_per_iteration(12, 10) == 6
+    assert batches_per_iteration(7, 10) == 1
+    assert batches_per_iteration(2, 2) == 2

@@ -19,6 +19,9 @@ its own ``HPCML_VAR_DIR`` under ``OUT/<phase>/var`` and a run report
 ``lm``
     Megatron 800M (global batch 16), GPT-2 124M fine-tuning in fp32, fp16
     and bf16, MMoCLIP ViT-L-14 (batch 512) at ``--mode short``.
+``other``
+    every other PyTorch check at ``--mode short`` (TorchvisionResNet50:
+    EESSI's and CSCS's ResNet-50, and any workload added since).
 ``mlperf-precision``, ``lm-precision``
     the precisions beside each default: bf16 and fp32 (the reference
     programs' precision) for the MLPerf-style programs (whose defaults
@@ -43,16 +46,34 @@ import time
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
-#: The PyTorch checks (class name -> workload). ResNet50TF is TensorFlow:
-#: no TF GPU wheel fits a device call (README, "First run on a GPU").
-CHECKS = {
-    'BERTLarge': 'bert', 'CosmoFlow': 'cosmoflow',
-    'DeepLabV3Plus': 'deeplabv3plus', 'AlphaFold2': 'alphafold2',
-    'MegatronGPT': 'megatron', 'GPT2FineTune': 'gpt2_finetune',
-    'MMoCLIP': 'clip',
-}
+
+
+def pytorch_checks():
+    '''The PyTorch checks (check class -> workload), as the workloads
+    declare themselves (read when a phase runs: ``--list`` needs no
+    ReFrame). ResNet50TF is TensorFlow: no TF GPU wheel fits a device
+    call (README, "First run on a GPU").'''
+    sys.path.insert(0, str(REPO))
+    from hpctestlib_ml import workloads
+    return {declared.check: name
+            for name, declared in workloads.registered().items()
+            if declared.training_class().framework == 'pytorch'}
+
 
 MLPERF = ('BERTLarge', 'CosmoFlow', 'DeepLabV3Plus', 'AlphaFold2')
+
+LANGUAGE_AND_CLIP = ('MegatronGPT', 'GPT2FineTune', 'MMoCLIP')
+
+
+def every_check():
+    return tuple(pytorch_checks())
+
+
+def other_checks():
+    '''Every other PyTorch check (TorchvisionResNet50, and any workload
+    added since): the ``other`` phase runs them at ``--mode short``.'''
+    return tuple(c for c in pytorch_checks()
+                 if c not in MLPERF + LANGUAGE_AND_CLIP)
 
 #: The environment of a rank Slurm bound to one GPU (--gpus-per-task=1):
 #: it sees one device, and its local rank is not 0.
@@ -71,6 +92,10 @@ GPU_STEPS = {'BERTLarge': 100, 'CosmoFlow': 1000, 'DeepLabV3Plus': 200,
              'AlphaFold2': 10, 'MegatronGPT': 15, 'GPT2FineTune': 150,
              'MMoCLIP': 20}
 
+#: Steps of a check not in :data:`GPU_STEPS` (ResNet-50 at batch 32: about
+#: 30 ms a step on an H100, estimated from EESSI's and CSCS's figures).
+DEFAULT_GPU_STEPS = 300
+
 #: The precision variants (a second and third run of the same model):
 #: the same windows where their steps are as fast, fewer where slower.
 GPU_PRECISION_STEPS = {'BERTLarge': 60, 'CosmoFlow': 800,
@@ -85,7 +110,9 @@ GPU_CASE_LIMIT = '4m'
 @dataclasses.dataclass
 class Session:
     '''One ReFrame session of a phase.'''
-    checks: tuple
+    #: The check classes, or a function that names them (read when the
+    #: session runs).
+    checks: object
     #: precision -> values (``-P``): on the GPU, and with --cpu.
     gpu_precisions: tuple = ()
     cpu_precisions: tuple = ()
@@ -96,9 +123,14 @@ class Session:
     #: at short size.
     needs_gpt2: bool = False
 
+    @property
+    def names(self):
+        '''The session's check classes.'''
+        return self.checks() if callable(self.checks) else self.checks
+
     def arguments(self, cpu):
         '''ReFrame's options for this session (besides the common ones).'''
-        pattern = '|'.join(self.checks)
+        pattern = '|'.join(self.names)
         args = ['-n', f'^({pattern})%scale=1_proc%launch_mode=per_task']
         if not cpu:
             args += ['-S', f'time_limit={GPU_CASE_LIMIT}']
@@ -106,9 +138,10 @@ class Session:
             args += ['-S', 'size=tiny', '-S', 'steps=3']
         else:
             args += ['--mode', 'short']
-            for check in self.checks:
-                args += ['-S', f'{check}.steps={self.steps[check]}']
-            if 'MegatronGPT' in self.checks:
+            for check in self.names:
+                steps = self.steps.get(check, DEFAULT_GPU_STEPS)
+                args += ['-S', f'{check}.steps={steps}']
+            if 'MegatronGPT' in self.names:
                 # CARAML's 800M; Llama 3 8B (TP 1, 8192 tokens: 86 GiB)
                 # does not fit one H100, and the memory check would say so.
                 args += ['-S', 'MegatronGPT.global_batch_size=16',
@@ -122,10 +155,10 @@ class Session:
 #: Phase -> its sessions, in order (``all`` runs the phases in this order).
 PHASES = {
     'probes': [],
-    'binding': [Session(tuple(CHECKS), env=BINDING_ENV, tiny=True)],
+    'binding': [Session(every_check, env=BINDING_ENV, tiny=True)],
     'mlperf': [Session(MLPERF)],
-    'lm': [Session(('MegatronGPT', 'GPT2FineTune', 'MMoCLIP'),
-                   needs_gpt2=True)],
+    'lm': [Session(LANGUAGE_AND_CLIP, needs_gpt2=True)],
+    'other': [Session(other_checks)],
     'mlperf-precision': [Session(MLPERF, ('bf16', 'fp32'), ('bf16',),
                                  steps=GPU_PRECISION_STEPS)],
     'lm-precision': [
@@ -145,7 +178,8 @@ NO_ENERGY_PHASES = ('binding',)
 
 def wheel_phases():
     '''[(phase, workloads)] for the wheel sets (wheelsets.py).'''
-    return [(phase, sorted({CHECKS[c] for s in sessions for c in s.checks}))
+    checks = pytorch_checks()
+    return [(phase, sorted({checks[c] for s in sessions for c in s.names}))
             for phase, sessions in PHASES.items()]
 
 

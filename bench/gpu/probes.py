@@ -24,7 +24,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / 'src'))
 
 import device_choice                                   # noqa: E402
-from phases import CHECKS                              # noqa: E402
+from phases import pytorch_checks                      # noqa: E402
 
 
 def run(command, out=None, timeout=120, env=None):
@@ -226,7 +226,7 @@ def main(out, base_python):
         out_dir / provenance.PROVENANCE_FILE)
     facts['provenance'] = provenance.job_provenance(out_dir)
     facts['local_partitions'] = local_partitions(out_dir, env)
-    pattern = '|'.join(CHECKS)
+    pattern = '|'.join(pytorch_checks())
     run([os.path.join(os.path.dirname(sys.executable), 'reframe'),
          '-C', 'config/local.py', '-c', 'checks', '-l', '--mode', 'short',
          '--system', 'local:gpu' if gpu else 'local:cpu', '-n',

@@ -30,17 +30,19 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
-#: What the phases import besides the torch stack, by workload (the
-#: ``workload`` of each PyTorch check).
-WORKLOAD_PACKAGES = {
-    'clip': ['open-clip-torch[training]'],
-    'megatron': ['megatron-core'],
-    'gpt2_finetune': ['transformers', 'accelerate', 'datasets'],
-    'bert': ['transformers', 'mlperf-logging'],
-    'cosmoflow': ['mlperf-logging'],
-    'deeplabv3plus': ['mlperf-logging'],
-    'alphafold2': ['mlperf-logging'],
-}
+def workload_packages():
+    '''What the phases import besides the torch stack, by workload: each
+    workload's declared ``packages`` (hpctestlib_ml.workloads).'''
+    sys.path.insert(0, str(REPO))
+    from hpctestlib_ml import workloads
+    return {name: list(declared.packages)
+            for name, declared in workloads.registered().items()}
+
+
+#: Workload -> the pip requirements its program needs beyond the torch
+#: stack.
+WORKLOAD_PACKAGES = workload_packages()
+
 
 #: What every phase needs: the suite's own dependencies (pyproject.toml)
 #: without the report's figures (matplotlib: machine-provided anyway).

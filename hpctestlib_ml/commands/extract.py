@@ -3,14 +3,14 @@ JSON, one object per file, read by the parsers the checks use."""
 import json
 import sys
 
-from hpctestlib_ml.parsers import EXTRACTORS
+from hpctestlib_ml import workloads
 
 #: The command's line in ``hpcml --help``.
 HELP = 'print the metrics of training logs as JSON, one object per file'
 
 
 def add_arguments(parser):
-    parser.add_argument('workload', choices=sorted(EXTRACTORS))
+    parser.add_argument('workload', choices=list(workloads.registered()))
     parser.add_argument('logfiles', nargs='+', metavar='LOGFILE')
 
 
@@ -23,7 +23,7 @@ def _found_figures(metrics):
 def run(args):
     '''Print each log's metrics; exit status 1 if a log cannot be read or
     holds no training figures.'''
-    extractor = EXTRACTORS[args.workload]
+    extractor = workloads.get(args.workload).parser.extract_metrics
     status = 0
     for path in args.logfiles:
         try:

@@ -10,8 +10,10 @@ HELP = ('parameters, analytic and measured forward FLOPs of the model a '
 
 
 def add_arguments(parser):
-    from hpctestlib_ml.model_info import WORKLOADS
-    parser.add_argument('workload', choices=sorted(WORKLOADS))
+    from hpctestlib_ml import workloads
+    parser.add_argument('workload', choices=[
+        name for name, declared in workloads.registered().items()
+        if declared.model_info])
     parser.add_argument('--size', default='benchmark',
                         help='tiny, benchmark (default), or a model name the '
                              'program takes (megatron: 800M, 13B, 175B, '

@@ -40,8 +40,10 @@ def add_arguments(parser):
                         help='runs in the median, and in each period of '
                              "'change' (the last N vs the N before)")
     parser.add_argument('--weights', metavar='FILE',
-                        help='headline metric and weight per workload '
-                             '(default: config/score_weights.yaml)')
+                        help='a site\'s headline metric and weight per '
+                             'workload (YAML: workload: {metric: NAME, '
+                             'better: higher|lower, weight: W}; default: '
+                             'each workload\'s declared headline)')
     parser.add_argument('--save-baseline', metavar='NAME',
                         help='save the selected runs as a baseline '
                              '($HPCML_VAR_DIR/baselines/NAME.json, or a path)')

@@ -57,10 +57,16 @@ LOSS_K = 3.0
 LOSS_FLOOR = 1e-4
 
 
-def metric_direction(name, unit):
+def metric_direction(name, unit, workload=None):
     '''+1 where higher is better, -1 where lower is better, None for
     metrics that get no history reference (whole-run times, memory,
-    quality, a program's own printed figures).'''
+    quality, a program's own printed figures). A workload's headline goes
+    the way its declaration says (:mod:`hpctestlib_ml.workloads`); the
+    others by their names and units.'''
+    from hpctestlib_ml import workloads
+    declared = workloads.registered().get(workload)
+    if declared and declared.headline.metric == name:
+        return +1 if declared.headline.higher_is_better else -1
     if name.startswith('printed_') or name == 'hfu':
         return None
     if name == 'mfu':
@@ -166,7 +172,7 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source=''):
         metrics, spreads = {}, {}
         names = {n: m.unit for r in chosen for n, m in r.metrics.items()}
         for name, unit in sorted(names.items()):
-            direction = metric_direction(name, unit)
+            direction = metric_direction(name, unit, chosen[-1].workload)
             values = [r.metrics[name].value for r in chosen
                       if name in r.metrics]
             if direction is None or len(values) < min_runs:

@@ -1,10 +1,10 @@
 """Figures of a results history: the per-case table, the score against a
 baseline, and comparisons.
 
-Each workload has one headline metric and a weight in
-``config/score_weights.yaml``; a workload missing there scores with its
-first rate metric (unit ending in ``/s``) and weight 1, so new workloads
-show up with no extra work.
+Each workload has one headline metric and a weight, declared with it
+(:class:`hpctestlib_ml.workloads.Headline`; a site may weigh them its own
+way with ``--weights FILE``); a workload that declares none scores with
+its first rate metric (unit ending in ``/s``) and weight 1.
 """
 import dataclasses
 import json
@@ -15,25 +15,22 @@ import time
 
 import yaml
 
-from hpctestlib_ml.paths import CONFIG_DIR
-
-WEIGHTS_FILE = CONFIG_DIR / 'score_weights.yaml'
+from hpctestlib_ml import workloads
+from hpctestlib_ml.workloads import Headline
 
 
 class ReportError(ValueError):
     '''Bad input to the report, with the fix.'''
 
 
-@dataclasses.dataclass
-class Headline:
-    metric: str
-    higher_is_better: bool = True
-    weight: float = 1.0
-
-
 def load_weights(path=None):
-    '''Workload -> :class:`Headline` from the weights file.'''
-    path = path or WEIGHTS_FILE
+    '''Workload -> :class:`~hpctestlib_ml.workloads.Headline`: the
+    workloads' declared headlines, or those of a site's weights file
+    *path* (YAML: ``workload: {metric: NAME, better: higher|lower,
+    weight: W}``).'''
+    if path is None:
+        return {name: declared.headline
+                for name, declared in workloads.registered().items()}
     try:
         with open(path) as fp:
             data = yaml.safe_load(fp) or {}

@@ -249,7 +249,7 @@ def evaluate(model, batches, count, metric, device, world,
 
 def argument_parser(description, sizes, batch_size, steps=10):
     '''The options every MLPerf-style program takes, as
-    ``hpctestlib_ml.mlperf.MLLogTraining.program_args`` passes them:
+    ``hpctestlib_ml.workloads.mlperf.MLLogTraining.program_args`` passes them:
     ``--size`` (a key of *sizes*), ``--batch-size`` (per rank),
     ``--steps``, ``--eval-batches``, ``--data``, ``--precision``,
     ``--seed``, ``--platform``. Programs add their own.'''

@@ -10,8 +10,10 @@ NumPy samples with ``-S data=DIR`` or the partition's
 """
 from reframe.core.builtins import performance_function
 
-from hpctestlib_ml import flops, precisions, program_tables
-from hpctestlib_ml.mlperf import MLLogTraining
+from hpctestlib_ml import flops, model_info, precisions, program_tables
+from hpctestlib_ml.parsers import mllog as parser
+from hpctestlib_ml.workloads import Headline, Workload
+from hpctestlib_ml.workloads.mlperf import MLLogTraining
 
 #: (cube side, conv_size) of the program's sizes: its own table
 #: (``src/cosmoflow/sizes.py``, read from the file, no torch).
@@ -27,7 +29,7 @@ class CosmoFlowTraining(MLLogTraining):
        * - Parameters
          - none
        * - Variables
-         - ``model``, ``data`` (:class:`~hpctestlib_ml.mlperf.MLLogTraining`)
+         - ``model``, ``data`` (:class:`~hpctestlib_ml.workloads.mlperf.MLLogTraining`)
        * - Metrics
          - ``samples_per_second`` (samples/s),
            ``samples_per_second_per_gpu`` (samples/s),
@@ -59,3 +61,29 @@ class CosmoFlowTraining(MLLogTraining):
         (the reference's target: 0.124 after full training).'''
         return self.metric('eval_error')
 
+
+def build_model_info(size, device):
+    name = model_info.named_size(size, CosmoFlowTraining.sizes, 'model')
+    model_info.programs_importable()
+    import torch
+    from cosmoflow.model import build_model
+    cube, conv_size = SIZES[name]
+    device = device or 'cpu'
+    with model_info.built_on(device):
+        model = build_model(cube, conv_size=conv_size)
+
+    def inputs(dev):
+        return (torch.zeros(1, 4, cube, cube, cube, device=dev),)
+
+    return model_info.torch_info('cosmoflow', size, name, model, inputs,
+                       flops.cosmoflow_forward_flops(cube, conv_size), device,
+                       f'CosmoFlow 3D CNN, 4 x {cube}^3 cube, conv_size '
+                       f'{conv_size}')
+
+
+WORKLOAD = Workload(
+    name='cosmoflow', check='CosmoFlow', program='cosmoflow', parser=parser,
+    headline=Headline('samples_per_second'), model_info=build_model_info,
+    optimizer='sgd_momentum',
+    data="synthetic cubes (or a site's NumPy samples)",
+    packages=('mlperf-logging',))

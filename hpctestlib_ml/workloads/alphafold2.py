@@ -14,8 +14,10 @@ proteins, MLPerf HPC's target 0.8.
 """
 from reframe.core.builtins import performance_function
 
-from hpctestlib_ml import flops, precisions
-from hpctestlib_ml.mlperf import MLLogTraining
+from hpctestlib_ml import flops, model_info, precisions
+from hpctestlib_ml.parsers import mllog as parser
+from hpctestlib_ml.workloads import Headline, Workload
+from hpctestlib_ml.workloads.mlperf import MLLogTraining
 
 
 class AlphaFold2Training(MLLogTraining):
@@ -27,7 +29,7 @@ class AlphaFold2Training(MLLogTraining):
        * - Parameters
          - none
        * - Variables
-         - ``model``, ``data`` (:class:`~hpctestlib_ml.mlperf.MLLogTraining`)
+         - ``model``, ``data`` (:class:`~hpctestlib_ml.workloads.mlperf.MLLogTraining`)
        * - Metrics
          - ``samples_per_second`` (samples/s),
            ``samples_per_second_per_gpu`` (samples/s),
@@ -67,3 +69,44 @@ class AlphaFold2Training(MLLogTraining):
         '''lDDT-Ca of the predicted structures on held-out proteins
         (MLPerf HPC OpenFold's ``eval_accuracy``; target 0.8).'''
         return self.metric('eval_accuracy')
+
+
+def build_model_info(size, device):
+    name = model_info.named_size(size, AlphaFold2Training.sizes, 'model')
+    model_info.programs_importable()
+    import torch
+    from alphafold2 import proteins, sizes
+    spec = sizes.SIZES[name]
+    device = device or ('cpu' if name == 'tiny' else 'meta')
+    with model_info.built_on(device):
+        model = proteins.build_model(spec)
+    features, _ = next(proteins.synthetic_proteins(
+        1, spec, torch.Generator().manual_seed(0)))
+
+    def inputs(dev):
+        # One run through the network: no recycling (the FLOPs per
+        # sample add the recycles' forwards, flops.alphafold2_...).
+        return tuple(t.to(dev) for t in features) + (0,)
+
+    cfg = model.cfg
+    return model_info.torch_info('alphafold2', size, name, model, inputs,
+                       flops.ALPHAFOLD2_FORWARD_FLOPS[name], device,
+                       f'AlphaFold2 (OpenFold initial training), '
+                       f'{cfg.blocks} Evoformer blocks, c_m {cfg.c_m}, '
+                       f'c_z {cfg.c_z}, {cfg.extra_blocks} extra-MSA and '
+                       f'{cfg.template_blocks} template blocks, structure '
+                       f'module; {spec.crop} residues x {spec.msa_depth} '
+                       f'clusters, {spec.extra_msa} extra sequences, '
+                       f'{spec.templates} templates; FLOPs of one run, '
+                       f'MFU adds a forward per recycle '
+                       f'({spec.max_recycles / 2:g} on average)')
+
+
+WORKLOAD = Workload(
+    name='alphafold2', check='AlphaFold2', program='alphafold2',
+    parser=parser, headline=Headline('samples_per_second'),
+    model_info=build_model_info, optimizer='adam',
+    data="synthetic proteins (or a site's OpenFold data)",
+    names_note='MLPerf HPC trains it with OpenFold, whose initial training '
+               'the program ports',
+    packages=('mlperf-logging',))

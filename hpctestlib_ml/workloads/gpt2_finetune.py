@@ -10,14 +10,18 @@ random-init 2-layer GPT-2, a corpus and tokenizer the program generates,
 the same Trainer and datasets code. Precision is a parameter: fp32, fp16,
 bf16 (CPU partitions: fp32 only).
 """
+import pathlib
+import tempfile
+
 from reframe.core.builtins import parameter, performance_function, variable
 
-from hpctestlib_ml import flops, paths, prepare
+from hpctestlib_ml import flops, model_info, paths, prepare
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.constants import GPU_FEATURE
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import hf_trainer as parser
+from hpctestlib_ml.workloads import Headline, Workload
 
 #: Training precisions, a parameter of the check.
 PRECISIONS = ('fp32', 'fp16', 'bf16')
@@ -43,7 +47,7 @@ def log_problems(log, world_size):
     return problems
 
 
-class Gpt2FineTuning(MLTrainingTest):
+class GPT2FineTuneTraining(MLTrainingTest):
     '''Causal-LM fine-tuning with HF Trainer.
 
     .. list-table:: Summary (beside MLTrainingTest's)
@@ -176,3 +180,43 @@ class Gpt2FineTuning(MLTrainingTest):
     @performance_function('')
     def perplexity(self):
         return self.metric('perplexity')
+
+
+def build_model_info(size, device):
+    name = model_info.named_size(size, GPT2FineTuneTraining.sizes, 'model')
+    model_info.programs_importable()
+    import torch
+    from gpt2_finetune import __main__ as program
+    if name == 'tiny':
+        device = device or 'cpu'
+        with tempfile.TemporaryDirectory() as workdir:
+            # The program's own tokenizer, trained on its generated corpus:
+            # the vocabulary the tiny model really has.
+            _, model, _ = program.tiny_model_and_data(pathlib.Path(workdir))
+    else:
+        device = device or 'meta'
+        from transformers import AutoModelForCausalLM
+        config = program.model_config(name)
+        with model_info.built_on(device):
+            model = AutoModelForCausalLM.from_config(config)
+    config = model.config
+    block = program.block_size_of(config)
+    shape = (config.n_layer, config.n_embd, block, config.vocab_size)
+
+    def inputs(dev):
+        return (torch.zeros(1, block, dtype=torch.long, device=dev),)
+
+    return model_info.torch_info(
+        'gpt2_finetune', size, name, model, inputs,
+        flops.causal_lm_forward_flops(block, config.n_embd, config.n_layer,
+                                      config.vocab_size), device,
+        f'GPT-2 {name}: {shape[0]} layers, width {shape[1]}, block '
+        f'{shape[2]}, vocabulary {shape[3]}')
+
+
+WORKLOAD = Workload(
+    name='gpt2_finetune', check='GPT2FineTune', program='gpt2_finetune',
+    parser=parser, headline=Headline('samples_per_second'),
+    model_info=build_model_info, optimizer='adamw',
+    prepare=prepare.prepare_gpt2_finetune,
+    packages=('transformers', 'accelerate', 'datasets'))

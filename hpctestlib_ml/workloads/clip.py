@@ -14,11 +14,12 @@ import pathlib
 
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, launch
+from hpctestlib_ml import flops, launch, model_info
 from hpctestlib_ml.paths import SRC_DIR
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import open_clip as parser
+from hpctestlib_ml.workloads import Headline, Workload
 
 #: The MMoCLIP rules (jubench-mmoclip DESCRIPTION.md, "Execution").
 MMOCLIP_RULES = {
@@ -145,7 +146,7 @@ def _unlogged_steps(text, log):
     return problems
 
 
-class ClipTraining(MLTrainingTest):
+class MMoCLIPTraining(MLTrainingTest):
     '''OpenCLIP contrastive training on synthetic image-text pairs.
 
     .. list-table:: Summary (beside MLTrainingTest's)
@@ -285,3 +286,41 @@ class ClipTraining(MLTrainingTest):
     @performance_function('%')
     def done_percent_last(self):
         return self.metric('done_percent_last')
+
+
+def build_model_info(size, device):
+    name = model_info.named_size(size, MMoCLIPTraining.sizes, 'model')
+    model_info.programs_importable()
+    import open_clip
+    import torch
+    from clip_train import MODEL_CONFIGS
+    open_clip.add_model_config(MODEL_CONFIGS)
+    config = open_clip.get_model_config(name)
+    if config is None:
+        raise model_info.ModelInfoError(
+            f'clip: no OpenCLIP model {name!r}: use a name of '
+            f'open_clip.list_models() or CLIP-tiny')
+    device = device or ('cpu' if name == 'CLIP-tiny' else 'meta')
+    with model_info.built_on(device):
+        model = open_clip.create_model(name, device=device)
+    image = config['vision_cfg']['image_size']
+    image = image if isinstance(image, int) else image[0]
+    context = config['text_cfg'].get('context_length', 77)
+
+    def inputs(dev):
+        return (torch.zeros(1, 3, image, image, device=dev),
+                torch.zeros(1, context, dtype=torch.long, device=dev))
+
+    return model_info.torch_info('clip', size, name, model, inputs,
+                       clip_forward_flops(name), device,
+                       f'OpenCLIP {name}, one {image} px image and '
+                       f'{context} text tokens')
+
+
+WORKLOAD = Workload(
+    name='clip', check='MMoCLIP', program='clip_train', parser=parser,
+    headline=Headline('throughput_avg'), model_info=build_model_info,
+    optimizer='adamw', data="OpenCLIP's synthetic dataset",
+    names_note='MMoCLIP is the JUPITER Benchmark Suite\'s name of the '
+               'benchmark; clip_train starts OpenCLIP\'s open_clip_train',
+    packages=('open-clip-torch[training]',))

@@ -14,11 +14,12 @@ records. ``benchmark`` size: EESSI's defaults (batch 32 per GPU, 224 px,
 """
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops
+from hpctestlib_ml import flops, model_info
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import torchvision_bench as parser
+from hpctestlib_ml.workloads import Headline, Workload
 
 #: What ``--use-amp`` autocasts to on each device (torch.autocast's
 #: defaults, which EESSI's script leaves).
@@ -32,6 +33,17 @@ def log_problems(log, steps, world_size):
     if log.figures['images_per_second'] is None:
         return ['no "Total img/sec" line in the log']
     return common_problems(log, steps, world_size, loss_required=True)
+
+
+def batches_per_iteration(steps, wanted):
+    '''The steps timed together (``--num-batches-per-iter``): *wanted*
+    (the size's) where it divides *steps*, else the largest divisor of
+    *steps* below it that leaves two iterations or more (one where none
+    does): upstream's mean and spread need whole, equal iterations.'''
+    if steps % wanted == 0:
+        return wanted
+    fits = [d for d in range(1, wanted) if steps % d == 0 and steps // d >= 2]
+    return max(fits, default=1)
 
 
 class TorchvisionResNet50Training(MLTrainingTest):
@@ -71,7 +83,8 @@ class TorchvisionResNet50Training(MLTrainingTest):
     image_size = variable(int, type(None), value=None)
 
     #: Steps timed together, one figure each (``--num-batches-per-iter``);
-    #: the steps (``-S steps=``) are a multiple of it.
+    #: where it does not divide the steps, the largest divisor below it
+    #: (:func:`batches_per_iteration`).
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 10, ``tiny`` 2)
@@ -84,12 +97,8 @@ class TorchvisionResNet50Training(MLTrainingTest):
     warmup_batches = variable(int, type(None), value=None)
 
     def finalize_settings(self):
-        if self.steps % self.batches_per_iteration:
-            raise BadInputError(
-                f'steps {self.steps} is not a multiple of the batches per '
-                f'iteration ({self.batches_per_iteration}), which the '
-                f'program times together: fix -S steps= or -S '
-                f'batches_per_iteration=')
+        self.batches_per_iteration = batches_per_iteration(
+            self.steps, self.batches_per_iteration)
         amp = AMP_PRECISION[self.device]
         if self.precision not in ('fp32', amp):
             raise BadInputError(
@@ -136,3 +145,34 @@ class TorchvisionResNet50Training(MLTrainingTest):
     @performance_function('s')
     def time_per_step_secs(self):
         return self.metric('time_per_step_secs')
+
+
+def build_model_info(size, device):
+    '''torchvision's ``resnet50(weights=None)`` at *size*'s image side,
+    as the program builds it.'''
+    sizes = TorchvisionResNet50Training.sizes
+    if size not in sizes:
+        raise model_info.ModelInfoError(
+            f'torchvision_resnet50: unknown size {size!r}: use '
+            f'{" or ".join(sizes)}')
+    image = sizes[size]['image_size']
+    model_info.programs_importable()
+    import torch
+    from torchvision_resnet50.__main__ import build_model
+    device = device or 'meta'
+    model = build_model('resnet50', torch.device(device), False)
+
+    def inputs(dev):
+        return (torch.zeros(1, 3, image, image, device=dev),)
+
+    return model_info.torch_info(
+        'torchvision_resnet50', size, 'resnet50', model, inputs,
+        flops.resnet50_forward_flops(image), device,
+        f'torchvision resnet50 (ResNet v1.5), one {image} x {image} image')
+
+
+WORKLOAD = Workload(
+    name='torchvision_resnet50', check='TorchvisionResNet50',
+    program='torchvision_resnet50', parser=parser,
+    headline=Headline('images_per_second'), model_info=build_model_info,
+    optimizer='sgd', data='one synthetic batch per rank, made on its device')

@@ -10,8 +10,10 @@ default; ``.npz`` samples with ``-S data=DIR`` or the partition's
 """
 from reframe.core.builtins import performance_function
 
-from hpctestlib_ml import flops, precisions, program_tables
-from hpctestlib_ml.mlperf import MLLogTraining
+from hpctestlib_ml import flops, model_info, precisions, program_tables
+from hpctestlib_ml.parsers import mllog as parser
+from hpctestlib_ml.workloads import Headline, Workload
+from hpctestlib_ml.workloads.mlperf import MLLogTraining
 
 
 def architecture():
@@ -29,7 +31,7 @@ def forward_flops(model):
                                              arch.CLASSES)
 
 
-class DeepCamTraining(MLLogTraining):
+class DeepLabV3PlusTraining(MLLogTraining):
     '''DeepLabV3+ climate segmentation with MLPerf-style logs.
 
     .. list-table:: Summary (beside MLTrainingTest's)
@@ -38,7 +40,7 @@ class DeepCamTraining(MLLogTraining):
        * - Parameters
          - none
        * - Variables
-         - ``model``, ``data`` (:class:`~hpctestlib_ml.mlperf.MLLogTraining`)
+         - ``model``, ``data`` (:class:`~hpctestlib_ml.workloads.mlperf.MLLogTraining`)
        * - Metrics
          - ``samples_per_second`` (samples/s),
            ``samples_per_second_per_gpu`` (samples/s),
@@ -67,3 +69,29 @@ class DeepCamTraining(MLLogTraining):
         '''The reference's IoU (per sample, the mean over the three classes)
         on held-out batches; MLPerf's target after a full run: 0.82.'''
         return self.metric('eval_accuracy')
+
+
+def build_model_info(size, device):
+    name = model_info.named_size(size, DeepLabV3PlusTraining.sizes, 'model')
+    model_info.programs_importable()
+    from deepcam import model as program
+    channels, height, width, _ = architecture().SIZES[name]
+    device = device or ('cpu' if name == 'tiny' else 'meta')
+    with model_info.built_on(device):
+        model = program.build(name)
+    return model_info.torch_info(
+        'deeplabv3plus', size, name, model,
+        lambda dev: (program.example_input(name, device=dev),),
+        forward_flops(name), device,
+        f'DeepLabv3+ (MLPerf HPC DeepCAM reference network), one '
+        f'{channels} x {height} x {width} sample, 3 classes')
+
+
+WORKLOAD = Workload(
+    name='deeplabv3plus', check='DeepLabV3Plus', program='deepcam',
+    parser=parser, headline=Headline('samples_per_second'),
+    model_info=build_model_info, optimizer='adamw',
+    data="synthetic climate fields (or a site's samples)",
+    names_note='the network is DeepLabV3+; deepcam is the MLPerf HPC '
+               'benchmark that trains it (mlcommons/hpc deepcam)',
+    packages=('mlperf-logging',))

@@ -76,13 +76,14 @@ import math
 from reframe.core.builtins import (parameter, performance_function,
                                    run_after, run_before, variable)
 
-from hpctestlib_ml import caraml, flops, memory_estimate
+from hpctestlib_ml import caraml, flops, memory_estimate, model_info
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError, positive_int
 from hpctestlib_ml.plugins.placement import partition_facts
 from hpctestlib_ml.layout import LayoutError, resolve_layout
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import megatron as parser
+from hpctestlib_ml.workloads import Headline, Workload
 from hpctestlib_ml.sizes import default_size
 
 #: GPT-2 BPE vocabulary; Megatron pads it to a multiple of 128 x TP (50304).
@@ -369,7 +370,7 @@ def program_and_data(model_size, extras, megatron_lm=None, data_path=None):
     return megatron_lm, data
 
 
-class GptPretraining(MLTrainingTest):
+class MegatronGPTTraining(MLTrainingTest):
     '''Megatron GPT pretraining on mock or indexed data.
 
     .. list-table:: Summary (beside MLTrainingTest's)
@@ -578,3 +579,86 @@ class GptPretraining(MLTrainingTest):
     def time_per_20m_tokens_secs(self):
         '''jubench's LLM metric: 20M tokens / tokens per second.'''
         return JUBENCH_TOKENS / self.metric('tokens_per_second')
+
+
+def build_model_info(size, device):
+    name = {'tiny': 'tiny', 'benchmark': '800M'}.get(size, size)
+    if name not in MODELS:
+        raise model_info.ModelInfoError(
+            f'megatron: unknown size {size!r}: use tiny, benchmark or one '
+            f'of {", ".join(MODELS)}')
+    shape = MODELS[name]
+    vocab = padded_vocab(shape['vocab'], shape['tp'])
+    model_info.programs_importable()
+    import torch
+    from gpt_pretrain import cpu_patches, mcore_train
+    # Always meta: RoPE's frequencies would not follow a move.
+    device = 'meta'
+    args = mcore_train.parse_args(
+        model_arguments(shape) +
+        ['--micro-batch-size', '1', '--global-batch-size', '1',
+         '--train-iters', '1', '--mock-data',
+         '--vocab-size', str(shape['vocab']),
+         '--tensor-model-parallel-size', str(shape['tp'])])
+    cpu_patches.apply()
+    seq = shape['seq_length']
+    with model_info.single_process_group():
+        from megatron.core import parallel_state
+        # The whole model: tensor parallel 1, with the vocabulary padded
+        # for the size's TP, which is what all TP ranks together hold.
+        parallel_state.initialize_model_parallel(1, 1)
+        try:
+            model = mcore_train.build_model(args, vocab, device=device)
+
+            def inputs(dev):
+                return (torch.zeros(1, seq, dtype=torch.long, device=dev),
+                        torch.arange(seq, device=dev).unsqueeze(0),
+                        torch.ones(1, 1, seq, seq, dtype=torch.bool,
+                                   device=dev))
+
+            llama = (f', {args.normalization}, '
+                     f'{"SwiGLU" if args.swiglu else "GeLU"} MLP '
+                     f'{args.ffn_hidden_size or 4 * args.hidden_size}, '
+                     f'{args.num_query_groups} query groups, '
+                     f'{"no " if not args.add_bias_linear else ""}biases, '
+                     f'RoPE base {args.rotary_base}'
+                     if args.normalization != 'LayerNorm' else '')
+            tied = ('untied' if args.untie_embeddings_and_output_weights
+                    else 'tied')
+            return model_info.torch_info(
+                'megatron', size, name, model, inputs,
+                forward_flops_per_sequence(shape, vocab), device,
+                f'Megatron-Core GPTModel, {shape["num_layers"]} layers, '
+                f'hidden {shape["hidden_size"]}, {seq} tokens, vocabulary '
+                f'{vocab} (padded for TP {shape["tp"]}), '
+                f'{args.position_embedding_type} positions{llama}, output '
+                f'layer {tied}')
+        finally:
+            parallel_state.destroy_model_parallel()
+
+
+def build_memory_info(size, layout=None, batch=None, precision=None):
+    '''(ModelInfo, MemoryEstimate per device) at *size*, analytic
+    (:func:`estimate_memory`): *layout* (tp, pp, dp) default the size's TP
+    and PP and DP 1, with CARAML's options (on a GPU); precision: the
+    check's (fp32 at tiny, as on CPUs, else the size's).'''
+    info = model_info.model_info('megatron', size)
+    shape = MODELS[info.model]
+    tp, pp, dp = layout or (shape['tp'], shape['pp'], 1)
+    batch = batch or shape['micro_batch']
+    precision = precision or ('fp32' if info.model == 'tiny' else
+                              benchmark_precision(info.model))
+    vocab = padded_vocab(shape['vocab'], tp)
+    global_batch = default_global_batch(info.model, batch, dp)
+    return info, estimate_memory(shape, vocab, tp, pp, dp, batch,
+                                 global_batch, precision)
+
+
+WORKLOAD = Workload(
+    name='megatron', check='MegatronGPT', program='gpt_pretrain',
+    parser=parser, headline=Headline('tokens_per_second'),
+    model_info=build_model_info, memory_info=build_memory_info,
+    data="Megatron's mock data (or a site's indexed dataset)",
+    names_note='gpt_pretrain runs Megatron-LM\'s pretrain_gpt.py, or '
+               'Megatron-Core where no checkout is configured',
+    packages=('megatron-core',))

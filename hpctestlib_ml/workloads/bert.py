@@ -14,9 +14,11 @@ events as MLPerf Training 5.0's rules ask, read by the shared
 """
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, precisions, program_tables
+from hpctestlib_ml import flops, model_info, precisions, program_tables
 from hpctestlib_ml.errors import BadInputError
-from hpctestlib_ml.mlperf import MLLogTraining
+from hpctestlib_ml.parsers import mllog as parser
+from hpctestlib_ml.workloads import Headline, Workload
+from hpctestlib_ml.workloads.mlperf import MLLogTraining
 
 #: Model -> (layers, hidden, heads, intermediate, vocab, seq_length,
 #: max_predictions): the program's own table (``src/bert_pretrain/
@@ -24,7 +26,7 @@ from hpctestlib_ml.mlperf import MLLogTraining
 MODELS = program_tables.load('bert_pretrain', 'sizes').MODELS
 
 
-class BertPretraining(MLLogTraining):
+class BERTLargeTraining(MLLogTraining):
     '''BertForPreTraining with MLPerf-style logging; a sample is a sequence,
     so ``samples_per_second_per_gpu`` is sequences/s per GPU. ``data`` is
     ``synthetic`` or a text file (one sentence per line) read with
@@ -115,3 +117,35 @@ def forward_flops(model):
     return flops.bert_pretraining_forward_flops(
         m.seq_length, m.hidden, m.layers, m.vocab, m.intermediate,
         m.max_predictions)
+
+
+def build_model_info(size, device):
+    name = model_info.named_size(size, BERTLargeTraining.sizes, 'model')
+    model_info.programs_importable()
+    from bert_pretrain import data, model as program
+    layers, hidden, _, _, vocab, seq, predictions = MODELS[name]
+    device = device or ('cpu' if name == 'tiny' else 'meta')
+    with model_info.built_on(device):
+        model = program.build(name)
+    batch = next(data.synthetic_batches(1, seq, predictions, vocab, 0))
+
+    def inputs(dev):
+        # No attention mask: an all-ones mask is the same computation, and
+        # transformers reads a mask's values, which meta tensors have not.
+        ids, segments, _, positions = program.model_inputs(batch)
+        return ids.to(dev), segments.to(dev), None, positions.to(dev)
+
+    return model_info.torch_info(
+        'bert', size, name, model, inputs, forward_flops(name), device,
+        f'BERT pretraining as MLPerf trains it: {layers} layers, hidden '
+        f'{hidden}, vocabulary {vocab}, {seq} tokens, masked-LM head at '
+        f'{predictions} positions')
+
+
+WORKLOAD = Workload(
+    name='bert', check='BERTLarge', program='bert_pretrain', parser=parser,
+    headline=Headline('samples_per_second'), model_info=build_model_info,
+    optimizer='lamb',
+    data="synthetic token batches (or a site's text and tokenizer)",
+    names_note='BERT-Large is the model MLPerf Training trains',
+    packages=('transformers', 'mlperf-logging'))

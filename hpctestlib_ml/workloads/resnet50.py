@@ -18,13 +18,16 @@ Metrics: total and per-GPU images/s over the timed steps (warm-up
 excluded), MFU from the analytic FLOPs of the network the implementation
 trains (:func:`hpctestlib_ml.flops.resnet50_forward_flops`).
 """
+import os
+
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops
+from hpctestlib_ml import flops, model_info
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import tf_cnn_benchmarks as parser
+from hpctestlib_ml.workloads import Headline, Workload
 
 #: The programs that train ResNet-50 here (``-S implementation=``).
 IMPLEMENTATIONS = ('keras', 'tf_cnn_benchmarks')
@@ -42,7 +45,7 @@ def log_problems(log, steps, world_size):
     return common_problems(log, steps, world_size)
 
 
-class ResNet50Training(MLTrainingTest):
+class ResNet50TFTraining(MLTrainingTest):
     '''ResNet-50 image-classification training in TensorFlow.
 
     .. list-table:: Summary (beside MLTrainingTest's)
@@ -163,3 +166,36 @@ class ResNet50Training(MLTrainingTest):
     def time_per_step_secs(self):
         '''Global batch / the job's images/s.'''
         return self.metric('time_per_step_secs')
+
+
+def build_model_info(size, device):
+    '''Keras' parameter count; FLOPs from TensorFlow's graph profiler.'''
+    sizes = ResNet50TFTraining.sizes
+    if size not in sizes:
+        raise model_info.ModelInfoError(
+            f'resnet50: unknown size {size!r}: use {" or ".join(sizes)}')
+    image = sizes[size]['image_size']
+    model_info.programs_importable()
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    from resnet50_tf import __main__ as program
+    model = program.build_model(image)
+    measured = program.forward_flops(model, image)
+    return model_info.ModelInfo(
+        workload='resnet50', size=size, model=f'ResNet-50 v1 {image} px',
+        params=int(model.count_params()),
+        analytic_forward_flops=flops.resnet50_forward_flops(
+            image, stride_on_3x3=False),
+        measured_forward_flops=measured,
+        measured_with='TensorFlow profiler (float_ops)' if measured else None,
+        device='cpu',
+        description=f'keras.applications.ResNet50(weights=None), one '
+                    f'{image} x {image} image')
+
+
+WORKLOAD = Workload(
+    name='resnet50', check='ResNet50TF', program='resnet50_tf',
+    parser=parser, headline=Headline('images_per_second'),
+    model_info=build_model_info, optimizer='sgd_momentum',
+    data="synthetic images (or a site's ImageNet TFRecords)",
+    names_note='TF: TensorFlow (Keras, or tf_cnn_benchmarks), beside '
+               'torchvision_resnet50')

@@ -1,11 +1,11 @@
 """DeepCAM (MLPerf HPC): DeepLabV3+ climate segmentation."""
 import reframe as rfm
 
-from hpctestlib_ml.deepcam import DeepCamTraining
+from hpctestlib_ml.workloads.deeplabv3plus import DeepLabV3PlusTraining
 
 
 @rfm.simple_test
-class DeepLabV3Plus(DeepCamTraining):
+class DeepLabV3Plus(DeepLabV3PlusTraining):
     descr = 'DeepLabV3+ climate segmentation (MLPerf HPC DeepCAM)'
     maintainers = ['hpcml']
     tags = {'deepcam', 'deeplabv3plus', 'mlperf-hpc', 'science'}

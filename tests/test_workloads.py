@@ -1,0 +1,58 @@
+"""One declaration per workload (hpctestlib_ml.workloads), and the names it
+declares agree with every layer: a workload is its check, its test class,
+its program, its parser, its references file and its model builder, each
+where the declaration says, and nothing else lists the workloads."""
+import ast
+import pathlib
+
+import pytest
+
+from conftest import REPO
+from hpctestlib_ml import workloads
+
+DECLARED = workloads.registered()
+
+
+def test_every_workload_module_declares_itself():
+    modules = {p.stem for p in (REPO / 'hpctestlib_ml' / 'workloads')
+               .glob('*.py') if p.stem not in ('__init__', 'mlperf')}
+    assert modules == set(DECLARED)
+    assert len(DECLARED) >= 9
+
+
+@pytest.mark.parametrize('name', list(DECLARED))
+def test_the_names_agree_across_layers(name):
+    declared = DECLARED[name]
+    cls = declared.training_class()
+    assert cls.__name__ == f'{declared.check}Training'
+    assert cls.workload == name and cls.program == declared.program
+    leaf = REPO / 'checks' / f'{name}.py'
+    classes = {node.name for node in ast.parse(leaf.read_text()).body
+               if isinstance(node, ast.ClassDef)}
+    assert classes == {declared.check, f'{declared.check}Container'}
+    assert (REPO / 'src' / declared.program / '__main__.py').is_file()
+    assert (REPO / 'config' / 'references' / f'{name}.yaml').is_file()
+    assert callable(declared.parser.training_log)
+    assert callable(declared.parser.extract_metrics)
+    assert declared.headline.metric in cls._rfm_perf_fns
+    assert declared.model_info is not None
+    assert declared.prepare is not None or declared.data
+
+
+def test_unknown_names_list_the_known_ones():
+    with pytest.raises(workloads.UnknownWorkload,
+                       match="unknown workload 'nope': use one of "
+                             "alphafold2, bert"):
+        workloads.get('nope')
+
+
+def test_no_shared_module_lists_the_workloads():
+    '''The lists a new workload used to be added to are gone: the parsers'
+    EXTRACTORS, model_info's WORKLOADS and PROGRAM_OPTIMIZERS, prepare's
+    PREPARERS and NOTHING_TO_FETCH, config/score_weights.yaml.'''
+    library = REPO / 'hpctestlib_ml'
+    text = '\n'.join(p.read_text() for p in library.rglob('*.py'))
+    for name in ('EXTRACTORS', 'PROGRAM_OPTIMIZERS', 'PREPARERS',
+                 'NOTHING_TO_FETCH', 'WEIGHTS_FILE'):
+        assert name not in text, name
+    assert not (REPO / 'config' / 'score_weights.yaml').exists()
