@@ -350,3 +350,36 @@ def test_the_timed_iterations_split_the_steps_evenly():
     assert batches_per_iteration(12, 10) == 6
     assert batches_per_iteration(7, 10) == 1
     assert batches_per_iteration(2, 2) == 2
+
+
+# The check's jobs, as a site's Slurm would get them (reframe --dry-run on
+# the JUWELS Booster config: 4 A100s a node).
+
+@pytest.fixture(scope='module')
+def juwels_jobs(tmp_path_factory, cache_dir):
+    from test_reframe_dryrun import juwels_scripts
+    var = tmp_path_factory.mktemp('juwels-torchvision') / 'var'
+    return juwels_scripts(var, cache_dir, '^TorchvisionResNet50%')
+
+
+@pytest.mark.integration
+def test_benchmark_size_runs_eessis_arguments_one_task_per_gpu(juwels_jobs):
+    text = juwels_jobs['TorchvisionResNet50%scale=2_nodes%'
+                       'launch_mode=per_task']
+    assert '#SBATCH --ntasks=8' in text and '--gres=gpu:4' in text
+    line = text.strip().splitlines()[-1]
+    assert line.startswith('srun ')
+    assert line.endswith(
+        '-m torchvision_resnet50 --batch-size 32 --image-size 224 '
+        '--num-warmup-batches 10 --num-batches-per-iter 10 --num-iters 10')
+
+
+@pytest.mark.integration
+def test_torchrun_starts_a_nodes_four_ranks(juwels_jobs):
+    text = juwels_jobs['TorchvisionResNet50%scale=2_nodes%'
+                       'launch_mode=torchrun']
+    line = text.strip().splitlines()[-1]
+    assert '--nnodes=2 --nproc-per-node=4' in line
+    assert line.endswith('-m torchvision_resnet50 -- --batch-size 32 '
+                         '--image-size 224 --num-warmup-batches 10 '
+                         '--num-batches-per-iter 10 --num-iters 10')
