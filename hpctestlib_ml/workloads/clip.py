@@ -249,9 +249,6 @@ class MMoCLIPTraining(MLTrainingTest):
         name = f'--name=clip-{launch.job_id_expr(scheduler)}'
         return [str(a) for a in args] + [launch.ShellExpr(name)]
 
-    def extract_metrics(self, text):
-        return parser.training_log(text)
-
     def log_problems(self, text):
         return log_problems(text, self.metrics(), self.layout.world_size,
                             self.global_batch(),

@@ -149,9 +149,6 @@ class GPT2FineTuneTraining(MLTrainingTest):
     def check_flops_known(self):
         '''The FLOPs come from the log: known once the program ran.'''
 
-    def extract_metrics(self, text):
-        return parser.training_log(text)
-
     def log_problems(self, text):
         return log_problems(self.metrics(), self.layout.world_size)
 

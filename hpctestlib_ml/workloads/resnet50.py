@@ -136,9 +136,6 @@ class ResNet50TFTraining(MLTrainingTest):
                     '--precision', self.precision, '--data', self.data]
         return [str(a) for a in args]
 
-    def extract_metrics(self, text):
-        return parser.training_log(text)
-
     def log_problems(self, text):
         return log_problems(self.metrics(), self.steps,
                             self.layout.world_size)
