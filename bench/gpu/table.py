@@ -12,7 +12,7 @@ Sources, each read with the suite's own reader: the cases and their test
 variables from ReFrame's run report (``--report-file``), the figures from
 the perflogs (:mod:`hpctestlib_ml.report.history`), the timed window from
 the job's log through the workload's parser
-(``hpctestlib_ml.parsers.EXTRACTORS``), the device records
+(its declaration's, :mod:`hpctestlib_ml.workloads`), the device records
 (:mod:`hpctestlib_ml.parsers.hpcml_records`), the trace (:mod:`trace`).
 
 A case PASSes when ReFrame passed it (sanity: finite losses, every step;
@@ -112,9 +112,9 @@ def _headline(workload, run):
 
 
 def _window(workload, text):
-    from hpctestlib_ml.parsers import EXTRACTORS
+    from hpctestlib_ml import workloads
     try:
-        return EXTRACTORS[workload](text).get('timed_window')
+        return workloads.get(workload).parser.training_log(text).timed_window
     except Exception:             # a log cut short: no window, said so
         return None
 
