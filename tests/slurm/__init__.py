@@ -70,6 +70,18 @@ class Cluster:
     def resume(self, node):
         self.run('scontrol', 'update', f'nodename={node}', 'state=resume')
 
+    def slow(self, node, percent=20):
+        '''Hold *node*'s slurmd and its jobs to *percent* % of one core
+        (``cluster.sh slow``; undo with :meth:`unslow`).'''
+        subprocess.run([str(SCRIPT), 'slow', str(self.directory), node,
+                        str(percent)], check=True, timeout=60,
+                       stdin=subprocess.DEVNULL, capture_output=True)
+
+    def unslow(self, node):
+        subprocess.run([str(SCRIPT), 'unslow', str(self.directory), node],
+                       check=True, timeout=60, stdin=subprocess.DEVNULL,
+                       capture_output=True)
+
     def wait_idle(self, timeout=60):
         '''Wait until no job is active; True if that happened in time.'''
         deadline = time.monotonic() + timeout

@@ -20,6 +20,10 @@
 #                                       resolving the nodes' names as they
 #                                       do (srun and salloc need it; sbatch,
 #                                       squeue, scontrol and ReFrame do not)
+#   cluster.sh slow DIR NODE [PERCENT]  hold NODE's slurmd and every process
+#                                       it starts (its jobs) to PERCENT % of
+#                                       one core (default 20): a slow node
+#   cluster.sh unslow DIR NODE          lift that limit (stop lifts all)
 #
 # Nodes n1 and n2 are two slurmd on different ports (Debian builds Slurm
 # with multiple-slurmd support), each started under `unshare --uts` with
@@ -35,6 +39,16 @@
 # through `rendezvous_address: nodeaddr`, or the template `{hostname}i`.
 # The rest of the machine resolves none of these names. Each node has one
 # CPU; both share this machine.
+#
+# A slow node (`slow`): a CPU cgroup of the node's own with a bandwidth
+# quota (CFS bandwidth control: cgroup v1's cpu.cfs_quota_us, or v2's
+# cpu.max), holding the node's slurmd and what is running under it; what
+# slurmd starts later (slurmstepd, the job's tasks) inherits the group at
+# fork, since the cluster's TaskPlugin=task/none moves nothing. Unlike a
+# CPU hog beside the node, the quota slows that node alone, by a set
+# factor, and costs the machine nothing. The period is 10 ms, not the
+# default 100 ms, so that a throttled process is held back evenly, every
+# few milliseconds, rather than for 80 ms at a time.
 #
 # Ports: HPCML_SLURM_PORT_BASE (default 16817) and the next 14.
 set -euo pipefail
@@ -310,6 +324,12 @@ stop() {
     pids=("${pids[@]}" $(pids_of_cluster "$dir"))
     for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     rm -f "$dir"/run/*.pid
+    local marker
+    for marker in "$dir"/run/slow-*; do
+        if [ -e "$marker" ]; then
+            (unslow "$dir" "${marker##*/slow-}" >/dev/null) || true
+        fi
+    done
     echo "Slurm cluster in $dir stopped"
 }
 
@@ -328,11 +348,87 @@ status() {
     return 1
 }
 
+# The root of the CPU cgroup hierarchy: cgroup v1's cpu controller, else a
+# cgroup v2 hierarchy that offers the cpu controller; none: empty.
+cpu_cgroup_root() {
+    local v1 v2
+    v1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ {print $2; exit}' /proc/mounts)
+    if [ -n "$v1" ] && [ -w "$v1" ]; then echo "$v1"; return; fi
+    v2=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+    if [ -n "$v2" ] && grep -qw cpu "$v2/cgroup.controllers" 2>/dev/null; then
+        echo "$v2"
+    fi
+}
+
+# A process and its descendants.
+process_tree() {
+    local child
+    echo "$1"
+    for child in $(pgrep -P "$1"); do process_tree "$child"; done
+}
+
+# slow DIR NODE [PERCENT]: NODE's slurmd and its descendants (its jobs, now
+# and later) in a cgroup of their own, held to PERCENT % of one core.
+slow() {
+    need_root
+    local dir=${1:?usage: cluster.sh slow DIR NODE [PERCENT]}
+    local node=${2:?usage: cluster.sh slow DIR NODE [PERCENT]}
+    local percent=${3:-20} period=10000
+    dir=$(cd "$dir" && pwd)
+    [[ "$percent" =~ ^[0-9]+$ ]] && [ "$percent" -ge 1 ] && [ "$percent" -le 100 ] \
+        || die "PERCENT must be 1..100, not '$percent'"
+    local pid; pid=$(cat "$dir/run/slurmd-$node.pid" 2>/dev/null) \
+        || die "no slurmd of node '$node' in $dir"
+    kill -0 "$pid" 2>/dev/null || die "slurmd of $node (PID $pid) is not running"
+    local root; root=$(cpu_cgroup_root)
+    [ -n "$root" ] || die "no writable CPU cgroup (v1 cpu controller or v2 cpu.max) on this machine"
+    local group; group="$root/hpcml-$(echo "$dir" | md5sum | cut -c1-8)-$node"
+    mkdir -p "$group"
+    local quota=$((percent * period / 100))
+    if [ -e "$group/cpu.max" ]; then
+        echo "$quota $period" > "$group/cpu.max"
+    else
+        echo "$period" > "$group/cpu.cfs_period_us"
+        echo "$quota" > "$group/cpu.cfs_quota_us"
+    fi
+    echo "$group" > "$dir/run/slow-$node"
+    local p
+    for p in $(process_tree "$pid"); do
+        echo "$p" > "$group/cgroup.procs" 2>/dev/null || true
+    done
+    echo "node $node held to $percent % of one core ($group)"
+}
+
+# unslow DIR NODE: the node's processes back to the root group, its group
+# removed.
+unslow() {
+    local dir=${1:?usage: cluster.sh unslow DIR NODE}
+    local node=${2:?usage: cluster.sh unslow DIR NODE}
+    dir=$(cd "$dir" && pwd)
+    local marker="$dir/run/slow-$node"
+    [ -s "$marker" ] || { echo "node $node is not slowed"; return 0; }
+    local group; group=$(cat "$marker")
+    local root=${group%/*} t p
+    for t in $(seq 20); do
+        [ -d "$group" ] || break
+        for p in $(cat "$group/cgroup.procs" 2>/dev/null); do
+            echo "$p" > "$root/cgroup.procs" 2>/dev/null || true
+        done
+        rmdir "$group" 2>/dev/null && break
+        sleep 0.1
+    done
+    [ ! -d "$group" ] || die "cannot remove $group: $(cat "$group/cgroup.procs" | wc -l) processes left"
+    rm -f "$marker"
+    echo "node $node no longer slowed"
+}
+
 case "${1:-}" in
     install) shift; install "$@" ;;
     start) shift; start "$@" ;;
     stop) shift; stop "$@" ;;
     status) shift; status "$@" ;;
+    slow) shift; slow "$@" ;;
+    unslow) shift; unslow "$@" ;;
     env) cat "${2:?usage: cluster.sh env DIR}/env.sh" ;;
     exec)
         dir=$(cd "${2:?usage: cluster.sh exec DIR COMMAND...}" && pwd); shift 2
