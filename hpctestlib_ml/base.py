@@ -39,7 +39,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
            ``device``, ``memory_estimated``; Launching: ``python``,
            ``python_path``; Containers: ``runs_in_container``,
            ``container_image``; Utilisation: ``device_ran``,
-           ``mfu_peak``; Provenance: ``suite_version``,
+           ``mfu_peak``, ``slowest_rank``; Provenance: ``suite_version``,
            ``framework_versions``, ``gpu_driver``, ``cuda_version``,
            ``nccl_version``, ``env_switches``; Energy:
            ``energy_counter``; References: ``reference_case``,
@@ -48,7 +48,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
            ``departures``, ``reference_precision``
        * - Metrics
          - the workload's own, and where known ``mfu``, ``hfu``,
-           ``data_share``, ``gpu_mem_peak_MiB``, ``max_rss_MiB``,
+           ``data_share``, ``gpu_mem_peak_MiB``, ``rank_compute_spread``,
+           ``max_rss_MiB``,
            ``energy_J``, ``avg_power_W``, ``energy_per_sample_J``
        * - Partition extras read
          - ``max_nodes``, ``scales``, ``rendezvous_address``,

@@ -8,6 +8,8 @@ driver, a container started without ``--nv``) runs to the end and would
 pass with CPU figures against the GPU's peak: :func:`device_problems`
 fails it, in one line, from what the ranks themselves say they ran on.
 """
+import statistics
+
 from hpctestlib_ml import peaks
 
 
@@ -101,3 +103,39 @@ def data_share(records):
     if not records or data + compute <= 0:
         return None
     return 100 * data / (data + compute)
+
+
+#: The largest ``rank_compute_spread`` (%) that is noise, not a slow rank:
+#: above it the check names the slowest rank (``slowest_rank``). Measured
+#: on the project's Slurm cluster (two nodes of one CPU each on this 2-core
+#: VM, other work beside it): PLACEHOLDER.
+RANK_SPREAD_NOISE_PCT = 25.0
+
+
+def rank_compute_spread(records):
+    '''(spread, slowest record) of the ranks' ``rank_compute`` *records*:
+    the spread is how much longer the slowest rank's mean compute per step
+    is than the median rank's, in %; None with fewer than two ranks. The
+    mean, not the median of the steps: the step time follows each rank's
+    total (:mod:`rank_compute` in ``src/``).'''
+    by_rank = {r.get('rank'): r for r in records
+               if isinstance(r.get('mean_s'), (int, float))}
+    if len(by_rank) < 2:
+        return None
+    center = statistics.median(r['mean_s'] for r in by_rank.values())
+    slowest = max(by_rank.values(), key=lambda r: r['mean_s'])
+    if center <= 0:
+        return None
+    return 100 * (slowest['mean_s'] / center - 1), slowest
+
+
+def slowest_rank(records, noise_pct=RANK_SPREAD_NOISE_PCT):
+    '''The slowest rank and its node where the ranks' spread is above the
+    noise, ``rank 3 on n2, +27 %``; '' where it is within it or there are
+    fewer than two ranks.'''
+    found = rank_compute_spread(records)
+    if found is None or found[0] <= noise_pct:
+        return ''
+    spread, record = found
+    return (f'rank {record.get("rank")} on {record.get("node") or "?"}, '
+            f'+{spread:.0f} %').replace('|', '/')

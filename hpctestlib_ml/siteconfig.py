@@ -25,6 +25,9 @@ PERFLOG_FIELDS = (
     # at setup
     'device_ran', 'mfu_peak', 'departures', 'reference_precision',
     'memory_estimated',
+    # the slowest rank and its node, where the ranks' own compute spreads
+    # beyond the noise (the programs' [hpcml] rank_compute records)
+    'slowest_rank',
     # references from history (hpctestlib_ml.history_refs)
     'reference_case', 'loss_curve',
 )

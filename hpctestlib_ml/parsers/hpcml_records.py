@@ -29,14 +29,22 @@ Types and their fields:
     ``rank``, ``steps`` (steady-state steps: the first is not counted),
     ``data_s`` (seconds waiting for the next batch, its copy to the
     device included), ``compute_s`` (the rest of the steps).
+``rank_compute`` (each rank, once, after training; the programs of
+``mlperf_train`` and ``torchvision_resnet50``)
+    The rank's own compute per steady-state step, before it waits for the
+    others: ``measure`` ``forward`` (the model's forward pass, which holds
+    no collective under DDP: ``src/rank_compute.py`` says why), ``rank``,
+    ``node`` (its host name), ``steps``, ``mean_s``, ``median_s``,
+    ``max_s`` (seconds per step). The check's ``rank_compute_spread`` and
+    ``slowest_rank`` come from them (:mod:`hpctestlib_ml.device_check`).
 
 Standard library only (``hpcml extract`` uses it).
 """
 import json
 import re
 
-_LINE = re.compile(r'^(?:.*?)\[hpcml\] (device|memory|timing) (\{.*\})\s*$',
-                   re.M)
+_LINE = re.compile(r'^(?:.*?)\[hpcml\] (device|memory|timing|rank_compute) '
+                   r'(\{.*\})\s*$', re.M)
 
 
 def records(text, type_):

@@ -22,6 +22,17 @@ class Utilisation(RegressionTestPlugin):
     #: :default: ``''``
     device_ran = variable(str, value='')
 
+    #: The slowest rank and its node where the ranks' own compute per step
+    #: (their ``[hpcml] rank_compute`` records) spreads by more than the
+    #: measured noise (:data:`~hpctestlib_ml.device_check.
+    #: RANK_SPREAD_NOISE_PCT`), e.g. ``rank 3 on n2, +27 %`` (27 % above the
+    #: median rank); '' where the spread is within it, or the case has one
+    #: rank or no such records. Logged with every result.
+    #:
+    #: :type: :class:`str`
+    #: :default: ``''``
+    slowest_rank = variable(str, value='')
+
     #: The peak MFU divides by, as used: device model, the precision's
     #: rate (fp32 at ``tf32`` only where the ranks say TF32 was on) and
     #: its FLOP/s, e.g. ``H100-SXM bf16 989.4 TFLOP/s per GPU``; '' without
@@ -108,9 +119,11 @@ class Utilisation(RegressionTestPlugin):
         case's figures do), where the program prints the suite's records:
         ``data_share`` (% of the steady-state step time spent waiting for
         data: the workload's parser's figure where its program logs its
-        own, else the ``timing`` records) and, on GPUs, ``gpu_mem_peak_MiB``
+        own, else the ``timing`` records), on GPUs ``gpu_mem_peak_MiB``
         (the largest device memory a rank held over the timed steps;
-        absent on CPUs, not zero).'''
+        absent on CPUs, not zero) and, where several ranks print
+        ``rank_compute`` records, ``rank_compute_spread`` (% of the slowest
+        rank's compute per step over the median rank's).'''
         if not self.prints_device_records():
             return
         self.perf_variables['data_share'] = sn.make_performance_function(
@@ -118,6 +131,9 @@ class Utilisation(RegressionTestPlugin):
         if self.uses_gpus:
             self.perf_variables['gpu_mem_peak_MiB'] = \
                 sn.make_performance_function(self._gpu_memory_peak, 'MiB')
+        if self.prints_rank_compute() and self.layout.world_size > 1:
+            self.perf_variables['rank_compute_spread'] = \
+                sn.make_performance_function(self._rank_compute_spread, '%')
 
     def _data_share(self):
         share = self.metrics().figures.get('data_share')
@@ -127,6 +143,21 @@ class Utilisation(RegressionTestPlugin):
             raise SanityError('data_share: no [hpcml] timing record in the '
                               'log')
         return share
+
+    def _rank_compute_spread(self):
+        found = device_check.rank_compute_spread(
+            self.log_records('rank_compute'))
+        if found is None:
+            raise SanityError('rank_compute_spread: fewer than two ranks '
+                              'printed an [hpcml] rank_compute record')
+        return found[0]
+
+    @run_before('performance')
+    def name_slowest_rank(self):
+        ''':attr:`slowest_rank`, from the ranks' ``rank_compute``
+        records.'''
+        self.slowest_rank = device_check.slowest_rank(
+            self.log_records('rank_compute'))
 
     def _gpu_memory_peak(self):
         peak = device_check.gpu_memory_peak(self.log_records('memory'))

@@ -169,6 +169,13 @@ class WorkloadInterface(RegressionTestPlugin):
         such as Megatron-LM's ``pretrain_gpt.py``, does not).'''
         return True
 
+    def prints_rank_compute(self):
+        '''Whether the program prints each rank's ``[hpcml]
+        rank_compute`` record (its own compute per step: those of
+        ``src/mlperf_train`` and ``src/torchvision_resnet50``, whose models
+        are timed by ``src/rank_compute.py``).'''
+        return False
+
     def program_args(self):
         '''Arguments of the training program (unquoted).'''
         raise NotImplementedError

@@ -47,6 +47,11 @@ class MLLogTraining(MLTrainingTest):
     #: :type: :class:`str` or :obj:`None`
     data = variable(str, type(None), value=None)
 
+    def prints_rank_compute(self):
+        '''The shared loop (``src/mlperf_train``) times each rank's
+        forward passes.'''
+        return True
+
     def finalize_settings(self):
         if self.data is None:
             self.data = self.current_partition.extras.get(self.data_extra,

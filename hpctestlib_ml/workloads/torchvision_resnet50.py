@@ -96,6 +96,11 @@ class TorchvisionResNet50Training(MLTrainingTest):
     #: :default: :obj:`None` (the size's: 10, ``tiny`` 1)
     warmup_batches = variable(int, type(None), value=None)
 
+    def prints_rank_compute(self):
+        '''Its program times each rank's forward passes
+        (``src/rank_compute.py``).'''
+        return True
+
     def finalize_settings(self):
         self.batches_per_iteration = batches_per_iteration(
             self.steps, self.batches_per_iteration)

@@ -29,6 +29,11 @@ def init_distributed():
 
 
 def wrap_ddp(model, device, world):
+    '''*model* in DistributedDataParallel where *world* > 1; its forward
+    passes timed per step either way (:func:`rank_compute.watch`: each
+    rank's own compute, the ``rank_compute`` record).'''
+    import rank_compute
+    rank_compute.watch(model, device)
     if world == 1:
         return model
     return torch.nn.parallel.DistributedDataParallel(
@@ -105,9 +110,11 @@ def train(log, step, steps, global_batch, device, world, epoch=1,
     logging each step's global samples/s, time, data time (the part spent
     waiting for *batches*, a :class:`Batches`) and loss; returns the run's
     status: ``success``, or ``aborted`` at the first non-finite loss.
-    Then, on every rank, the ``timing`` and ``memory`` records
-    (:mod:`hpcml_log`) of the steady-state steps (the first not counted;
-    its memory peak is the record's ``first_step_peak_reserved_MiB``).'''
+    Then, on every rank, the ``timing``, ``rank_compute`` and ``memory``
+    records (:mod:`hpcml_log`) of the steady-state steps (the first not
+    counted; its memory peak is the record's
+    ``first_step_peak_reserved_MiB``).'''
+    import rank_compute
     import torch_device
     mlc = log.constants
     if world > 1:
@@ -123,6 +130,7 @@ def train(log, step, steps, global_batch, device, world, epoch=1,
         if device.type == 'cuda':
             torch.cuda.synchronize()
         seconds = time.perf_counter() - start
+        rank_compute.step_done()
         data = (batches.seconds - waited) if batches else 0.0
         log.event('tracked_stats', {'throughput': global_batch / seconds,
                                     'step_time': seconds, 'data_time': data,
@@ -133,12 +141,14 @@ def train(log, step, steps, global_batch, device, world, epoch=1,
             compute_total += seconds - data
         else:
             torch_device.end_warmup(device)
+            rank_compute.discard()
         if not math.isfinite(loss):
             status = 'aborted'
             break
     log.end(mlc.EPOCH_STOP, epoch_num=epoch, step_num=n)
     hpcml_log.emit_timing(log.rank, max(0, n - 1), data_total,
                           compute_total)
+    rank_compute.emit(log.rank)
     torch_device.emit_memory(device, log.rank)
     return status
 

@@ -20,7 +20,8 @@ one set (``CPU`` for ``GPU`` on CPUs). As upstream's, the figures are
 rank 0's own timings (the ranks step together: DDP's all-reduce waits
 for the slowest), the total N times them. Then ``[hpcml] timed region
 START STOP`` (Unix seconds), and every rank its ``[hpcml] device``,
-``timing`` and (on GPUs) ``memory`` records (``hpcml_log``).
+``timing``, ``rank_compute`` (its own forward time per step:
+``rank_compute``) and (on GPUs) ``memory`` records (``hpcml_log``).
 
 Where this differs from upstream, and why: each timed iteration ends by
 waiting for the GPU (``torch.cuda.synchronize``), where Horovod's
@@ -132,9 +133,11 @@ def synthetic_batch(batch_size, image_size, device, seed, channels_last):
 def training_step(model, images, labels, device, use_amp):
     '''``step()``: Horovod's ``benchmark_step`` with EESSI's AMP: zero the
     gradients, forward under autocast, cross-entropy, scaled backward
-    (DDP all-reduces the gradients), SGD step.'''
+    (DDP all-reduces the gradients), SGD step; then the step is closed for
+    the rank's forward timing (:mod:`rank_compute`).'''
     import torch.nn.functional as F
 
+    import rank_compute
     from mlperf_train import autocast, grad_scaler
     precision = amp_precision(device) if use_amp else 'fp32'
     optimizer = sgd(model)
@@ -147,6 +150,7 @@ def training_step(model, images, labels, device, use_amp):
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
+        rank_compute.step_done()
         return loss.detach()
     return step
 
@@ -257,6 +261,7 @@ def main(argv=None):
     import torch.distributed as dist
 
     import hpcml_log
+    import rank_compute
     import torch_device
     rank, world, device = start_ranks(args.no_cuda)
 
@@ -275,6 +280,7 @@ def main(argv=None):
     say(*header(args, world, device), 'Running warmup...')
     timed(step, args.num_warmup_batches, device)
     torch_device.end_warmup(device)
+    rank_compute.discard()
     if world > 1:
         dist.barrier()
     say('Running benchmark...')
@@ -283,6 +289,7 @@ def main(argv=None):
     say(f'[hpcml] timed region {begin:.3f} {end:.3f}')
     hpcml_log.emit_timing(rank, args.num_iters * args.num_batches_per_iter,
                           0.0, seconds)
+    rank_compute.emit(rank)
     torch_device.emit_memory(device, rank)
     if world > 1:
         dist.destroy_process_group()
