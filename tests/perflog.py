@@ -22,10 +22,12 @@ def suite_header(metrics):
            ('value', 'unit', 'ref', 'lower_thres', 'upper_thres')])
 
 
-def suite_line(when, display_name, where, fields, metrics, result='pass'):
+def suite_line(when, display_name, where, fields, metrics, result='pass',
+               nodelist='localhost'):
     '''One result as the suite's perflog format writes it: *fields* are
     the logged test attributes (the others empty), *metrics* name ->
-    (value, unit), without references.'''
+    (value, unit), without references; *nodelist* the job's nodes
+    (``n1,n2``).'''
     from hpctestlib_ml.siteconfig import PERFLOG_FIELDS
     system, partition = where.split(':')
     stamp = time.strftime('%Y-%m-%dT%H:%M:%S+0000', time.gmtime(when))
@@ -33,7 +35,7 @@ def suite_line(when, display_name, where, fields, metrics, result='pass'):
               for part in (f'{value:g}', unit, '0', 'None', 'None')]
     return '|'.join(
         [stamp, '4.10.4', display_name, system, partition, 'default',
-         *(str(fields.get(f, '')) for f in PERFLOG_FIELDS), 'localhost',
+         *(str(fields.get(f, '')) for f in PERFLOG_FIELDS), nodelist,
          result, *values])
 
 

@@ -7,7 +7,7 @@ import sys
 import time
 
 from hpctestlib_ml import paths
-from hpctestlib_ml.report import analysis, history, plots, render
+from hpctestlib_ml.report import analysis, history, nodes, plots, render
 from hpctestlib_ml.report.analysis import ReportError
 
 #: The command's line in ``hpcml --help``.
@@ -52,6 +52,15 @@ def add_arguments(parser):
     parser.add_argument('--compare', nargs=2, metavar=('A', 'B'),
                         help='two system[:partition]s, or session:UUIDs '
                              '(with --db)')
+    parser.add_argument('--node-window', metavar='DURATION', default='12h',
+                        help='slow nodes: each case\'s runs this long before '
+                             'its latest are one sweep (default 12h, a '
+                             'night)')
+    parser.add_argument('--node-threshold', type=float,
+                        default=nodes.THRESHOLD, metavar='SCORE',
+                        help='slow nodes: flag a node slower than this '
+                             'modified z-score against the partition\'s '
+                             f'other nodes (default {nodes.THRESHOLD:g})')
     parser.add_argument('--out', metavar='DIR',
                         help='write figures and report.html here')
     parser.add_argument('--no-plots', action='store_true')
@@ -116,9 +125,10 @@ def _report(args, out):
     out(render.text_table(render.TABLE_COLUMNS, render.table_cells(rows)))
     sections = _baselines(args, runs, headlines, summary, out)
     compared = _comparison(args, runs, headlines, sections, out)
+    slow = _slow_nodes(args, runs, headlines, out)
     if args.out:
         _figures(args, runs, headlines, rows, compared, summary, sections,
-                 out)
+                 out, [('Slow nodes', slow)] if slow else [])
     out(f'report took {time.perf_counter() - started:.2f} s')
     return 1 if any(r.status != 'pass' for r in rows) else 0
 
@@ -173,7 +183,27 @@ def _comparison(args, runs, headlines, sections, out):
     return compared
 
 
-def _figures(args, runs, headlines, rows, compared, summary, sections, out):
+def _slow_nodes(args, runs, headlines, out):
+    '''The "Slow nodes" section (:mod:`hpctestlib_ml.report.nodes`),
+    printed where a case was swept over nodes or a run named a slowest
+    rank; its parts for report.html.'''
+    window = analysis.duration(args.node_window)
+    if window is None:
+        raise ReportError(f'--node-window {args.node_window}: use 12h, 1d, '
+                          f'90m')
+    found = nodes.sweeps(runs, headlines, window)
+    parts = render.slow_node_section(found, nodes.slow_ranks(runs, window),
+                                     args.node_threshold, nodes.MIN_SPREAD,
+                                     window)
+    if parts:
+        out('')
+        out('Slow nodes:')
+        out('\n'.join(render.section_lines(parts)))
+    return parts
+
+
+def _figures(args, runs, headlines, rows, compared, summary, sections, out,
+             table_sections):
     '''The figures (unless ``--no-plots``) and report.html in ``--out``.'''
     os.makedirs(args.out, exist_ok=True)
     images = []
@@ -187,6 +217,6 @@ def _figures(args, runs, headlines, rows, compared, summary, sections, out):
     page = os.path.join(args.out, 'report.html')
     with open(page, 'w') as fp:
         fp.write(render.html_page('hpcml performance report', summary,
-                                  rows, sections, images))
+                                  rows, sections, images, table_sections))
     out(f'\n{len(images)} figures and {page} written')
 

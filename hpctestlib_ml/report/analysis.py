@@ -64,13 +64,24 @@ def headline(workload, runs, headlines):
     return None
 
 
+#: Seconds of the units of a duration (:func:`duration`).
+DURATION_UNITS = {'d': 86400, 'h': 3600, 'm': 60}
+
+
+def duration(text):
+    '''Seconds of ``7d``, ``12h``, ``30m``; None if *text* is not one.'''
+    if (text and text[-1] in DURATION_UNITS
+            and text[:-1].replace('.', '', 1).isdigit()):
+        return float(text[:-1]) * DURATION_UNITS[text[-1]]
+    return None
+
+
 def parse_since(text, now=None):
     '''Unix time from ``7d``/``12h``/``30m`` ago or an ISO date.'''
     from hpctestlib_ml.report.history import parse_time
     now = time.time() if now is None else now
-    units = {'d': 86400, 'h': 3600, 'm': 60}
-    if text and text[-1] in units and text[:-1].replace('.', '').isdigit():
-        return now - float(text[:-1]) * units[text[-1]]
+    if duration(text) is not None:
+        return now - duration(text)
     try:
         return parse_time(text)
     except ValueError:
@@ -105,13 +116,18 @@ def passed_values(runs, metric):
 
 
 @dataclasses.dataclass
-class Row:
+class CaseFigure:
+    '''A case on a system:partition and the figure shown for it.'''
     workload: str
     where: str
     case: str
     size: str
     metric: str
     unit: str
+
+
+@dataclasses.dataclass
+class Row(CaseFigure):
     runs: int
     failures: int
     latest: float

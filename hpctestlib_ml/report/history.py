@@ -22,8 +22,9 @@ CASE_FIELDS = ('workload', 'resolved_size', 'scale', 'launch_mode',
                'num_nodes', 'procs_per_node', 'gpus_per_node', 'batch_size',
                'precision', 'reference_case')
 
-#: Fields of a run's result beside its figures (the first logged losses).
-RESULT_FIELDS = ('loss_curve',)
+#: Fields of a run's result beside its figures: the first logged losses,
+#: the slowest rank beyond the noise (absent from older perflogs: '').
+RESULT_FIELDS = ('loss_curve', 'slowest_rank')
 
 _METRIC_COLUMN = re.compile(r'^(?P<name>.+)_(?P<part>value|unit|ref|'
                             r'lower_thres|upper_thres)$')

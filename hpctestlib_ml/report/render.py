@@ -109,6 +109,77 @@ def comparison_lines(rows, label_a, label_b):
                         label_b, 'ratio'), cells)]
 
 
+#: Columns of the slow nodes' table (:mod:`.nodes`).
+NODE_COLUMNS = ('workload', 'system:partition', 'case', 'size', 'metric',
+                'node', 'value', 'others (median)', 'vs others', 'score',
+                'nodes')
+#: Columns of the slowest ranks' table.
+RANK_COLUMNS = ('workload', 'system:partition', 'case', 'size', 'run',
+                'slowest rank')
+
+
+def _hours(seconds):
+    return f'{seconds / 3600:g} h'
+
+
+def slow_node_section(sweeps, ranks, threshold, min_spread, window):
+    '''The "Slow nodes" section's parts (paragraphs, and (columns, cells)
+    tables: :func:`section_lines`, :func:`html_page`) of
+    :func:`.nodes.sweeps` *sweeps* and :func:`.nodes.slow_ranks` *ranks*;
+    [] where there is neither.'''
+    if not sweeps and not ranks:
+        return []
+    parts = [f'Each node\'s headline figure in a case\'s latest '
+             f'{_hours(window)} against the partition\'s other nodes: the '
+             f'modified z-score 0.6745 (x - median) / MAD of the others '
+             f'(Iglewicz & Hoaglin 1993), the MAD at least '
+             f'{100 * min_spread:g} % of their median, below 0 slower; slow '
+             f'below -{threshold:g}.']
+    cells = [(s.workload, s.where, _case(s.case), s.size,
+              f'{s.metric} ({s.unit})' if s.unit else s.metric, n.node,
+              _fmt(n.value), _fmt(n.others), f'{100 * n.deviation:+.1f} %',
+              f'{n.score:.1f}', str(len(s.nodes)))
+             for s in sweeps for n in s.slow(threshold)]
+    if cells:
+        parts.append((NODE_COLUMNS, cells))
+    parts.append(_sweep_summary(sweeps, threshold))
+    if ranks:
+        parts.append('Multi-node runs whose slowest rank computed beyond '
+                     'the noise (the check\'s slowest_rank):')
+        parts.append((RANK_COLUMNS, [
+            (r.workload, r.where, _case(r.name),
+             r.params.get('resolved_size', ''), _day(r.time), text)
+            for r, text in ranks]))
+    return parts
+
+
+def section_lines(parts):
+    '''A section's parts (paragraphs and (columns, cells) tables) as
+    terminal lines.'''
+    return [part if isinstance(part, str) else text_table(*part)
+            for part in parts]
+
+
+def _sweep_summary(sweeps, threshold):
+    '''One line: how many cases were swept on how many nodes, and which
+    were slow.'''
+    nodes = sorted({n.node for s in sweeps for n in s.nodes})
+    slow = sorted({n.node for s in sweeps for n in s.slow(threshold)})
+    failed = sorted({n for s in sweeps for n in s.failed})
+    if not sweeps:
+        return 'No node sweep in the runs (a case run alone on two nodes '\
+               'or more: --distribute=all).'
+    lowest = min(n.score for s in sweeps for n in s.nodes)
+    text = (f'{len(sweeps)} case(s) swept on {len(nodes)} nodes; slow: '
+            f'{", ".join(slow)}.' if slow else
+            f'{len(sweeps)} case(s) swept on {len(nodes)} nodes '
+            f'({", ".join(nodes[:8])}{" ..." if len(nodes) > 8 else ""}): '
+            f'no slow node (lowest score {lowest:.1f}).')
+    if failed:
+        text += f' Failed every run: {", ".join(failed)}.'
+    return text
+
+
 def _html_table(header, cells):
     head = ''.join(f'<th>{html.escape(h)}</th>' for h in header)
     body = ''.join('<tr>' + ''.join(f'<td>{html.escape(c)}</td>' for c in row)
@@ -116,8 +187,11 @@ def _html_table(header, cells):
     return f'<table><tr>{head}</tr>{body}</table>'
 
 
-def html_page(title, summary, table_rows, text_sections, images):
-    '''The whole report in one file: tables, text sections, PNGs inlined.'''
+def html_page(title, summary, table_rows, text_sections, images,
+              table_sections=()):
+    '''The whole report in one file: tables, text sections, sections of
+    paragraphs and tables (*table_sections*: (heading, parts), e.g.
+    :func:`slow_node_section`'s parts), PNGs inlined.'''
     changed = change_lines(table_rows)
     parts = [f'<h1>{html.escape(title)}</h1>',
              f'<p>{html.escape(summary)}</p>',
@@ -126,6 +200,10 @@ def html_page(title, summary, table_rows, text_sections, images):
              f'</pre>',
              '<h2>Results</h2>',
              _html_table(TABLE_COLUMNS, table_cells(table_rows))]
+    for heading, section in table_sections:
+        parts.append(f'<h2>{html.escape(heading)}</h2>')
+        parts += [f'<p>{html.escape(part)}</p>' if isinstance(part, str)
+                  else _html_table(*part) for part in section]
     for heading, lines in text_sections:
         parts.append(f'<h2>{html.escape(heading)}</h2><pre>'
                      f'{html.escape(chr(10).join(lines))}</pre>')

@@ -1,0 +1,187 @@
+"""The slow node, named: a night's single-node runs of one case on one
+partition (a node sweep, ``reframe --distribute=all``), each node's
+headline figure scored against the partition's other nodes; and the
+multi-node runs whose check named a slowest rank.
+
+The score is the modified z-score of B. Iglewicz and D. C. Hoaglin ("How
+to Detect and Handle Outliers", ASQC Basic References in Quality Control
+16, 1993, section 3.2): ``M = 0.6745 (x - median) / MAD``, where 0.6745
+makes the median absolute deviation (MAD) a standard deviation's
+estimate for normal noise; they call ``|M| > 3.5`` a potential outlier.
+Median and MAD, unlike the mean and standard deviation, are not dragged
+by the outlier they are to find. Two changes for a partition of a few
+nodes, each of which the score needs:
+
+- *against the others*: a node's median and MAD are those of the
+  partition's other nodes. With all nodes, two nodes always score
+  +-0.6745 (the MAD is half their gap), and at three the outlier is half
+  the sample its own scale comes from; with a partition of hundreds of
+  nodes the two are the same;
+- *a floor under the MAD*: :data:`MIN_SPREAD` of the others' median. A few
+  nodes can agree by chance to a fraction of a percent, and a MAD of
+  almost nothing would flag ordinary run-to-run noise (one other node has
+  a MAD of 0). The floor is the noise of a node's figure measured on real
+  runs (``bench/slow_node_bench.py``).
+
+The score is oriented so that below zero is slower: for a figure where
+lower is better (step time) its sign is turned. A node is flagged when it
+is slower than :data:`THRESHOLD`; :data:`THRESHOLD` and :data:`MIN_SPREAD`
+come from the false alarms and detections measured on the project's Slurm
+cluster (README, "Running on a cluster").
+
+A node is a single-node run's ``job_nodelist``, else ReFrame's ``.nid``
+parameter of ``--distribute`` in its name (ReFrame's ``squeue`` scheduler
+may not learn the node of a short job). Several runs of one node in the
+window count as their median. Any check joins with its headline figure
+(:func:`hpctestlib_ml.report.analysis.headline`): the training checks'
+declared ones, a component check's first rate.
+"""
+import dataclasses
+import re
+import statistics
+
+from hpctestlib_ml.report.analysis import CaseFigure, group, headline
+
+#: Iglewicz and Hoaglin's constant: 0.6745 x MAD estimates the standard
+#: deviation of normal noise (the 0.75 quantile of the standard normal).
+CONSISTENCY = 0.6745
+#: Slower than this score is a slow node (Iglewicz and Hoaglin's 3.5).
+THRESHOLD = 3.5
+#: The least spread assumed among nodes, as a fraction of their median.
+MIN_SPREAD = 0.05
+#: A night: a case's runs this far before its latest run are compared.
+WINDOW = 12 * 3600
+
+
+@dataclasses.dataclass
+class NodeScore:
+    node: str
+    value: float            # median of the node's passing runs
+    runs: int
+    others: float           # median of the other nodes' figures
+    score: float            # modified z-score, below 0: slower
+
+    @property
+    def deviation(self):
+        '''The node's figure over the others' median, minus 1.'''
+        return self.value / self.others - 1 if self.others else 0.0
+
+    def slow(self, threshold=THRESHOLD):
+        return self.score < -threshold
+
+
+@dataclasses.dataclass
+class Sweep(CaseFigure):
+    '''A case's single-node runs on one partition in one window.'''
+    start: float
+    end: float
+    nodes: list             # NodeScore, by node name
+    failed: list            # nodes whose every run in the window failed
+
+    def slow(self, threshold=THRESHOLD):
+        return [n for n in self.nodes if n.slow(threshold)]
+
+
+def node_of(run):
+    '''The one node a run ran on, or None (several, or unknown):
+    ``job_nodelist`` (``n1,n2`` in perflogs, ``n[1-2]`` in the results
+    DB: several), else ``--distribute``'s ``.nid`` in the name.'''
+    listed = (run.params.get('job_nodelist') or '').strip()
+    if listed in ('', 'None', 'null', '[]'):
+        match = re.search(r' %\.nid=(\S+)', run.display_name)
+        listed = match[1] if match else ''
+    if not listed or re.search(r'[,\[\s]', listed):
+        return None
+    return listed
+
+
+def modified_z(value, others, higher_is_better=True, min_spread=MIN_SPREAD):
+    '''(score, others' median) of *value* against *others* (at least one):
+    Iglewicz and Hoaglin's modified z-score with the others' median and
+    MAD, the MAD no smaller than *min_spread* of their median; below zero
+    is worse in the figure's own direction.'''
+    center = statistics.median(others)
+    mad = statistics.median(abs(x - center) for x in others)
+    scale = max(mad, min_spread * abs(center))
+    if scale == 0:
+        return 0.0, center
+    score = CONSISTENCY * (value - center) / scale
+    return (score if higher_is_better else -score), center
+
+
+def score_nodes(figures, higher_is_better=True, min_spread=MIN_SPREAD):
+    ''':class:`NodeScore` of each node of *figures* (node -> its values),
+    against the others; [] with fewer than two nodes.'''
+    medians = {node: statistics.median(values)
+               for node, values in figures.items() if values}
+    if len(medians) < 2:
+        return []
+    scores = []
+    for node, value in sorted(medians.items()):
+        others = [v for n, v in medians.items() if n != node]
+        score, center = modified_z(value, others, higher_is_better,
+                                   min_spread)
+        scores.append(NodeScore(node, value, len(figures[node]), center,
+                                score))
+    return scores
+
+
+def in_window(runs, window=WINDOW):
+    '''The runs of the *window* seconds up to the latest one (a night).'''
+    latest = max(r.time for r in runs)
+    return [r for r in runs if r.time > latest - window]
+
+
+def sweep(case_runs, chosen, min_spread=MIN_SPREAD):
+    '''The :class:`Sweep` of one case's runs on one partition, for the
+    :class:`~hpctestlib_ml.workloads.Headline` *chosen*; None where fewer
+    than two nodes ran it alone.'''
+    figures, failed = {}, set()
+    for run in case_runs:
+        node = node_of(run)
+        if node is None or run.param_int('num_nodes') != 1:
+            continue
+        values = figures.setdefault(node, [])
+        if run.result == 'pass' and chosen.metric in run.metrics:
+            values.append(run.metrics[chosen.metric].value)
+        elif run.result != 'pass':
+            failed.add(node)
+    scores = score_nodes(figures, chosen.higher_is_better, min_spread)
+    if not scores:
+        return None
+    latest = case_runs[-1]
+    unit = next((r.metrics[chosen.metric].unit for r in case_runs
+                 if chosen.metric in r.metrics), '')
+    return Sweep(latest.workload, latest.where, latest.name,
+                 latest.params.get('resolved_size', ''), chosen.metric,
+                 unit, case_runs[0].time, latest.time, scores,
+                 sorted(n for n in failed if not figures[n]))
+
+
+def sweeps(runs, headlines, window=WINDOW, min_spread=MIN_SPREAD):
+    '''Each case's :class:`Sweep` over its latest *window* seconds, per
+    system:partition (:attr:`~hpctestlib_ml.report.history.Run.
+    case_here`), where at least two nodes ran it.'''
+    found = []
+    for (workload, *_), case_runs in sorted(
+            group(runs, lambda r: r.case_here).items()):
+        chosen = headline(workload, case_runs, headlines)
+        if chosen is None:
+            continue
+        result = sweep(in_window(case_runs, window), chosen, min_spread)
+        if result:
+            found.append(result)
+    return found
+
+
+def slow_ranks(runs, window=WINDOW):
+    '''The latest run of each multi-rank case in its latest *window*
+    whose check named a slowest rank (``slowest_rank``, beyond the
+    measured noise): [(run, text)].'''
+    found = []
+    for _, case_runs in sorted(group(runs, lambda r: r.case_here).items()):
+        latest = in_window(case_runs, window)[-1]
+        text = latest.params.get('slowest_rank') or ''
+        if text and text not in ('None', 'null'):
+            found.append((latest, text))
+    return found
