@@ -72,9 +72,10 @@ def test_the_score_is_iglewicz_and_hoaglin_s_against_the_others():
     # median 100, MAD 2: M = 0.6745 (90 - 100) / 2
     score, center = nodes.modified_z(90, others, min_spread=0)
     assert (score, center) == (pytest.approx(-3.3725), 100)
-    # the MAD is never below min_spread of the median (5 of 100 here)
+    # the spread the MAD stands for (MAD / 0.6745) is never below
+    # min_spread of the median: 5 of 100 here, so 10 below is -2
     score, _ = nodes.modified_z(90, others, min_spread=0.05)
-    assert score == pytest.approx(0.6745 * -10 / 5)
+    assert score == pytest.approx(-2.0)
     # lower is better (a step time): higher is slower, the sign turns
     score, _ = nodes.modified_z(110, others, higher_is_better=False,
                                 min_spread=0)

@@ -17,11 +17,13 @@ nodes, each of which the score needs:
   +-0.6745 (the MAD is half their gap), and at three the outlier is half
   the sample its own scale comes from; with a partition of hundreds of
   nodes the two are the same;
-- *a floor under the MAD*: :data:`MIN_SPREAD` of the others' median. A few
-  nodes can agree by chance to a fraction of a percent, and a MAD of
-  almost nothing would flag ordinary run-to-run noise (one other node has
-  a MAD of 0). The floor is the noise of a node's figure measured on real
-  runs (``bench/slow_node_bench.py``).
+- *a floor under the spread*: the others' spread (MAD / 0.6745, a
+  standard deviation's estimate) is taken as at least :data:`MIN_SPREAD`
+  of their median. A few nodes can agree by chance to a fraction of a
+  percent, and a MAD of almost nothing would flag ordinary run-to-run
+  noise (one other node has a MAD of 0). The floor is chosen on real
+  sweeps (``bench/slow_node_bench.py``, :data:`MIN_SPREAD`); above it the
+  score is Iglewicz and Hoaglin's.
 
 The score is oriented so that below zero is slower: for a figure where
 lower is better (step time) its sign is turned. A node is flagged when it
@@ -46,8 +48,16 @@ from hpctestlib_ml.report.analysis import CaseFigure, group, headline
 #: deviation of normal noise (the 0.75 quantile of the standard normal).
 CONSISTENCY = 0.6745
 #: Slower than this score is a slow node (Iglewicz and Hoaglin's 3.5).
+#: Measured on the project's Slurm cluster (bench/README.md, "The slow
+#: node"; CosmoFlow tiny, 200 steps): 36 unslowed 2-node sweeps flagged no
+#: node (lowest score -1.36); a node held to 20, 50 and 80 % of a core
+#: scored -16.2 .. -16.4, -9.9 .. -11.4 and -4.0 .. -4.6 (15 of 15
+#: named, no other node flagged).
 THRESHOLD = 3.5
-#: The least spread assumed among nodes, as a fraction of their median.
+#: The least spread (a standard deviation's estimate) assumed among nodes,
+#: as a fraction of their median: 5 %. With 2 % an unslowed sweep scored
+#: -3.41, 0.1 from the threshold; with 8 % the node at 80 % of a core
+#: (21 % slower) scored only -2.51; 5 % keeps both clear (-1.36, -4.02).
 MIN_SPREAD = 0.05
 #: A night: a case's runs this far before its latest run are compared.
 WINDOW = 12 * 3600
@@ -98,11 +108,12 @@ def node_of(run):
 def modified_z(value, others, higher_is_better=True, min_spread=MIN_SPREAD):
     '''(score, others' median) of *value* against *others* (at least one):
     Iglewicz and Hoaglin's modified z-score with the others' median and
-    MAD, the MAD no smaller than *min_spread* of their median; below zero
-    is worse in the figure's own direction.'''
+    MAD, the spread the MAD stands for (MAD / 0.6745) no smaller than
+    *min_spread* of their median; below zero is worse in the figure's own
+    direction.'''
     center = statistics.median(others)
     mad = statistics.median(abs(x - center) for x in others)
-    scale = max(mad, min_spread * abs(center))
+    scale = max(mad, CONSISTENCY * min_spread * abs(center))
     if scale == 0:
         return 0.0, center
     score = CONSISTENCY * (value - center) / scale

@@ -132,9 +132,9 @@ def slow_node_section(sweeps, ranks, threshold, min_spread, window):
     parts = [f'Each node\'s headline figure in a case\'s latest '
              f'{_hours(window)} against the partition\'s other nodes: the '
              f'modified z-score 0.6745 (x - median) / MAD of the others '
-             f'(Iglewicz & Hoaglin 1993), the MAD at least '
-             f'{100 * min_spread:g} % of their median, below 0 slower; slow '
-             f'below -{threshold:g}.']
+             f'(Iglewicz & Hoaglin 1993), their spread (MAD / 0.6745) at '
+             f'least {100 * min_spread:g} % of their median, below 0 '
+             f'slower; slow below -{threshold:g}.']
     cells = [(s.workload, s.where, _case(s.case), s.size,
               f'{s.metric} ({s.unit})' if s.unit else s.metric, n.node,
               _fmt(n.value), _fmt(n.others), f'{100 * n.deviation:+.1f} %',
