@@ -50,7 +50,9 @@
 # default 100 ms, so that a throttled process is held back evenly, every
 # few milliseconds, rather than for 80 ms at a time.
 #
-# Ports: HPCML_SLURM_PORT_BASE (default 16817) and the next 14.
+# Ports: HPCML_SLURM_PORT_BASE (default 16817) and the next 14. Nodes:
+# HPCML_SLURM_NODES (default 2, at most 10) at start, n1 .. nN: a node
+# sweep on more nodes than two gives the slow-node score a partition.
 set -euo pipefail
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -60,7 +62,10 @@ ctld_port=$port_base
 dbd_port=$((port_base + 2))
 db_port=$((port_base + 3))
 node_port() { echo $((port_base + 4 + $1)); }
-nodes=(n1 n2)
+node_count=${HPCML_SLURM_NODES:-2}
+[[ "$node_count" =~ ^[0-9]+$ ]] && [ "$node_count" -ge 1 ] && [ "$node_count" -le 10 ] \
+    || die "HPCML_SLURM_NODES must be 1..10 (one port each), not '$node_count'"
+mapfile -t nodes < <(seq -f 'n%g' 1 "$node_count")
 partition=ci
 
 # The address of node N (1, 2, ...) under its host name and under its
