@@ -26,8 +26,8 @@ class References(RegressionTestPlugin):
 
     #: What this case is on its partition, for references from history
     #: (``$index: [$partition, reference_case]``): size, nodes x ranks per
-    #: node, launch mode, batch, precision, the test's own parameters and
-    #: ``reference_case_options``; set at setup, logged with every
+    #: node, launch mode, ``case_settings`` (batch and precision), the
+    #: test's own parameters and ``reference_case_options``; set at setup, logged with every
     #: result. E.g. ``tiny 1x1 per_task batch=4 fp32``.
     #:
     #: :type: :class:`str`
@@ -61,8 +61,7 @@ class References(RegressionTestPlugin):
         layout = self.layout
         parts = [self.resolved_size,
                  f'{layout.num_nodes}x{layout.procs_per_node}',
-                 self.launch_mode, f'batch={self.batch_size}',
-                 self.precision]
+                 self.launch_mode, *self.case_settings()]
         parts += [f'{name}={getattr(self, name)}'
                   for name in type(self).param_space.params
                   if name not in ('scale', 'launch_mode')

@@ -24,7 +24,8 @@ class WorkloadInterface(RegressionTestPlugin):
       partition);
     - setup, after the size and layout are resolved: :meth:`size_table`,
       :meth:`fixed_work`, :meth:`finalize_settings`,
-      :meth:`reference_case_options`, :meth:`memory_estimate`,
+      :meth:`case_settings`, :meth:`reference_case_options`,
+      :meth:`memory_estimate`,
       :meth:`program_args`, :meth:`check_flops_known`;
     - sanity and performance: :meth:`extract_metrics`,
       :meth:`log_problems`, :meth:`model_flops_per_sample`.
@@ -79,6 +80,11 @@ class WorkloadInterface(RegressionTestPlugin):
     #: Name of the metric that is samples/s over all ranks (MFU, energy
     #: per sample).
     throughput_metric = 'throughput_avg'
+
+    #: Whether the program's steps wait for data, so that the share of
+    #: the step time spent waiting is reported (``data_share``); a
+    #: component benchmark's iterations read no batches.
+    reports_data_share = True
 
     #: Metrics of the whole run (MMoCLIP's total time, MLPerf's run time):
     #: not reported at size ``short``, whose figures are the steady-state
@@ -151,6 +157,12 @@ class WorkloadInterface(RegressionTestPlugin):
     def finalize_settings(self):
         '''Derive the workload's remaining settings once size and layout
         are known (at setup, before :meth:`program_args`).'''
+
+    def case_settings(self):
+        '''What, beside size, layout and launch mode, makes another case of
+        this workload (``reference_case``): the per-rank batch and the
+        precision.'''
+        return [f'batch={self.batch_size}', self.precision]
 
     def reference_case_options(self):
         '''Settings of a workload beyond ``reference_case``'s that make

@@ -248,8 +248,12 @@ def case_stats(runs, headlines):
 class Score:
     per_case: dict        # case key -> ratio
     per_workload: dict    # workload -> geometric mean of its cases' ratios
-    overall: float        # weighted geometric mean of per_workload
+    overall: float        # weighted geometric mean of per_workload's
+    #                       training workloads
     missing: list         # baseline cases without a comparable run here
+    components: list = dataclasses.field(default_factory=list)
+    #                       per_workload's component benchmarks, kept out
+    #                       of overall
 
 
 def score(stats, baseline, headlines):
@@ -267,17 +271,33 @@ def score(stats, baseline, headlines):
     for key, ratio in per_case.items():
         per_workload.setdefault(key.split('|')[0], []).append(ratio)
     per_workload = {w: _geomean(r) for w, r in per_workload.items()}
+    components = sorted(w for w in per_workload if _is_component(w))
+    return Score(per_case, per_workload,
+                 _overall({w: v for w, v in per_workload.items()
+                           if w not in components}, headlines),
+                 sorted(missing), components)
+
+
+def _is_component(workload):
+    '''Whether *workload* is a component benchmark (its declaration's
+    ``kind``): the overall score asks how the system trains, so the
+    components' own ratios are shown beside it, not in it.'''
+    declared = workloads.registered().get(workload)
+    return bool(declared and declared.kind == 'component')
+
+
+def _overall(per_workload, headlines):
+    '''The weighted geometric mean of *per_workload*; 0 where one is 0;
+    None where there is nothing to weigh.'''
     weights = {w: headlines[w].weight if w in headlines else 1.0
                for w in per_workload}
     total = sum(weights.values())
     if not per_workload or not total:
-        overall = None
-    elif any(v == 0 for v in per_workload.values()):
-        overall = 0.0
-    else:
-        overall = math.exp(sum(weights[w] * math.log(v)
-                               for w, v in per_workload.items()) / total)
-    return Score(per_case, per_workload, overall, sorted(missing))
+        return None
+    if any(v == 0 for v in per_workload.values()):
+        return 0.0
+    return math.exp(sum(weights[w] * math.log(v)
+                        for w, v in per_workload.items()) / total)
 
 
 def _geomean(values):

@@ -11,6 +11,13 @@ metric for the report's score. ``hpcml extract``, ``hpcml model-info``,
 the declarations found here (:func:`registered`); a new workload adds a
 module here and touches no shared file (README, "Adding a workload").
 
+The component benchmarks (``collectives``, ``matmul_rate``, ``storage``:
+what training leans on, measured alone) are declared here the same way,
+with ``kind='component'``: they run as checks of the same plugins, in the
+same perflogs, and ``hpcml extract`` reads their logs; they have no model
+(no ``model_info``, no optimizer) and the report's overall score leaves
+them out.
+
 Why names differ across layers, where they do: the check is the
 benchmark's name as centres know it (MMoCLIP, MegatronGPT, BERTLarge,
 DeepLabV3Plus, ResNet50TF), the program is the upstream code's (``src/``:
@@ -76,11 +83,22 @@ class Workload:
     packages: tuple = ()
     #: Why its names differ across layers, where they do.
     names_note: str = ''
+    #: ``workload`` (a training program: a model, its optimizer, its data)
+    #: or ``component`` (a benchmark of one part of the system that
+    #: training leans on: collectives, matrix products, storage). A
+    #: component declares no model builder or optimizer; the report keeps
+    #: it out of the overall score, whose question is how the system
+    #: trains (:func:`hpctestlib_ml.report.analysis.score`).
+    kind: str = 'workload'
 
     def training_class(self):
         '''The workload's ReFrame test class (``<check>Training``).'''
         module = importlib.import_module(f'{__name__}.{self.name}')
         return getattr(module, f'{self.check}Training')
+
+
+#: The kinds of :attr:`Workload.kind`.
+KINDS = ('workload', 'component')
 
 
 def registered():
