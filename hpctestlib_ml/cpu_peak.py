@@ -18,24 +18,22 @@ import subprocess
 import sys
 import time
 
+from hpctestlib_ml.paths import SRC_DIR
+
 
 def measure_matmul_flops(size=2048, seconds=2.0, threads=None):
-    '''Best fp32 FLOP/s of ``size x size`` matmuls over about *seconds*.'''
+    '''Best fp32 FLOP/s of ``size x size`` matmuls over about *seconds*
+    (``matmul_rate.best_rate``, the measurement the ``MatmulRate``
+    component and the GPU probes share, in ``src/``).'''
     import torch
 
+    if str(SRC_DIR) not in sys.path:
+        sys.path.insert(0, str(SRC_DIR))
+    import matmul_rate
     if threads:
         torch.set_num_threads(threads)
-    a = torch.randn(size, size)
-    b = torch.randn(size, size)
-    torch.mm(a, b)  # warm-up: thread pool, page faults
-    best = 0.0
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline:
-        start = time.perf_counter()
-        torch.mm(a, b)
-        elapsed = time.perf_counter() - start
-        best = max(best, 2 * size**3 / elapsed)
-    return best
+    a, b, out = matmul_rate.operands(size, 'fp32', torch.device('cpu'))
+    return matmul_rate.best_rate(a, b, out, seconds)
 
 
 def _cpu_model():

@@ -23,7 +23,7 @@ def test_every_workload_module_declares_itself():
 @pytest.mark.parametrize('name', list(DECLARED))
 def test_the_names_agree_across_layers(name):
     declared = DECLARED[name]
-    cls = declared.training_class()
+    cls = declared.test_class()
     assert cls.__name__ == f'{declared.check}Training'
     assert cls.workload == name and cls.program == declared.program
     leaf = REPO / 'checks' / f'{name}.py'

@@ -57,7 +57,7 @@ def pytorch_checks():
     from hpctestlib_ml import workloads
     return {declared.check: name
             for name, declared in workloads.registered().items()
-            if declared.training_class().framework == 'pytorch'}
+            if declared.test_class().framework == 'pytorch'}
 
 
 MLPERF = ('BERTLarge', 'CosmoFlow', 'DeepLabV3Plus', 'AlphaFold2')

@@ -115,7 +115,7 @@ class WorkloadInterface(RegressionTestPlugin):
     def metric(self, name):
         '''Figure *name* of :meth:`metrics` (its ``figures``); a sanity
         error where the log has none.'''
-        value = self.metrics().figures[name]
+        value = self.metrics().figures.get(name)
         if value is None:
             raise SanityError(f'{name}: not found in the log')
         return value

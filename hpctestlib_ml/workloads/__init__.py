@@ -53,9 +53,11 @@ class Workload:
     #: ``config/references/<name>.yaml``, ``hpcml extract NAME``.
     name: str
     #: The check class of ``checks/<name>.py`` (with its ``<check>Container``
-    #: twin); its test class here is ``<check>Training``.
+    #: twin); its test class here is ``<check>Training`` (a component's:
+    #: ``<check>Benchmark``).
     check: str
-    #: The training program, ``python -m <program>`` from ``src/``.
+    #: The training (or benchmark) program, ``python -m <program>`` from
+    #: ``src/``.
     program: str
     #: The parser of its logs (a module of :mod:`hpctestlib_ml.parsers`:
     #: ``training_log(text)`` and ``extract_metrics(text)``).
@@ -91,10 +93,12 @@ class Workload:
     #: trains (:func:`hpctestlib_ml.report.analysis.score`).
     kind: str = 'workload'
 
-    def training_class(self):
-        '''The workload's ReFrame test class (``<check>Training``).'''
+    def test_class(self):
+        '''The workload's ReFrame test class: ``<check>Training``, or a
+        component's ``<check>Benchmark``.'''
         module = importlib.import_module(f'{__name__}.{self.name}')
-        return getattr(module, f'{self.check}Training')
+        suffix = 'Benchmark' if self.kind == 'component' else 'Training'
+        return getattr(module, f'{self.check}{suffix}')
 
 
 #: The kinds of :attr:`Workload.kind`.
