@@ -11,13 +11,12 @@ importing PyTorch there would cost every ReFrame start 2-3 s and slow
 ReFrame's own bookkeeping, which walks ``sys.modules``, for the rest of the
 session.
 """
-import json
 import os
 import platform
 import subprocess
 import sys
-import time
 
+from hpctestlib_ml import cache
 from hpctestlib_ml.paths import SRC_DIR
 
 
@@ -69,26 +68,9 @@ def cached_peak(cache_dir, threads=None):
     '''
     threads = threads or os.cpu_count()
     key = f'{platform.node()}|{_cpu_model()}|{threads}'
-    path = os.path.join(cache_dir, 'cpu_peak.json')
-    try:
-        with open(path) as fp:
-            cache = json.load(fp)
-    except (OSError, ValueError):
-        cache = {}
-
-    if key not in cache:
-        flops = _measure_in_child(threads)
-        if flops is None:
-            return None
-        cache[key] = {'fp32_matmul_flops': flops,
-                      'measured': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
-        os.makedirs(cache_dir, exist_ok=True)
-        tmp = f'{path}.{os.getpid()}.tmp'
-        with open(tmp, 'w') as fp:
-            json.dump(cache, fp, indent=2)
-        os.replace(tmp, path)
-
-    return cache[key]['fp32_matmul_flops']
+    return cache.cached_value(cache_dir, 'cpu_peak.json', key,
+                              'fp32_matmul_flops',
+                              lambda: _measure_in_child(threads))
 
 
 if __name__ == '__main__':

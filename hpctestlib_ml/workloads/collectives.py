@@ -70,6 +70,9 @@ class CollectivesBenchmark(ComponentTest):
                  'warmup_iters': 1, 'time_limit': '10m'},
         'benchmark': {'min_bytes': '1K', 'max_bytes': '1G', 'steps': 20,
                       'warmup_iters': 5, 'time_limit': '20m'},
+        # The benchmark's iterations, not the training checks' 100
+        # steps (sizes.SHORT_SIZE).
+        'short': {'steps': 20, 'time_limit': '20m'},
     }
 
     #: Smallest message, bytes or nccl-tests' ``1K``/``32M``/``1G``

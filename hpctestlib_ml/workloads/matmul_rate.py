@@ -88,6 +88,9 @@ class MatmulRateBenchmark(ComponentTest):
         'benchmark': {'matrix_size': 8192, 'steps': 10,
                       'products_per_iteration': 10, 'warmup_products': 3,
                       'time_limit': '10m'},
+        # The benchmark's iterations, not the training checks' 100
+        # steps (sizes.SHORT_SIZE).
+        'short': {'steps': 10, 'time_limit': '10m'},
     }
 
     #: Side of the square matrices.

@@ -658,6 +658,9 @@ WORKLOAD = Workload(
     name='megatron', check='MegatronGPT', program='gpt_pretrain',
     parser=parser, headline=Headline('tokens_per_second'),
     model_info=build_model_info, memory_info=build_memory_info,
+    # CARAML's --optimizer adam (Megatron-LM's default); the memory
+    # estimate is memory_info's, this is the checkpoint's state.
+    optimizer='adam',
     data="Megatron's mock data (or a site's indexed dataset)",
     names_note='gpt_pretrain runs Megatron-LM\'s pretrain_gpt.py, or '
                'Megatron-Core where no checkout is configured',
