@@ -126,8 +126,10 @@ def run_module(cwd, program, *args, procs=1, env=None, timeout=600):
     program = [program] if isinstance(program, str) else list(program)
     command = program if program[0] == '-c' else ['-m', *program]
     if procs > 1:
+        # '--': the program's options are its own, not torchrun's.
         command = ['-m', 'torch.distributed.run', '--nproc-per-node',
-                   str(procs), '--master-port', str(free_port()), *command]
+                   str(procs), '--master-port', str(free_port()), *command,
+                   '--']
     proc = subprocess.run(
         [sys.executable, *command, *map(str, args)],
         env={**os.environ, 'PYTHONPATH': str(REPO / 'src'),

@@ -175,7 +175,8 @@ class MatmulRateBenchmark(ComponentTest):
                 f'precisions={",".join(self.precisions)}']
 
     def program_args(self):
-        args = ['--n', self.matrix_size, '--iterations', self.steps,
+        args = ['--matrix-size', self.matrix_size,
+                '--iterations', self.steps,
                 '--products', self.products_per_iteration,
                 '--warmup', self.warmup_products,
                 '--precisions', ','.join(self.precisions)]

@@ -11,8 +11,8 @@ operation: ``--warmup-iters`` operations of every size, then per size one
 untimed operation, a barrier, ``--iters`` operations back to back and the
 device's queue drained; its time per operation is then averaged over the
 ranks (nccl-tests' default ``-a 1``), and the slowest rank's time is kept
-beside it (``# hpcml: ...``, below). After the timing each size is checked once:
-every rank sends ``rank % 4 + 1``, and the elements off the expected
+beside it (``# hpcml: ...``, below). After the timing each size is
+checked once: every rank sends ``rank % 4 + 1``, and the elements off the expected
 result (all ranks together) are the ``#wrong`` column.
 
 Rank 0 prints nccl-tests' lines: ``# nThread 1 nGpus 1 minBytes ...

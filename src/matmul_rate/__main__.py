@@ -5,7 +5,7 @@ CPU, for GPUs too (the ``MatmulRate`` component check).
 Each rank takes its device as the training programs do
 (``torch_device.start_ranks``: the local rank's GPU, or the CPU with
 ``--cpu``), and for each of ``--precisions`` (default: bf16, fp16, tf32,
-fp32 on a GPU, fp32 on a CPU) makes two random ``--n`` x ``--n``
+fp32 on a GPU, fp32 on a CPU) makes two random ``--matrix-size`` square
 matrices, runs ``--warmup`` untimed products, then ``--iterations`` timed
 iterations of ``--products`` products each (``matmul_rate``: the queue
 drained before each clock read, ``2 n^3`` FLOPs a product). The ranks
@@ -34,7 +34,7 @@ import matmul_rate
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    p.add_argument('--n', type=int, default=8192,
+    p.add_argument('--matrix-size', type=int, default=8192, dest='n',
                    help='side of the square matrices (default 8192, the '
                         'GPU probes\')')
     p.add_argument('--iterations', type=int, default=10,
