@@ -98,11 +98,11 @@ LOCAL_CASES = frozenset({('1_proc', 'per_task'), ('1_proc', 'torchrun'),
 
 def local_cases(declared):
     '''The (scale, launch mode) of *declared*'s cases on config/local.py's
-    cpu partition: :data:`LOCAL_CASES`, but no one-rank case of the
-    collectives (one rank's bus bandwidth is 0 by definition).'''
-    if declared.name == 'collectives':
-        return {case for case in LOCAL_CASES if case[0] != '1_proc'}
-    return set(LOCAL_CASES)
+    cpu partition: :data:`LOCAL_CASES` of its ``min_world_size`` ranks or
+    more (the collectives: two).'''
+    ranks = {'1_proc': 1, '2_procs': 2}
+    fewest = declared.test_class().min_world_size
+    return {case for case in LOCAL_CASES if ranks[case[0]] >= fewest}
 
 
 def local_case_count():

@@ -81,6 +81,11 @@ class WorkloadInterface(RegressionTestPlugin):
     #: per sample).
     throughput_metric = 'throughput_avg'
 
+    #: The fewest ranks a case means anything at (one rank's collective
+    #: moves nothing): scales of fewer ranks are not generated, and a
+    #: layout of fewer (``-S num_nodes=``) fails with the reason.
+    min_world_size = 1
+
     #: Whether the program's steps wait for data, so that the share of
     #: the step time spent waiting is reported (``data_share``); a
     #: component benchmark's iterations read no batches.

@@ -29,9 +29,7 @@ import reframe.utility.typecheck as typ
 
 from hpctestlib_ml.base import ComponentTest
 from hpctestlib_ml.errors import BadInputError
-from hpctestlib_ml.layout import LayoutError, resolve_layout
 from hpctestlib_ml.parsers import nccl_tests as parser
-from hpctestlib_ml.plugins.placement import partition_facts
 from hpctestlib_ml.workloads import Headline, Workload
 
 #: The operations, by their perflog name (``<name>_busbw_GBps``).
@@ -65,6 +63,8 @@ class CollectivesBenchmark(ComponentTest):
 
     workload = 'collectives'
     program = 'collectives'
+    # One rank's bus bandwidth is 0 by definition.
+    min_world_size = 2
     sizes = {
         'tiny': {'min_bytes': '1K', 'max_bytes': '4M', 'steps': 5,
                  'warmup_iters': 1, 'time_limit': '10m'},
@@ -107,14 +107,6 @@ class CollectivesBenchmark(ComponentTest):
     #: :default: ``[]`` (all three)
     operations = variable(typ.List[str], value=[])
 
-    def runs_on(self, part):
-        '''Not on one rank: its bus bandwidth is 0 by definition.'''
-        try:
-            layout = resolve_layout(self.scale, partition_facts(part))
-        except LayoutError:
-            return False
-        return layout.world_size > 1
-
     def finalize_settings(self):
         unknown = [op for op in self.operations if op not in OPERATIONS]
         if unknown:
@@ -130,9 +122,6 @@ class CollectivesBenchmark(ComponentTest):
                 self.perf_variables.pop(f'{name}_busbw_GBps', None)
         if 'all_reduce' not in self.operations:
             self.perf_variables.pop('allreduce_latency_us', None)
-        if self.layout.world_size < 2:
-            self.skip('collectives need 2 ranks or more (the bus '
-                      'bandwidth of one is 0)')
 
     def case_settings(self):
         ops = ('' if len(self.operations) == len(OPERATIONS)
