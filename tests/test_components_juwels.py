@@ -65,3 +65,15 @@ def test_storage_writes_to_the_partitions_scratch(jobs):
         '-m storage_bench --dir "$SCRATCH" --size benchmark --formats '
         'npy,npz,tfrecord,text --bytes-per-rank 1073741824 '
         '--checkpoint-bytes 10905108480 --rounds 3')
+
+
+def test_storage_in_the_image_sees_the_directory_it_measures(
+        tmp_path, cache_dir):
+    scripts = juwels_scripts(tmp_path / 'var', cache_dir,
+                             '^StorageContainer%scale=1_node%'
+                             'launch_mode=per_task')
+    line = run_line(scripts['StorageContainer%scale=1_node%'
+                            'launch_mode=per_task'])
+    assert ' apptainer exec ' in line
+    assert ' -B"$SCRATCH:$SCRATCH" ' in line
+    assert '-m storage_bench --dir "$SCRATCH" ' in line

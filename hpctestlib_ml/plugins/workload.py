@@ -186,6 +186,12 @@ class WorkloadInterface(RegressionTestPlugin):
         such as Megatron-LM's ``pretrain_gpt.py``, does not).'''
         return True
 
+    def container_directories(self):
+        '''Directories the program reads or writes outside the repository
+        and its stage directory, bind-mounted at their own paths when it
+        runs in a container (shell variables are the job's).'''
+        return []
+
     def program_args(self):
         '''Arguments of the training program (unquoted).'''
         raise NotImplementedError

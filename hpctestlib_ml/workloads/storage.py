@@ -158,6 +158,10 @@ class StorageBenchmark(ComponentTest):
             return place, place
         return self.stagedir, 'stage'
 
+    def container_directories(self):
+        '''The measured directory, at its own path in the image.'''
+        return [self.storage_place()[0]]
+
     def case_settings(self):
         formats = ('' if len(self.formats) == len(FORMATS)
                    else f' formats={",".join(self.formats)}')
