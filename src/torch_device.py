@@ -115,6 +115,16 @@ def start_ranks(cpu=False, math_mode=True, env=None):
     return rank, world, device
 
 
+def end_ranks(device, rank):
+    '''At the end of a program started by :func:`start_ranks`: the rank's
+    ``memory`` record (GPUs), and the process group closed where there
+    is one.'''
+    import torch.distributed as dist
+    emit_memory(device, rank)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def refuse_emulated_bf16(device, bf16):
     '''Exit with the reason where *bf16* (the run's precision is a bf16
     one) would run emulated on *device* (V100 and older: torch says bf16

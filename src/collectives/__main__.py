@@ -214,8 +214,7 @@ def main(argv=None):
     for op in args.ops:
         benchmark_op(op, args, rank, world, device, say)
     say(f'[hpcml] timed region {begin:.3f} {time.time():.3f}')
-    torch_device.emit_memory(device, rank)
-    dist.destroy_process_group()
+    torch_device.end_ranks(device, rank)
     return 0
 
 

@@ -112,9 +112,7 @@ def main(argv=None):
     if rank == 0:
         print(f'[hpcml] timed region {begin:.3f} {time.time():.3f}',
               flush=True)
-    torch_device.emit_memory(device, rank)
-    if world > 1:
-        dist.destroy_process_group()
+    torch_device.end_ranks(device, rank)
     return 0
 
 

@@ -203,8 +203,7 @@ def main(argv=None):
         print(f'[hpcml] timed region {begin:.3f} {time.time():.3f}',
               flush=True)
         shutil.rmtree(run_dir, ignore_errors=True)
-    torch_device.emit_memory(device, rank)
-    dist.destroy_process_group()
+    torch_device.end_ranks(device, rank)
     return 0
 
 

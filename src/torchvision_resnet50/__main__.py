@@ -270,9 +270,7 @@ def main(argv=None):
     say(f'[hpcml] timed region {begin:.3f} {end:.3f}')
     hpcml_log.emit_timing(rank, args.num_iters * args.num_batches_per_iter,
                           0.0, seconds)
-    torch_device.emit_memory(device, rank)
-    if world > 1:
-        dist.destroy_process_group()
+    torch_device.end_ranks(device, rank)
     return 0
 
 
