@@ -11,8 +11,8 @@ not log (yet) shows '-'.
 Sources, each read with the suite's own reader: the cases and their test
 variables from ReFrame's run report (``--report-file``), the figures from
 the perflogs (:mod:`hpctestlib_ml.report.history`), the timed window from
-the job's log through the workload's parser
-(``hpctestlib_ml.parsers.EXTRACTORS``), the device records
+the job's log through the workload's parser (its declaration in
+:mod:`hpctestlib_ml.workloads`), the device records
 (:mod:`hpctestlib_ml.parsers.hpcml_records`), the trace (:mod:`trace`).
 
 A case PASSes when ReFrame passed it (sanity: finite losses, every step;
@@ -111,10 +111,18 @@ def _headline(workload, run):
     return line.metric if line else None
 
 
+def _declared(workload):
+    '''The registry's declaration of *workload* (None where unknown).'''
+    from hpctestlib_ml import workloads
+    return workloads.registered().get(workload)
+
+
 def _window(workload, text):
-    from hpctestlib_ml.parsers import EXTRACTORS
+    declared = _declared(workload)
+    if declared is None:
+        return None
     try:
-        return EXTRACTORS[workload](text).get('timed_window')
+        return declared.parser.extract_metrics(text).get('timed_window')
     except Exception:             # a log cut short: no window, said so
         return None
 
@@ -171,7 +179,11 @@ def case_row(phase, case, run, trace, cpu):
         else:
             seconds = window[1] - window[0]
             row['trace_J'], row['trace_samples'] = joules, samples
-            if _finite(row['throughput']) and row['throughput'] > 0:
+            # A component's headline is no rate of samples.
+            component = getattr(_declared(workload), 'kind', '') == \
+                'component'
+            if (_finite(row['throughput']) and row['throughput'] > 0
+                    and not component):
                 row['trace_per_sample_J'] = (joules / seconds /
                                              row['throughput'])
     judge(row, phase, cpu, value('energy_J'), case.get('fail_reason'))
