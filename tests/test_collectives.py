@@ -194,3 +194,12 @@ def test_sizes_and_their_units():
     assert coll.float_cell(35.92, 7) == '  35.92'
     assert coll.float_cell(63896.0, 7) == '63896.0'
     assert coll.float_cell(1234567.0, 7) == '1234567'
+
+
+def test_history_references_know_which_way_is_better():
+    '''Bus bandwidth is a rate (higher is better), latency a time.'''
+    from hpctestlib_ml.history_refs.derive import metric_direction
+    assert metric_direction('allreduce_busbw_GBps', 'GB/s',
+                            'collectives') == +1
+    assert metric_direction('allreduce_latency_us', 'us',
+                            'collectives') == -1
