@@ -203,3 +203,21 @@ def test_history_references_know_which_way_is_better():
                             'collectives') == +1
     assert metric_direction('allreduce_latency_us', 'us',
                             'collectives') == -1
+
+
+WRONG_DRIVER = '''
+import torch, torch.distributed as dist
+import collectives.__main__ as program
+dist.init_process_group('gloo', rank=0, world_size=1, store=dist.HashStore())
+out, inp = torch.zeros(64), torch.zeros(64)
+print('right', program.wrong_elements('all_reduce', out, inp, 0, 1))
+program.run_op = lambda op, out, inp: out[:5].fill_(7)
+print('wrong', program.wrong_elements('all_reduce', out, inp, 0, 1))
+'''
+
+
+def test_wrong_elements_are_counted(tmp_path):
+    '''The #wrong column counts the elements off the expected result
+    (here an operation that corrupts 5 of them).'''
+    proc = run_module(tmp_path, ['-c', WRONG_DRIVER])
+    assert 'right 0' in proc.stdout and 'wrong 5' in proc.stdout
