@@ -235,5 +235,8 @@ WORKLOAD = Workload(
     # A synchronous checkpoint stops training while it is written.
     headline=Headline('checkpoint_write_GBps'),
     data="files it writes in the partition's storage directory",
+    # Not the program's: the check's setup counts the checkpoint's
+    # parameters with Megatron-Core's model (hpcml model-info megatron).
+    packages=('megatron-core',),
     names_note='the program is storage_bench: a module called storage '
                'would be too generic a name on PYTHONPATH')
