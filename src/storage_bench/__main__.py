@@ -24,8 +24,9 @@ Each rank prints one line per operation and round, in one write::
 
     [storage_bench] rank 0 round 0 op read_npy bytes 1073741824 seconds 0.5123 files 128 writer 4 cache fadvise
 
-(``cache``: ``fadvise`` where the page cache was dropped, ``none`` where
-the system cannot). Rank 0 opens with the settings and ends with
+(``cache``: ``fadvise`` where the page cache was dropped before a read,
+``none`` where the system cannot; ``fsync`` for a write, timed until it
+was on storage). Rank 0 opens with the settings and ends with
 ``[hpcml] timed region START STOP``; every rank prints its ``[hpcml]
 device`` record (and on GPUs ``memory``). The directory is removed at the
 end. Read by ``hpctestlib_ml/parsers/storage_bench.py``: a round's
@@ -157,7 +158,7 @@ def checkpoint_round(args, run_dir, rank, world, writer, round_):
     _, seconds = timed(save)
     del state
     report(rank, round_, 'checkpoint_write', os.path.getsize(mine), seconds,
-           1, rank, 'none')
+           1, rank, 'fsync')
     theirs = os.path.join(shard_dir(run_dir, 'checkpoint', writer),
                           'state.pt')
     cache = drop_all([theirs])
