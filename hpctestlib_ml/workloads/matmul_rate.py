@@ -7,7 +7,7 @@ FLOPs each, the queue drained before each clock read: the measurement
 ``hpcml cpu-peak`` and the GPU validation's probes share), on every rank's
 own device at once. Sizes: ``benchmark`` n 8192 (the GPU probes'), 10
 timed iterations of 10 products per precision after 3 warm-up ones, in
-bf16, fp16, tf32 and fp32 on GPUs; ``tiny`` n 256 on CPUs, fp32 only (the
+bf16, fp16, tf32 and fp32 on GPUs; ``tiny`` n 512 on CPUs, fp32 only (the
 precision every workload trains in on CPUs, and the one MFU's CPU peak is
 measured in).
 
@@ -83,8 +83,10 @@ class MatmulRateBenchmark(ComponentTest):
     workload = 'matmul_rate'
     program = 'matmul_rate'
     sizes = {
-        'tiny': {'matrix_size': 256, 'steps': 5, 'products_per_iteration': 4,
-                 'warmup_products': 2, 'time_limit': '10m'},
+        # 512: at 256 a 2-core VM's products took under a millisecond,
+        # and thread start-up and noise moved the rate 10-fold.
+        'tiny': {'matrix_size': 512, 'steps': 5, 'products_per_iteration': 8,
+                 'warmup_products': 4, 'time_limit': '10m'},
         'benchmark': {'matrix_size': 8192, 'steps': 10,
                       'products_per_iteration': 10, 'warmup_products': 3,
                       'time_limit': '10m'},
@@ -96,20 +98,20 @@ class MatmulRateBenchmark(ComponentTest):
     #: Side of the square matrices.
     #:
     #: :type: :class:`int` or :obj:`None`
-    #: :default: :obj:`None` (the size's: 8192, ``tiny`` 256)
+    #: :default: :obj:`None` (the size's: 8192, ``tiny`` 512)
     matrix_size = variable(int, type(None), value=None)
 
     #: Products timed together in one iteration (``steps`` iterations per
     #: precision).
     #:
     #: :type: :class:`int` or :obj:`None`
-    #: :default: :obj:`None` (the size's: 10, ``tiny`` 4)
+    #: :default: :obj:`None` (the size's: 10, ``tiny`` 8)
     products_per_iteration = variable(int, type(None), value=None)
 
     #: Untimed products before each precision's timed ones.
     #:
     #: :type: :class:`int` or :obj:`None`
-    #: :default: :obj:`None` (the size's: 3, ``tiny`` 2)
+    #: :default: :obj:`None` (the size's: 3, ``tiny`` 4)
     warmup_products = variable(int, type(None), value=None)
 
     #: Precisions to measure, of ``bf16``, ``fp16``, ``tf32``, ``fp32``.
