@@ -188,14 +188,19 @@ def test_a_rank_killed_before_srun_ends_the_step_is_still_the_cause():
         'rank 1 on n2 died: Killed (srun)'
 
 
-def test_nccl_error_where_it_happened_wins_over_the_peers_report():
-    # Rank 0's report that its peer left comes last, after srun ended it.
-    text = per_task_run_then(
+def nccl_error_then_peer_left():
+    '''Rank 1's NCCL error under srun; rank 0's report that its peer left
+    comes last, after srun ended it.'''
+    return per_task_run_then(
         NCCL_SYSTEM_ERROR,
         'srun: error: n2: task 1: Exited with exit code 1',
         'srun: launch/slurm: _step_signal: Terminating StepId=8.0',
         NCCL_PEER_LEFT,
         'srun: error: n1: task 0: Exited with exit code 1')
+
+
+def test_nccl_error_where_it_happened_wins_over_the_peers_report():
+    text = nccl_error_then_peer_left()
     assert failures.failure_reason(text, exitcode=1) == (
         'rank 1 on n2 (exit code 1): ' + NCCL_SYSTEM_ERROR)[:300] + '...'
     # The peers' report alone is still said.
@@ -289,14 +294,18 @@ def test_older_srun_step_end_before_a_killed_peer():
         'rank 289 on Orion-18-69 died: Bus error (srun)'
 
 
+#: PyTorch's abort on a CUDA fault (the two lines as in many public logs,
+#: e.g. index id 62463627119), in a task srun saw abort.
+ILLEGAL_ACCESS_ABORT = (
+    "terminate called after throwing an instance of 'c10::Error'\n"
+    '  what():  CUDA error: an illegal memory access was encountered\n'
+    'srun: error: gpu07: task 3: Aborted\n'
+    'srun: launch/slurm: _step_signal: Terminating StepId=8.0\n'
+    'srun: error: gpu01: task 0: Killed\n')
+
+
 def test_a_cxx_abort_is_said_by_its_what():
-    # PyTorch's abort on a CUDA fault (the two lines as in many public
-    # logs, e.g. index id 62463627119), in a task srun saw abort.
-    text = ("terminate called after throwing an instance of 'c10::Error'\n"
-            '  what():  CUDA error: an illegal memory access was encountered\n'
-            'srun: error: gpu07: task 3: Aborted\n'
-            'srun: launch/slurm: _step_signal: Terminating StepId=8.0\n'
-            'srun: error: gpu01: task 0: Killed\n')
+    text = ILLEGAL_ACCESS_ABORT
     assert failures.failure_reason(text) == (
         'rank 3 on gpu07 died: Aborted (srun): CUDA error: an illegal memory '
         'access was encountered')

@@ -1,0 +1,283 @@
+"""The category and one-line reason of failed runs (hpctestlib_ml/triage.py),
+on public failure logs of the programs and systems under the suite
+(tests/data/triage/public/, sources in tests/data/SOURCES.md, "Triage"),
+on the faults captured on this machine and the project's Slurm cluster, and
+on the GPU faults test_failures.py sets in srun's lines. Each expectation
+was worked out by reading the log: the category its root cause falls in,
+the words of the reason, and the rank and node where the log names them."""
+import pytest
+
+from conftest import DATA, read_data
+from hpctestlib_ml import triage
+from test_failures import (CUDA_OOM, ILLEGAL_ACCESS_ABORT, NCCL_PEER_LEFT,
+                           NCCL_SYSTEM_ERROR, PICOTRON_WATCHDOG,
+                           nccl_error_then_peer_left, per_task_run_then)
+
+
+def public_log(name):
+    return (DATA / 'triage' / 'public' / name).read_text(encoding='utf-8')
+
+
+#: file, category, words the reason holds, rank, node.
+PUBLIC = [
+    # out_of_memory
+    ('nccl1235_nccl_warn_cuda_oom_gpu3.log', 'out_of_memory',
+     "NCCL on ng30903 (GPU 3): Cuda failure 'out of memory'", None,
+     'ng30903'),
+    ('therock1054_hip_oom.log', 'out_of_memory',
+     'HIP out of memory. Tried to allocate 16.00 GiB', None, None),
+    ('strix_halo3_hip_oom.log', 'out_of_memory',
+     'HIP out of memory. Tried to allocate 3.31 GiB', None, None),
+    ('hafs101_srun_oom_kill_task4.log', 'out_of_memory',
+     'out of memory (Slurm oom-kill): rank 4 on Orion-01-01', '4',
+     'Orion-01-01'),
+    ('tusas149_srun_oom_kill_tasks1-3.log', 'out_of_memory',
+     'ranks 1-3 on nid001277', '1-3', 'nid001277'),
+    # The workflow manager's errors after it are its consequences.
+    ('snakemake371_oom_kill_workflow_error.log', 'out_of_memory',
+     'rank 0 on NODE', '0', 'NODE'),
+    ('robomamba10_torchrun_exitcode_minus9.log', 'out_of_memory',
+     'local rank 5 was killed by signal 9 (SIGKILL); SIGKILL and no other '
+     'cause', '5', None),
+    # communication
+    ('pytorch108732_gloo_connection_refused.log', 'communication',
+     'connect [172.31.71.170]:13195: Connection refused', None, None),
+    ('dmlcloud47_gloo_connectfullmesh_timeout.log', 'communication',
+     'Gloo connectFullMesh failed', None, None),
+    ('llm_training7_nccl_watchdog_timeout_rank2.log', 'communication',
+     'Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7487, '
+     'OpType=ALLREDUCE', '2', None),
+    ('pytorch40273_nccl_warn_topology_path.log', 'communication',
+     'NCCL on XXX (GPU 0): Could not find real path of /sys/class/pci_bus',
+     None, 'XXX'),
+    ('ms_swift1233_nccl_unhandled_system_error.log', 'communication',
+     'NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:'
+     '1333, unhandled system error', None, None),
+    # hardware
+    ('gpud_dmesg_xid119_gsp_timeout.log', 'hardware',
+     'NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout '
+     'after 6s of waiting for RPC response from GPU4 GSP!', None, None),
+    ('jade194_cuda_uncorrectable_ecc.log', 'hardware',
+     'RuntimeError: CUDA error: uncorrectable ECC error encountered', None,
+     None),
+    # The ECC error, not the NCCL watchdog it ended (rank 1's).
+    ('kohya1434_ecc_then_nccl_watchdog_rank1.log', 'hardware',
+     'CUDA error: uncorrectable ECC error encountered', '1', None),
+    ('semseg33_cuda_runtime_error_39_ecc.log', 'hardware',
+     'cuda runtime error (39) : uncorrectable ECC error', None, None),
+    ('ogkm1150_xid45_after_xid149_xid145.log', 'hardware',
+     'Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 '
+     'caused by previous Xid 149', None, None),
+    ('returnn1486_nvidia_smi_gpu_lost.log', 'hardware',
+     'Unable to determine the device handle for GPU0000:03:00.0: Unknown '
+     'Error', None, None),
+    # filesystem
+    ('dolly139_enospc_torch_save.log', 'filesystem',
+     'OSError: [Errno 28] No space left on device', None, None),
+    ('taiyaki66_stale_file_handle.log', 'filesystem',
+     'OSError: [Errno 116] Stale file handle', None, None),
+    # The read that failed, not the C++ abort that followed.
+    ('pytorch45826_stale_file_handle_then_abort.log', 'filesystem',
+     'RuntimeError: read(): fd 33 failed with Stale file handle', None,
+     None),
+    ('hostg7_disk_quota_exceeded.log', 'filesystem',
+     "Disk quota exceeded: 'validation/cherry_0_196.fasta'", None, None),
+    ('eagle121_triton_cache_disk_quota.log', 'filesystem',
+     'OSError: [Errno 122] Disk quota exceeded', None, None),
+    ('ccd13_missing_dataset_torchrun.log', 'filesystem',
+     "local rank 0 (exit code 1): FileNotFoundError: [Errno 2] No such file "
+     "or directory: '/data/gx/OCR-CC/", '0', None),
+    ('layumi214_missing_data_dir.log', 'filesystem',
+     "No such file or directory: 'your_data_path/train_all'", None, None),
+    # scheduler
+    ('zetta671_slurm_time_limit.log', 'scheduler',
+     'Slurm ended the job at its time limit (slurmstepd on ... at '
+     '2024-04-20T09:09:37)', None, '...'),
+    ('lightning20542_step_time_limit_sigterm.log', 'scheduler',
+     'Slurm ended the job at its time limit (slurmstepd on maestro-3017',
+     None, 'maestro-3017'),
+    ('gemmaker242_slurm_preemption_doc.log', 'scheduler',
+     'the job was preempted by Slurm (slurmstepd on cn119', None, 'cn119'),
+    # The requeue, not the tasks' exit after it.
+    ('submitit1708_slurm_job_requeue.log', 'scheduler',
+     'Slurm requeued the job', None, 'SERVER_NAME'),
+    ('myria3d123_step_cancelled_task0_terminated.log', 'scheduler',
+     'the job was cancelled', None, 'DEL2212S020'),
+    # numerics
+    ('pai_megatron60_nan_grad_norm_rank3.log', 'numerics',
+     'Rank 3: found NaN in local grad norm in backwards pass', '3',
+     'set-zw04-kubernetes-pc133.mt'),
+    ('firefly68_loss_scale_at_minimum.log', 'numerics',
+     'Current loss scale already at minimum', None, None),
+    ('megds203_inf_activations_grad_norm_nan.log', 'numerics',
+     'grad norm: nan', None, None),
+    ('tinyllama153_hf_trainer_eval_loss_nan.log', 'numerics',
+     'eval_loss = nan', None, None),
+    ('aicloud_apex_amp_loss_scale_below_one.log', 'numerics',
+     'the loss scaler reached its floor: Gradient overflow. Skipping step, '
+     'loss scaler 0 reducing loss scale to 1.0', None, None),
+    # software
+    ('datacomp79_no_module_named_training.log', 'software',
+     "ModuleNotFoundError: No module named 'training'", None, None),
+    ('fastfcn37_nvidia_driver_too_old.log', 'software',
+     'AssertionError: The NVIDIA driver on your system is too old (found '
+     'version 9000).', None, None),
+    ('seqnet36_nvidia_driver_too_old.log', 'software',
+     'The NVIDIA driver on your system is too old (found version 11040)',
+     None, None),
+    ('unsloth4_torchrun_root_cause_exit1_no_traceback.log', 'software',
+     'rank 0 on 192-222-55-138 exited with code 1', '0', '192-222-55-138'),
+    # bad_input
+    ('pai_megatron21_unrecognized_arguments_torchrun.log', 'bad_input',
+     'finetune_huggingface_chatglm.py: error: unrecognized arguments: '
+     '--DDP-impl local', '0', None),
+    ('ms_swift6823_megatron_sft_unrecognized_arguments.log', 'bad_input',
+     'sft.py: error: unrecognized arguments: --softmax-type learnable',
+     None, None),
+    ('stabletuner12_accelerate_invalid_choice.log', 'bad_input',
+     "argument --mixed_precision: invalid choice: 'fp32'", None, None),
+    ('open_genie2_lightning_cli_invalid_choice.log', 'bad_input',
+     "error: argument subcommand: invalid choice: 'train'", None, None),
+]
+
+
+@pytest.mark.parametrize('name, category, words, rank, node', PUBLIC,
+                         ids=[row[0] for row in PUBLIC])
+def test_public_failure_logs(name, category, words, rank, node):
+    found = triage.triage(public_log(name))
+    assert found.category == category, found
+    assert words in found.reason, found
+    assert (found.rank, found.node) == (rank, node), found
+    assert '\n' not in found.reason and len(found.reason) <= 303
+
+
+def test_the_public_logs_cover_every_category_several_times():
+    counts = {c: sum(row[1] == c for row in PUBLIC)
+              for c in triage.CATEGORIES}
+    assert min(counts.values()) >= 3, counts
+    on_disk = sorted(p.name for p in (DATA / 'triage' / 'public').iterdir())
+    assert on_disk == sorted(row[0] for row in PUBLIC)
+
+
+# Faults this suite captured for real
+
+@pytest.mark.parametrize('path, category, words, rank, node', [
+    # Rank 1 raised; rank 0's Gloo "Connection closed by peer" after it.
+    (('failures', 'torchrun_rank1_raises_cpu.err'), 'software',
+     'RuntimeError: hpcml fault injection: rank 1 raised', '1', 'localhost'),
+    # kill -9 of rank 1's process: what the OOM killer does.
+    (('slurm', 'rank_killed_per_task.err'), 'out_of_memory',
+     'rank 1 on n2 died: Killed (srun)', '1', 'n2'),
+    (('slurm', 'rank_killed_torchrun.err'), 'out_of_memory',
+     'rank 1 was killed by signal 9 (SIGKILL)', '1', 'n1'),
+    (('slurm', 'time_limit_per_task.err'), 'scheduler',
+     'Slurm ended the job at its time limit', None, 'n1'),
+    (('slurm', 'scancel_torchrun.err'), 'scheduler',
+     'the job was cancelled (scancel', None, 'n1'),
+    (('open_clip', 'missing_pandas_torchrun.err'), 'software',
+     "cannot import OpenCLIP (No module named 'pandas')", '0', 'localhost'),
+])
+def test_captured_faults(path, category, words, rank, node):
+    found = triage.triage(read_data(*path), exitcode=1)
+    assert (found.category, found.rank, found.node) == (category, rank,
+                                                        node), found
+    assert words in found.reason
+
+
+@pytest.mark.parametrize('name', [
+    'cpu_1rank_torchrun.err', 'cpu_2ranks_torchrun.err',
+    'slurm_2nodes_torchrun.err', 'slurm_2procs_srun.err',
+])
+def test_good_runs_have_no_category(name):
+    found = triage.triage(read_data('open_clip', name), 'COMPLETED', 0)
+    assert found == triage.Triage(None, 'no failure found in the log')
+
+
+def test_a_good_megatron_run_whose_gradients_went_nan_is_numerics():
+    # Megatron-DeepSpeed issue #396, kept for the parser tests.
+    text = read_data('megatron', 'public',
+                     'bigscience_megds396_bf16_grad_norm_nan.log')
+    found = triage.triage(text, 'COMPLETED', 0)
+    assert found.category == 'numerics'
+    assert 'grad norm: nan' in found.reason
+
+
+# The root cause over its consequences, in srun's and torchrun's lines
+
+def test_one_ranks_oom_not_its_peers_killed_by_srun():
+    text = per_task_run_then(
+        CUDA_OOM,
+        'srun: error: n2: task 1: Exited with exit code 1',
+        'srun: launch/slurm: _step_signal: Terminating StepId=8.0',
+        'srun: error: n1: task 0: Killed')
+    found = triage.triage(text, exitcode=1)
+    assert (found.category, found.rank, found.node) == ('out_of_memory', '1',
+                                                        'n2')
+    assert found.reason.startswith('rank 1 on n2 (exit code 1): torch.cuda.'
+                                   'OutOfMemoryError: CUDA out of memory.')
+
+
+def test_one_ranks_oom_not_the_nccl_errors_of_its_peers():
+    # Rank 3 ran out of memory; rank 0 reports in NCCL that its peer left.
+    text = f'[rank3]: {CUDA_OOM}\n[rank0]: {NCCL_PEER_LEFT}\n'
+    found = triage.triage(text, exitcode=1)
+    assert (found.category, found.rank) == ('out_of_memory', '3')
+    # Also where the peers' NCCL error is the last line a rank raised and
+    # no launcher names the rank that failed first.
+    text = f'[rank3]: {CUDA_OOM}\n[rank0]: {NCCL_SYSTEM_ERROR}\n'
+    found = triage.triage(text, exitcode=1)
+    assert (found.category, found.rank) == ('out_of_memory', '3')
+    assert 'CUDA out of memory' in found.reason
+
+
+def test_a_watchdog_abort_is_communication():
+    text = '\n'.join(PICOTRON_WATCHDOG) + '\n'
+    found = triage.triage(text, exitcode=1)
+    assert (found.category, found.rank, found.node) == (
+        'communication', '0', '472a4389fceb')
+    assert 'Watchdog caught collective operation timeout' in found.reason
+
+
+def test_nccl_error_where_it_happened_is_communication():
+    found = triage.triage(nccl_error_then_peer_left(), exitcode=1)
+    assert (found.category, found.rank, found.node) == ('communication', '1',
+                                                        'n2')
+
+
+def test_an_illegal_memory_access_abort_is_software():
+    found = triage.triage(ILLEGAL_ACCESS_ABORT)
+    assert (found.category, found.rank, found.node) == ('software', '3',
+                                                        'gpu07')
+
+
+def test_the_job_state_alone():
+    assert triage.triage('', 'TIMEOUT').category == 'scheduler'
+    assert triage.triage('', 'OUT_OF_MEMORY').category == 'out_of_memory'
+    assert triage.triage('', 'NODE_FAIL').category == 'scheduler'
+
+
+# The tables
+
+@pytest.mark.parametrize('line, category', [
+    # NCCL's words for an allocation that failed: memory, not the network.
+    ("host:1:2 [0] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'",
+     'out_of_memory'),
+    ('[E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL watchdog thread terminated '
+     'with exception: CUDA error: uncorrectable ECC error encountered',
+     'hardware'),
+    ('ImportError: libnccl.so.2: cannot open shared object file: No such file '
+     'or directory', 'software'),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/data/x'",
+     'filesystem'),
+    ('ValueError: something else', None),
+])
+def test_classify_orders_causes_before_consequences(line, category):
+    assert triage.classify(line) == category
+
+
+def test_problems_category():
+    assert triage.problems_category(
+        ['8 of 10 steps logged', 'training loss is not finite']) == 'numerics'
+    assert triage.problems_category(['no training step logged']) == \
+        'software'
+    assert triage.problems_category([]) == 'software'
