@@ -1,0 +1,38 @@
+"""``hpcml triage LOGFILE...``: why each training log's run failed, as one
+JSON object per file: its category, one-line reason, and the rank and node
+where the log names them (:mod:`hpctestlib_ml.triage`)."""
+import json
+import sys
+
+from hpctestlib_ml import triage
+
+#: The command's line in ``hpcml --help``.
+HELP = ('say why training runs failed: one JSON object per log (category, '
+        'reason, rank, node)')
+
+
+def add_arguments(parser):
+    parser.add_argument('logfiles', nargs='+', metavar='LOGFILE',
+                        help="a job's output (stdout and stderr, or the "
+                             'file that holds the failure)')
+
+
+def run(args):
+    '''Print each log's triage; exit status 1 if a log cannot be read (its
+    reason on stderr), else 0, whatever the logs say: the command reports
+    failures, it does not have one.'''
+    status = 0
+    for path in args.logfiles:
+        try:
+            with open(path, errors='replace') as fp:
+                text = fp.read()
+        except OSError as err:
+            print(f'hpcml triage: cannot read {path}: {err.strerror}',
+                  file=sys.stderr)
+            status = 1
+            continue
+        found = triage.triage(text)
+        print(json.dumps({'file': path, 'category': found.category,
+                          'reason': found.reason, 'rank': found.rank,
+                          'node': found.node}))
+    return status
