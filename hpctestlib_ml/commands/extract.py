@@ -4,6 +4,7 @@ import json
 import sys
 
 from hpctestlib_ml import workloads
+from hpctestlib_ml.commands import read_log
 
 #: The command's line in ``hpcml --help``.
 HELP = 'print the metrics of training logs as JSON, one object per file'
@@ -26,12 +27,8 @@ def run(args):
     extractor = workloads.get(args.workload).parser.extract_metrics
     status = 0
     for path in args.logfiles:
-        try:
-            with open(path, errors='replace') as fp:
-                text = fp.read()
-        except OSError as err:
-            print(f'hpcml extract: cannot read {path}: {err.strerror}',
-                  file=sys.stderr)
+        text = read_log('extract', path)
+        if text is None:
             status = 1
             continue
 

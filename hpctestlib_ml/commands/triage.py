@@ -2,9 +2,9 @@
 JSON object per file: its category, one-line reason, and the rank and node
 where the log names them (:mod:`hpctestlib_ml.triage`)."""
 import json
-import sys
 
 from hpctestlib_ml import triage
+from hpctestlib_ml.commands import read_log
 
 #: The command's line in ``hpcml --help``.
 HELP = ('say why training runs failed: one JSON object per log (category, '
@@ -23,12 +23,8 @@ def run(args):
     failures, it does not have one.'''
     status = 0
     for path in args.logfiles:
-        try:
-            with open(path, errors='replace') as fp:
-                text = fp.read()
-        except OSError as err:
-            print(f'hpcml triage: cannot read {path}: {err.strerror}',
-                  file=sys.stderr)
+        text = read_log('triage', path)
+        if text is None:
             status = 1
             continue
         found = triage.triage(text)
