@@ -281,3 +281,64 @@ def test_problems_category():
     assert triage.problems_category(['no training step logged']) == \
         'software'
     assert triage.problems_category([]) == 'software'
+
+
+# Every failed case's message starts with its category
+
+def sanity_message(text, state=None, exitcode=1, time_limit=60):
+    '''The sanity plugin's failure message of a job that left *text*.'''
+    from types import SimpleNamespace
+    from hpctestlib_ml.plugins.sanity import Sanity
+    case = SimpleNamespace(job=SimpleNamespace(state=state,
+                                               exitcode=exitcode),
+                           time_limit=time_limit)
+    return Sanity.failure_message(case, text)
+
+
+def test_the_sanity_failure_starts_with_its_category():
+    text = per_task_run_then(
+        CUDA_OOM,
+        'srun: error: n2: task 1: Exited with exit code 1',
+        'srun: launch/slurm: _step_signal: Terminating StepId=8.0',
+        'srun: error: n1: task 0: Killed')
+    assert sanity_message(text).startswith(
+        'out_of_memory: job failed (exit code 1): rank 1 on n2 (exit code '
+        '1): torch.cuda.OutOfMemoryError: CUDA out of memory.')
+    assert sanity_message(read_data('slurm', 'time_limit_per_task.err'),
+                          exitcode=None) == (
+        'scheduler: job failed: Slurm ended the job at its time limit '
+        '(slurmstepd on n1 at 2026-11-22T00:34:19): the time limit was 60 '
+        's; raise it with -S time_limit= or run fewer -S steps=')
+    # The hardware fault, not the rank's exit that followed it.
+    message = sanity_message(
+        public_log('kohya1434_ecc_then_nccl_watchdog_rank1.log'))
+    assert message.startswith('hardware: job failed (exit code 1): '
+                              'RuntimeError: CUDA error: uncorrectable ECC')
+
+
+def test_log_problems_start_with_their_category():
+    from hpctestlib_ml.plugins.sanity import problems_message
+    assert problems_message(['training loss is not finite']) == \
+        'numerics: training loss is not finite'
+    assert problems_message(['8 of 10 steps logged']) == \
+        'software: 8 of 10 steps logged'
+
+
+def test_bad_input_reads_bad_input_once_and_first():
+    from reframe.core.exceptions import what
+    from hpctestlib_ml.errors import BadInputError, positive_int
+    with pytest.raises(BadInputError) as caught:
+        positive_int('batch_size', '0')
+    assert what(caught.type, caught.value, None) == (
+        "bad_input: batch_size must be an integer >= 1, got '0': fix -S "
+        "batch_size")
+
+
+def test_a_numerics_regression_starts_with_numerics():
+    from hpctestlib_ml.plugins.references import numerics_message
+    message = numerics_message(
+        'loss curve departs from reference at logged step 1: 2.5 vs 2.3 '
+        '+/- 0.01', 5, 'config/references/megatron.yaml', 'tiny 1x1')
+    assert message.startswith('numerics: loss curve departs from reference '
+                              'at logged step 1')
+    assert triage.classify(message) == 'numerics'
