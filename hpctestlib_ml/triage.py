@@ -186,6 +186,13 @@ NUMERICS = [re.compile(p) for p in (
     # returned nan values in its 0th output."; "Loss is nan, stopping
     # training" (MAE-style loops, OpenGVLab/LLaMA-Adapter #144).
     r'returned nan values|Loss is (?:nan|inf)\b',
+    # The suite's own programs' logs: MLPerf's logger writes a float with
+    # json.dumps (":::MLLOG {... "value": {"loss": NaN} ...}"), OpenCLIP
+    # "Loss: nan (nan)", the torchvision program "[hpcml] iteration 3 loss
+    # nan".
+    r'"(?:train_)?loss": (?:NaN|-?Infinity)\b|'
+    r'(?<![A-Za-z_])Loss: (?:nan|-?inf)\b|\[hpcml\] iteration \d+ loss '
+    r'(?:nan|-?inf)\b',
 )]
 
 #: bad_input: the program refused its arguments.

@@ -270,6 +270,14 @@ def test_the_job_state_alone():
     ("FileNotFoundError: [Errno 2] No such file or directory: '/data/x'",
      'filesystem'),
     ('ValueError: something else', None),
+    # The suite's programs' losses, non-finite: MLPerf's logger (json.dumps
+    # writes NaN), OpenCLIP's step line, the torchvision program's.
+    (':::MLLOG {"namespace": "", "time_ms": 1795394367309, "event_type": '
+     '"POINT_IN_TIME", "key": "tracked_stats", "value": {"throughput": '
+     '35.2, "step_time": 0.227, "loss": NaN}}', 'numerics'),
+    ('Contrastive_loss: nan (nan) Loss: nan (nan)', 'numerics'),
+    ('[hpcml] iteration 3 loss inf', 'numerics'),
+    ('[hpcml] iteration 0 loss 2.270360', None),
 ])
 def test_classify_orders_causes_before_consequences(line, category):
     assert triage.classify(line) == category
