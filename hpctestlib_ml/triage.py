@@ -324,6 +324,7 @@ _NCCL_LINE = re.compile(r'^([\w.-]+):\d+:\d+ \[(\d+)\] (?:\S+ )?NCCL WARN '
 #: (``--min-loss-scale``) and DeepSpeed (``min_loss_scale``) by default. A
 #: scaler that reduces the scale to it or below keeps overflowing.
 MIN_LOSS_SCALE = 1.0
+_SCALE_AT_MINIMUM = re.compile(r'loss scale already at minimum')
 _LOSS_SCALE_DOWN = re.compile(
     r'(?:reducing loss scale to|Attempted loss scale: \S+, reducing to) '
     r'([0-9.eE+-]+)')
@@ -459,10 +460,10 @@ def non_finite(text):
     gradient (:data:`NUMERICS`) or the loss scaler at its floor
     (:data:`MIN_LOSS_SCALE`); else None.'''
     for line in text.splitlines():
-        if any(p.search(line) for p in NUMERICS) or _scale_at_floor(line):
+        floor = _scale_at_floor(line) or _SCALE_AT_MINIMUM.search(line)
+        if floor or any(p.search(line) for p in NUMERICS):
             rank, node = _where(line, None, text)
-            what = ('the loss scaler reached its floor' if
-                    re.search('loss scal', line) else
+            what = ('the loss scaler reached its floor' if floor else
                     'the loss or the gradients went non-finite')
             words = ' '.join(line.split())
             return Triage('numerics', _trim(f'{what}: {words}'), rank, node)

@@ -199,6 +199,9 @@ def test_a_good_megatron_run_whose_gradients_went_nan_is_numerics():
                      'bigscience_megds396_bf16_grad_norm_nan.log')
     found = triage.triage(text, 'COMPLETED', 0)
     assert found.category == 'numerics'
+    # Its "loss scale: 1.0" is the scale, not the scaler reducing it.
+    assert found.reason.startswith('the loss or the gradients went '
+                                   'non-finite: iteration 5426/')
     assert 'grad norm: nan' in found.reason
 
 
