@@ -80,6 +80,10 @@ HARDWARE = [re.compile(p) for p in (
     # ROCm's runtime on a hung or faulted GPU: "HW Exception by GPU node-2
     # (Agent handle: 0x...) reason :GPU Hang".
     r'HW Exception by GPU node-\d+',
+    # CUDA's cudaErrorNvlinkUncorrectable: "CUDA error: uncorrectable
+    # NVLink error detected during the execution"; nvidia-smi's "GPU is
+    # lost. Reboot the system to recover this GPU".
+    r'uncorrectable NVLink error|GPU is lost',
 )]
 
 #: out_of_memory: device or host memory ran out.
@@ -118,6 +122,16 @@ OUT_OF_MEMORY = [re.compile(p) for p in (
     # 5 was killed by signal 9 (SIGKILL)"): the kernel's or the cgroup's
     # OOM killer is what sends it in practice (lmzpai/roboMamba #10).
     r'died: Killed \(srun\)|killed by signal 9\b',
+    # The same SIGKILL as others report it: a shell's "./train.sh: line 5:
+    # 12345 Killed  python train.py" or a bare "Killed"; PyTorch's
+    # "DataLoader worker (pid 1234) is killed by signal: Killed."; Open
+    # MPI's "mpirun noticed that process rank 3 with PID 0 on node n3
+    # exited on signal 9 (Killed)."; Kubernetes' "OOMKilled"; exit status
+    # 137 (128 + SIGKILL).
+    r'^Killed$|\d Killed +\S|killed by signal: Killed|'
+    r'exited on signal 9 \(Killed\)|\bOOMKilled\b|[Ee]xit code:? 137\b',
+    # PBS: "=>> PBS: job killed: mem 16777216kb exceeded limit 8388608kb".
+    r'PBS: job killed: v?mem',
 )]
 
 #: filesystem: the file system refused a write or a read, or data is not
@@ -136,6 +150,20 @@ FILESYSTEM = [re.compile(p) for p in (
     # errno 5 and 30: "RuntimeError: write(): fd 29 failed with
     # Input/output error" (pytorch/pytorch #10577), "Read-only file system".
     r'Input/output error|Read-only file system',
+    # A network file system gone: Lustre's eviction "OSError: [Errno 108]
+    # Cannot send after transport endpoint shutdown", a FUSE or NFS mount's
+    # "[Errno 107] Transport endpoint is not connected".
+    r'Cannot send after transport endpoint shutdown|Transport endpoint is '
+    r'not connected',
+    # torch.save on a file system that took no more: "RuntimeError:
+    # [enforce fail at inline_container.cc:595] . unexpected pos 2213604544
+    # vs 2213604432", "PytorchStreamWriter failed writing file data/7:
+    # file write failed".
+    r'inline_container\.cc:\d+\] \. unexpected pos|PytorchStreamWriter '
+    r'failed writing file',
+    # Data the job may not read: "PermissionError: [Errno 13] Permission
+    # denied: '/data/imagenet/train'".
+    r'Permission denied',
     # Missing data: "FileNotFoundError: [Errno 2] No such file or
     # directory: 'your_data_path/train_all'" (layumi/Person_reID_baseline
     # _pytorch #214). Not a missing library ("cannot open shared object
@@ -157,6 +185,17 @@ SCHEDULER = [re.compile(p) for p in (
     # (SIGTERM)"), or the program's own note ("[rank: 0] Received SIGTERM:
     # 15", Lightning).
     r'killed by signal 15\b|Received SIGTERM',
+    # torchrun's agent when Slurm signals it: "torch.distributed.elastic.
+    # multiprocessing.api.SignalException: Process 4242 got signal: 15".
+    r'SignalException: Process \d+ got signal: (?:15|1)\b',
+    # srun on a node lost under it: "srun: error: Node failure on nid001234";
+    # slurmstepd that could not end the tasks: "*** JOB 1 STEPD TERMINATED
+    # ON n1 AT ... DUE TO JOB NOT ENDING WITH SIGNALS ***".
+    r'Node failure on \S+|STEPD TERMINATED ON',
+    # Other schedulers' time limits: PBS "=>> PBS: job killed: walltime
+    # 3660 exceeded limit 3600", LSF "TERM_RUNLIMIT: job killed after
+    # reaching LSF run time limit".
+    r'PBS: job killed: walltime|TERM_RUNLIMIT',
 )]
 
 #: numerics: the loss or the gradients went non-finite.
@@ -186,6 +225,10 @@ NUMERICS = [re.compile(p) for p in (
     # returned nan values in its 0th output."; "Loss is nan, stopping
     # training" (MAE-style loops, OpenGVLab/LLaMA-Adapter #144).
     r'returned nan values|Loss is (?:nan|inf)\b',
+    # fairseq's scaler: "FloatingPointError: Minimum loss scale reached
+    # (0.0001). Your loss is probably exploding."; TensorBoard's writer
+    # given a NaN loss: "Warning: NaN or Inf found in input tensor.".
+    r'Minimum loss scale reached|NaN or Inf found in input tensor',
     # The suite's own programs' logs: MLPerf's logger writes a float with
     # json.dumps (":::MLLOG {... "value": {"loss": NaN} ...}"), OpenCLIP
     # "Loss: nan (nan)", the torchvision program "[hpcml] iteration 3 loss
@@ -205,6 +248,11 @@ BAD_INPUT = [re.compile(p) for p in (
     # argument --lr: invalid float value".
     r'error: (?:unrecognized arguments|the following arguments are '
     r'required|argument [^:]+: (?:invalid|expected))',
+    # Megatron-LM's checks of its arguments (megatron/training/arguments.py
+    # validate_args): "AssertionError: num_layers (30) must be divisible by
+    # pipeline_model_parallel_size", "world size (8) is not divisible by
+    # tensor parallel size (3) times pipeline parallel size (1)".
+    r'(?:must be|is not) divisible by',
     # HF's argument parser: "ValueError: Some specified arguments are not
     # used by the HfArgumentParser: [...]".
     r'arguments are not used by the HfArgumentParser',
@@ -228,10 +276,15 @@ SOFTWARE = [re.compile(p) for p in (
     # "CUDA driver version is insufficient for CUDA runtime version", "no
     # kernel image is available for execution on the device".
     r'driver on your system is too old|driver version is insufficient|'
-    r'no kernel image is available|version mismatch',
+    r'no kernel image is available|[Vv]ersion mismatch|mismatches the '
+    r'version|compiled with different CUDA',
     # A crash in code: "Segmentation fault", an illegal memory access, a
     # device-side assert.
     r'Segmentation fault|SIGSEGV|illegal memory access|device-side assert',
+    # ROCm's word for an illegal access: "Memory access fault by GPU
+    # node-2 (Agent handle: 0x...) on address 0x.... Reason: Page not
+    # present or supervisor privilege."
+    r'Memory access fault by GPU',
 )]
 
 #: communication: the collectives or their transport.
@@ -257,12 +310,14 @@ COMMUNICATION = [re.compile(p) for p in (
     r'Gloo|gloo/transport',
     # MPI and Horovod: "MPI_ABORT was invoked on rank 3 in communicator
     # MPI_COMM_WORLD", "Horovod has been shut down".
-    r'MPI_ABORT|MPI_ERR_|Horovod has been shut down',
+    r'MPI_ABORT|MPI_ERR_|Horovod has been shut down|lost communication '
+    r'with a remote daemon',
     # c10d's store and rendezvous: "torch.distributed.DistNetworkError",
     # "DistStoreError: Timed out after 901 seconds", "RendezvousTimeout
     # Error", "Connection refused", "Connection reset by peer".
     r'Dist(?:Backend|Network|Store)Error|Rendezvous\w*Error|'
-    r'Connection (?:refused|reset by peer|closed by peer)|Socket Timeout',
+    r'Connection (?:refused|reset by peer|closed by peer)|Socket Timeout|'
+    r'Timed out initializing process group',
 )]
 
 #: The tables in the order a line is classified: the first that matches
@@ -314,7 +369,7 @@ _RANK = re.compile(r'\[[Rr]ank ?(\d+)\]|\b[Rr]ank (\d+)\b')
 #: Where a line names its node: Megatron's "node: set-zw04-...", the
 #: failures parser's "rank 1 on n2", NCCL's host (:func:`_nccl_words`).
 _NODE = re.compile(r'\bnode: ?([\w.-]+)|\brank \S+ on ([\w.-]+)|'
-                   r'\bNCCL on ([\w.-]+)')
+                   r'\bNCCL on ([\w.-]+)|\bon node ([\w.-]+)')
 #: NCCL's line prefix "ng30903:3063028:3066152 [3] include/alloc.h:178
 #: NCCL WARN ...": host, GPU (the process's CUDA device), message.
 _NCCL_LINE = re.compile(r'^([\w.-]+):\d+:\d+ \[(\d+)\] (?:\S+ )?NCCL WARN '

@@ -371,3 +371,13 @@ def test_an_exception_whose_message_starts_on_the_next_line():
     assert failures.exception_line(text) == (
         'AssertionError: The NVIDIA driver on your system is too old (found '
         'version 9000).')
+
+
+def test_a_node_failure_whose_line_goes_on():
+    # Slurm 23+: "... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"
+    # (the words of slurmstepd's node-failure cancel, as sites' docs quote
+    # them).
+    text = ('slurmstepd: error: *** JOB 8 ON n1 CANCELLED AT '
+            '2026-11-22T00:34:19 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR '
+            'DETAILS ***\n')
+    assert failures.job_end(text).kind == 'node_fail'

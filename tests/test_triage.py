@@ -103,6 +103,15 @@ PUBLIC = [
      'Slurm requeued the job', None, 'SERVER_NAME'),
     ('myria3d123_step_cancelled_task0_terminated.log', 'scheduler',
      'the job was cancelled', None, 'DEL2212S020'),
+    # A Jean Zay node lost under IDEFICS' training (huggingface/m4-logs):
+    # srun names the node, slurmstepd on another cancels the step; and the
+    # CUDA errors of the ranks on the lost node before srun's line.
+    ('m4_idefics_jean_zay_node_failure_step_cancelled.log', 'scheduler',
+     'a node of the job failed (Slurm: NODE_FAIL): jean-zay-iam37 '
+     '(slurmstepd on jean-zay-iam17', None, 'jean-zay-iam37'),
+    ('m4_idefics_jean_zay_cuda_unknown_error_node_failure.log', 'scheduler',
+     'a node of the job failed (Slurm: NODE_FAIL): jean-zay-iam49 (srun)',
+     None, 'jean-zay-iam49'),
     # numerics
     ('pai_megatron60_nan_grad_norm_rank3.log', 'numerics',
      'Rank 3: found NaN in local grad norm in backwards pass', '3',
@@ -281,6 +290,31 @@ def test_the_job_state_alone():
     ('Contrastive_loss: nan (nan) Loss: nan (nan)', 'numerics'),
     ('[hpcml] iteration 3 loss inf', 'numerics'),
     ('[hpcml] iteration 0 loss 2.270360', None),
+    # The words of other programs and systems (each table's comments name
+    # where they come from).
+    ('RuntimeError: [enforce fail at inline_container.cc:664] . unexpected '
+     'pos 2602795840 vs 2602795728', 'filesystem'),
+    ('OSError: [Errno 108] Cannot send after transport endpoint shutdown',
+     'filesystem'),
+    ('=>> PBS: job killed: walltime 3660 exceeded limit 3600', 'scheduler'),
+    ('torch.distributed.elastic.multiprocessing.api.SignalException: '
+     'Process 4242 got signal: 15', 'scheduler'),
+    ('mpirun noticed that process rank 3 with PID 0 on node n3 exited on '
+     'signal 9 (Killed).', 'out_of_memory'),
+    ('Killed', 'out_of_memory'),
+    ('AssertionError: num_layers (30) must be divisible by pipeline model '
+     'parallel size (4)', 'bad_input'),
+    ('RuntimeError: The detected CUDA version (12.1) mismatches the version '
+     'that was used to compile PyTorch (11.8).', 'software'),
+    ('Memory access fault by GPU node-2 (Agent handle: 0x55f0) on address '
+     '0x7f00. Reason: Page not present or supervisor privilege.',
+     'software'),
+    ('RuntimeError: Timed out initializing process group in store based '
+     'barrier on rank: 0', 'communication'),
+    ('FloatingPointError: Minimum loss scale reached (0.0001). Your loss is '
+     'probably exploding.', 'numerics'),
+    ('RuntimeError: CUDA error: uncorrectable NVLink error detected during '
+     'the execution', 'hardware'),
 ])
 def test_classify_orders_causes_before_consequences(line, category):
     assert triage.classify(line) == category

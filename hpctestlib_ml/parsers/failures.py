@@ -59,6 +59,12 @@ _SLURM_OOM = re.compile(r'Detected \d+ oom[-_]kill event', re.IGNORECASE)
 #: (``scancel`` of the step).
 _SLURM_STEP_CANCELLED = re.compile(
     r'\*\*\* STEP \S+ ON (\S+) CANCELLED AT (\S+) \*\*\*')
+#: srun on a node lost under the step: "srun: error: Node failure on
+#: jean-zay-iam37" (huggingface/m4-logs, tr_141's Jean Zay runs), before
+#: slurmstepd's "... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS"
+#: from another node, or without it.
+_SRUN_NODE_FAILURE = re.compile(r'^srun: error: Node failure on (\S+)',
+                                re.MULTILINE)
 _SRUN_TERMINATING = re.compile(
     r'^srun: (?:launch/slurm: _step_signal: )?Terminating', re.MULTILINE)
 
@@ -179,15 +185,24 @@ def job_end(text, state=None):
     *state* is the job state ReFrame polled (``'TIMEOUT'``, ``'CANCELLED'``,
     ... or None); the log's slurmstepd line says it where the state is
     unknown (the ``squeue`` scheduler may miss a finished job): the job's
-    ``CANCELLED`` line, else a step's that says why (``DUE TO ...``), else
-    an oom-kill event, named with the task srun saw run out of memory.
+    ``CANCELLED`` line, else a step's that says why (``DUE TO ...``; a
+    failed node named as srun names it), else srun's node failure, else an
+    oom-kill event, named with the task srun saw run out of memory, else a
+    step cancelled from outside.
     '''
     match = _last(_SLURM_CANCELLED, text) or _last(_SLURM_STEP_DUE, text)
+    lost = _SRUN_NODE_FAILURE.search(text)
     if match:
         node, when, due = match.groups()
-        kind = _DUE_TO.get((due or '').strip(), 'cancelled')
-        return JobEnd(kind, f'{_END_MESSAGES[kind]} (slurmstepd on {node} '
-                            f'at {when})', node)
+        kind = _due_to(due)
+        where = f'slurmstepd on {node} at {when}'
+        if kind == 'node_fail' and lost and lost.group(1) != node:
+            return JobEnd(kind, f'{_END_MESSAGES[kind]}: {lost.group(1)} '
+                                f'({where})', lost.group(1))
+        return JobEnd(kind, f'{_END_MESSAGES[kind]} ({where})', node)
+    if lost:
+        return JobEnd('node_fail', f'{_END_MESSAGES["node_fail"]}: '
+                                   f'{lost.group(1)} (srun)', lost.group(1))
     if _SLURM_OOM.search(text):
         task = _SRUN_TASK_OOM.search(text)
         if task:
@@ -206,6 +221,15 @@ def job_end(text, state=None):
         if kind:
             return JobEnd(kind, _END_MESSAGES[kind])
     return None
+
+
+def _due_to(due):
+    '''The kind of a slurmstepd line's "DUE TO ..." (*due*, None for
+    none): its words may go on ("DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR
+    DETAILS"); ``cancelled`` where it names no kind known.'''
+    due = (due or '').strip()
+    return next((kind for words, kind in _DUE_TO.items()
+                 if due.startswith(words)), 'cancelled')
 
 
 def _step_cancelled_from_outside(text):
