@@ -367,9 +367,12 @@ _INFO_LINE = re.compile(r'NCCL INFO|Warning:')
 #: 1]", Megatron's "Rank 3:", the failures parser's "rank 1 on n2".
 _RANK = re.compile(r'\[[Rr]ank ?(\d+)\]|\b[Rr]ank (\d+)\b')
 #: Where a line names its node: Megatron's "node: set-zw04-...", the
-#: failures parser's "rank 1 on n2", NCCL's host (:func:`_nccl_words`).
+#: failures parser's "rank 1 on n2", NCCL's host (:func:`_nccl_words`),
+#: Open MPI's "on node n3", a cluster's health alert "Xid errors on
+#: instance: ip-26-0-146-100" (huggingface/m4-logs).
 _NODE = re.compile(r'\bnode: ?([\w.-]+)|\brank \S+ on ([\w.-]+)|'
-                   r'\bNCCL on ([\w.-]+)|\bon node ([\w.-]+)')
+                   r'\bNCCL on ([\w.-]+)|\bon node ([\w.-]+)|'
+                   r'\bon instance: ([\w.-]+)')
 #: NCCL's line prefix "ng30903:3063028:3066152 [3] include/alloc.h:178
 #: NCCL WARN ...": host, GPU (the process's CUDA device), message.
 _NCCL_LINE = re.compile(r'^([\w.-]+):\d+:\d+ \[(\d+)\] (?:\S+ )?NCCL WARN '

@@ -68,6 +68,13 @@ PUBLIC = [
     ('ogkm1150_xid45_after_xid149_xid145.log', 'hardware',
      'Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 '
      'caused by previous Xid 149', None, None),
+    # IDEFICS-80B's training: its cluster's alerts of Xid 63 and 64 (ECC
+    # row remapping, then its failure), before the loss diverged.
+    ('m4_idefics80b_xid63_row_remapping.log', 'hardware',
+     'NVRM: Xid (PCI:0000:10:1c): 63, pid=1850, Row Remapper', None,
+     'ip-26-0-146-100'),
+    ('m4_idefics80b_xid64_row_remapper_failure.log', 'hardware',
+     'NVRM: Xid (PCI:0000:90:1c): 64', None, 'ip-26-0-147-135'),
     ('returnn1486_nvidia_smi_gpu_lost.log', 'hardware',
      'Unable to determine the device handle for GPU0000:03:00.0: Unknown '
      'Error', None, None),
