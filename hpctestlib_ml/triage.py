@@ -420,7 +420,21 @@ def triage(text, state=None, exitcode=None):
     if category == 'out_of_memory' and _SIGKILL.search(line):
         line += _SIGKILL_NOTE
     rank, node = _where(line, failures.root_cause(text), text)
+    lagging = _DESYNC.search(text) if category == 'communication' else None
+    if lagging:
+        rank = lagging.group(1)
+        line = (f'rank {rank} {lagging.group(2).strip()} (PyTorch\'s desync '
+                f'report); {line}')
     return Triage(category, _trim(line), rank, node)
+
+
+#: PyTorch's desync report at a watchdog timeout (TORCH_NCCL_DESYNC_DEBUG=1)
+#: names the rank the others waited for: " - To our best knowledge, the
+#: lagging/dead/mismatched ranks that caused the desync are:" then "[1]
+#: finished collective #2, but didn't join collective #3 (count from 1)"
+#: (stas00/ml-engineering, debug/pytorch.md).
+_DESYNC = re.compile(r'ranks that caused the desync are:\s*\n\s*\[(\d+)\]'
+                     r'([^\n]*)')
 
 
 def root_line(text, state, failed):

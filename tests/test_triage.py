@@ -21,6 +21,9 @@ def public_log(name):
 #: file, category, words the reason holds, rank, node.
 PUBLIC = [
     # out_of_memory
+    ('mle_cuda_oom_fragmentation.log', 'out_of_memory',
+     'RuntimeError: CUDA out of memory. Tried to allocate 304.00 MiB', None,
+     None),
     ('nccl1235_nccl_warn_cuda_oom_gpu3.log', 'out_of_memory',
      "NCCL on ng30903 (GPU 3): Cuda failure 'out of memory'", None,
      'ng30903'),
@@ -40,6 +43,19 @@ PUBLIC = [
      'local rank 5 was killed by signal 9 (SIGKILL); SIGKILL and no other '
      'cause', '5', None),
     # communication
+    # stas00/ml-engineering's examples: a node whose network broke (the
+    # peers' NCCL error, then NCCL's WARN naming the node that refused),
+    # and PyTorch's desync report naming the rank the others waited for.
+    ('mle_slurm_broken_network_nccl_system_error.log', 'communication',
+     'ncclSystemError: System call (socket, malloc, munmap, etc) failed.',
+     None, None),
+    ('mle_slurm_broken_network_nccl_warn_connect_refused.log',
+     'communication', 'NCCL on r11i6n2 (GPU 1): Connect to '
+     '10.148.3.247<56821> failed : Connection refused', None, 'r11i6n2'),
+    ('mle_nccl_desync_watchdog_rank0.log', 'communication',
+     "rank 1 finished collective #2, but didn't join collective #3 (count "
+     "from 1) (PyTorch's desync report); [Rank 0] Watchdog caught", '1',
+     None),
     ('pytorch108732_gloo_connection_refused.log', 'communication',
      'connect [172.31.71.170]:13195: Connection refused', None, None),
     ('dmlcloud47_gloo_connectfullmesh_timeout.log', 'communication',
@@ -79,6 +95,10 @@ PUBLIC = [
      'Unable to determine the device handle for GPU0000:03:00.0: Unknown '
      'Error', None, None),
     # filesystem
+    ('mle_xid63_row_remapper.log', 'hardware',
+     'NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper', None, None),
+    ('mle_tmp_enospc.log', 'filesystem',
+     'OSError: [Errno 28] No space left on device', None, None),
     ('dolly139_enospc_torch_save.log', 'filesystem',
      'OSError: [Errno 28] No space left on device', None, None),
     ('taiyaki66_stale_file_handle.log', 'filesystem',
