@@ -24,6 +24,12 @@ PUBLIC = [
     ('mle_cuda_oom_fragmentation.log', 'out_of_memory',
      'RuntimeError: CUDA out of memory. Tried to allocate 304.00 MiB', None,
      None),
+    # A whole Megatron-LM run (GPT-2 774M, one V100) to its OOM and
+    # torchrun's root cause block.
+    ('megatron525_gpt2_774m_v100_cuda_oom_terminal.log', 'out_of_memory',
+     'rank 0 on v016.ib.bridges2.psc.edu (exit code 1): torch.cuda.'
+     'OutOfMemoryError: CUDA out of memory. Tried to allocate 786.00 MiB',
+     '0', 'v016.ib.bridges2.psc.edu'),
     ('nccl1235_nccl_warn_cuda_oom_gpu3.log', 'out_of_memory',
      "NCCL on ng30903 (GPU 3): Cuda failure 'out of memory'", None,
      'ng30903'),

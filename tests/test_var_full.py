@@ -3,8 +3,14 @@
 per log record: on /dev/full, whose every write fails with ENOSPC as a full
 file system's does, through the logging handler ReFrame writes
 ``reframe.log`` with."""
+import os
+import shutil
 import subprocess
 import sys
+
+import pytest
+
+from conftest import BIN
 
 #: 30 records to a RotatingFileHandler (ReFrame's ``file`` handler) on
 #: /dev/full, the last also to stdout, with var_full installed or not
@@ -63,3 +69,83 @@ def test_other_logging_errors_keep_their_traceback(tmp_path):
                           text=True, timeout=60)
     assert '--- Logging error ---' in proc.stderr
     assert 'var/ is full' not in proc.stderr
+
+
+# For real: the suite's var/ on a full tmpfs
+
+#: One tiny case, the brief's: CosmoFlow, one rank, launched per task.
+TINY_CASE = '^CosmoFlow%scale=1_proc%launch_mode=per_task'
+
+#: Inside its own mount namespace (so the mount goes with it): a 64 MiB
+#: tmpfs at $1 holding var/; a first run writes its results there; the
+#: rest of the file system is then filled; a second run finds it full.
+#: Each run's stdout and stderr, and the checksums of what the first run
+#: wrote, land in $2.
+FULL_TMPFS_SCRIPT = r'''
+set -u
+mnt=$1 out=$2 hpcml=$3 case=$4
+mount -t tmpfs -o size=64m tmpfs "$mnt" || exit 97
+export HPCML_VAR_DIR="$mnt/var" HPCML_POLL_RATE_MIN=4
+"$hpcml" suite -n "$case" >"$out/first.out" 2>"$out/first.err"
+echo $? >"$out/first.rc"
+(cd "$mnt/var" && find perflogs results.db reports -type f | sort |
+ xargs md5sum) >"$out/before.md5"
+dd if=/dev/zero of="$mnt/fill" bs=64k 2>/dev/null
+dd if=/dev/zero of="$mnt/fill-rest" bs=512 2>/dev/null
+df -k "$mnt" >"$out/df.txt"
+"$hpcml" suite -n "$case" >"$out/second.out" 2>"$out/second.err"
+echo $? >"$out/second.rc"
+(cd "$mnt/var" && md5sum -c --quiet "$out/before.md5") >"$out/check.txt" 2>&1
+echo $? >"$out/check.rc"
+'''
+
+
+def run_on_full_tmpfs(tmp_path, cache_dir):
+    '''Run FULL_TMPFS_SCRIPT as root in a mount namespace of its own; skip
+    (fail under CI) where that cannot be done. Returns the outputs dir.'''
+    why = None
+    if os.geteuid() != 0:
+        why = 'not root: cannot mount a tmpfs'
+    elif not shutil.which('unshare'):
+        why = 'no unshare(1)'
+    else:
+        probe = subprocess.run(['unshare', '--mount', 'true'],
+                               capture_output=True, text=True)
+        if probe.returncode != 0:
+            why = f'unshare --mount: {probe.stderr.strip()}'
+    if why:
+        if os.environ.get('CI'):
+            pytest.fail(f'a full tmpfs cannot be made under CI: {why}')
+        pytest.skip(why)
+    mnt, out = tmp_path / 'mnt', tmp_path / 'out'
+    mnt.mkdir()
+    out.mkdir()
+    env = {**os.environ, 'HPCML_CACHE_DIR': str(cache_dir)}
+    env.pop('RFM_CONFIG_FILES', None)
+    proc = subprocess.run(
+        ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
+         FULL_TMPFS_SCRIPT, 'full-tmpfs', str(mnt), str(out),
+         str(BIN / 'hpcml'), TINY_CASE],
+        capture_output=True, text=True, timeout=1500, env=env,
+        cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert proc.returncode != 97, f'mount failed: {proc.stderr}'
+    return out
+
+
+@pytest.mark.integration
+def test_a_case_on_a_full_var_says_so_in_one_line(tmp_path, cache_dir):
+    out = run_on_full_tmpfs(tmp_path, cache_dir)
+    read = lambda name: (out / name).read_text()
+    assert read('first.rc').strip() == '0', read('first.out')[-3000:]
+    second = read('second.out') + read('second.err')
+    print(read('df.txt'), second[-4000:], sep='\n')
+    assert read('second.rc').strip() != '0'
+    assert '--- Logging error ---' not in second
+    lines = [ln for ln in second.splitlines() if 'var/ is full' in ln]
+    assert len(lines) == 1, second[-4000:]
+    assert lines[0].startswith("filesystem: the suite's var/ is full: "
+                               f"cannot write {out.parent / 'mnt' / 'var'}")
+    assert 'is intact' in lines[0] and 'HPCML_VAR_DIR' in lines[0]
+    # What the first run wrote is byte for byte as it was.
+    assert read('check.rc').strip() == '0', read('check.txt')
+    assert read('before.md5').count('perflogs/') >= 1
