@@ -167,6 +167,10 @@ PUBLIC = [
     ('seqnet36_nvidia_driver_too_old.log', 'software',
      'The NVIDIA driver on your system is too old (found version 11040)',
      None, None),
+    # OpenCLIP's training on a newer webdataset (a version that does not
+    # fit): an exception no table knows is software.
+    ('openclip935_webdataset_keyerror_fname.log', 'software',
+     "KeyError: 'fname'", None, None),
     ('unsloth4_torchrun_root_cause_exit1_no_traceback.log', 'software',
      'rank 0 on 192-222-55-138 exited with code 1', '0', '192-222-55-138'),
     # bad_input
