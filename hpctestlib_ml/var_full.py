@@ -75,6 +75,8 @@ def install(var_dir, stream=None):
     said = []
 
     def handle_error(handler, record):
+        '''The error being handled is sys.exc_info()'s (logging calls
+        this inside its except clause).'''
         err = sys.exc_info()[1]
         if not isinstance(err, OSError) or err.errno not in FULL_ERRNOS:
             return original(handler, record)

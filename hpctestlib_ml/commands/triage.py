@@ -12,6 +12,7 @@ HELP = ('say why training runs failed: one JSON object per log (category, '
 
 
 def add_arguments(parser):
+    '''Logs only: the job state and exit code are in them where known.'''
     parser.add_argument('logfiles', nargs='+', metavar='LOGFILE',
                         help="a job's output (stdout and stderr, or the "
                              'file that holds the failure)')
