@@ -196,6 +196,9 @@ SCHEDULER = [re.compile(p) for p in (
     # 3660 exceeded limit 3600", LSF "TERM_RUNLIMIT: job killed after
     # reaching LSF run time limit".
     r'PBS: job killed: walltime|TERM_RUNLIMIT',
+    # A run stopped by SIGINT (Ctrl-C, or a launcher passing it on):
+    # Python's "KeyboardInterrupt".
+    r'\bKeyboardInterrupt\b',
 )]
 
 #: numerics: the loss or the gradients went non-finite.

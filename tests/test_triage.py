@@ -334,6 +334,7 @@ def test_the_job_state_alone():
     ('OSError: [Errno 108] Cannot send after transport endpoint shutdown',
      'filesystem'),
     ('=>> PBS: job killed: walltime 3660 exceeded limit 3600', 'scheduler'),
+    ('KeyboardInterrupt', 'scheduler'),
     ('torch.distributed.elastic.multiprocessing.api.SignalException: '
      'Process 4242 got signal: 15', 'scheduler'),
     ('mpirun noticed that process rank 3 with PID 0 on node n3 exited on '
