@@ -61,12 +61,29 @@ def full_message(path, var_dir, err):
             f'or set HPCML_VAR_DIR to a directory on another file system')
 
 
+def _write_nowhere(handler):
+    '''Point a file *handler* whose file system is full at os.devnull: its
+    records cannot be kept, and its buffered ones would fail again at each
+    flush and at its close at exit (ReFrame's logging shutdown: "Exception
+    ignored in atexit callback ... OSError: [Errno 28]"). The file keeps
+    what was written before.'''
+    old = getattr(handler, 'stream', None)
+    if old is None or not getattr(handler, 'baseFilename', None):
+        return
+    handler.stream = open(os.devnull, 'w')
+    try:
+        old.close()
+    except OSError:
+        pass            # its buffer: what the file system refused
+
+
 def install(var_dir, stream=None):
     '''Wrap :meth:`logging.Handler.handleError`, as ReFrame itself does for
     ``BrokenPipeError`` (``reframe/core/logging.py``): a handler's write
     that fails with a full file system prints :func:`full_message` on
-    *stream* (stderr) once per process and nothing after; every other
-    error is handled as before. Once per process, however often the site
+    *stream* (stderr) once per process and nothing after, and the handler
+    writes nowhere from then on (:func:`_write_nowhere`); every other error
+    is handled as before. Once per process, however often the site
     configuration is loaded.'''
     original = logging.Handler.handleError
     if getattr(original, _MARK, False):
@@ -85,6 +102,7 @@ def install(var_dir, stream=None):
             path = getattr(handler, 'baseFilename', None) or err.filename
             print(full_message(path, var_dir, err),
                   file=stream or sys.stderr, flush=True)
+        _write_nowhere(handler)
         return None
 
     setattr(handle_error, _MARK, True)
