@@ -407,19 +407,23 @@ def triage(text, state=None, exitcode=None):
     if found:
         return found
     failed = failures.failure_reason(text, state, exitcode)
-    if failed is None:
-        found = non_finite(text)
-        if found:
-            return found
-    line = root_line(text, state, failed)
-    if line is None:
-        return Triage(None, 'no failure found in the log')
+    line = root_line(text, state)
+    if line is None or failed is None and non_finite(text):
+        # No line says why (the run ended well, or only its exit code or
+        # last line says it did not), or it ended well with a non-finite
+        # loss: that loss is its failure.
+        return (non_finite(text) or
+                Triage(None if failed is None else DEFAULT_CATEGORY,
+                       failed or 'no failure found in the log'))
     category = classify(line)
     better = stronger_evidence(text, category)
     if better:
         return better
-    if category is None:
-        category = 'numerics' if non_finite(text) else DEFAULT_CATEGORY
+    numerics = (non_finite(text, REASON_LIMIT - len(line) - 7)
+                if category is None else None)
+    if numerics:
+        category, line = 'numerics', f'{line} after {numerics.reason}'
+    category = category or DEFAULT_CATEGORY
     if category == 'out_of_memory' and _SIGKILL.search(line):
         line += _SIGKILL_NOTE
     rank, node = _where(line, failures.root_cause(text), text)
@@ -440,15 +444,15 @@ _DESYNC = re.compile(r'ranks that caused the desync are:\s*\n\s*\[(\d+)\]'
                      r'([^\n]*)')
 
 
-def root_line(text, state, failed):
+def root_line(text, state):
     '''The line that says why the run failed: the failures parser's where
     it found a failed rank or an exception or a program's own error, else
-    the first error line a table classifies (:func:`error_line`), else the
-    parser's last line (*failed*, None for a log that shows no failure).'''
+    the first error line a table classifies (:func:`error_line`); None
+    where the log says no such thing.'''
     if (failures.root_cause(text) or failures.exception_line(text) or
             failures.program_error(text)):
         return failures.failure_line(text, state)
-    return error_line(text) or failed
+    return error_line(text)
 
 
 def by_nature(text, state=None):
@@ -530,31 +534,51 @@ def stronger_evidence(text, category):
     return Triage(found, _trim(line), *_where(line, None, text))
 
 
-def non_finite(text):
+def non_finite(text, room=REASON_LIMIT):
     '''A ``numerics`` :class:`Triage` if the log shows a non-finite loss or
     gradient (:data:`NUMERICS`) or the loss scaler at its floor
-    (:data:`MIN_LOSS_SCALE`); else None.'''
+    (:data:`MIN_LOSS_SCALE`), its reason in about *room* characters; else
+    None.'''
     for line in text.splitlines():
         floor = _scale_at_floor(line) or _SCALE_AT_MINIMUM.search(line)
-        if floor or any(p.search(line) for p in NUMERICS):
+        match = floor or next((m for m in (p.search(line) for p in NUMERICS)
+                               if m), None)
+        if match:
             rank, node = _where(line, None, text)
             what = ('the loss scaler reached its floor' if floor else
                     'the loss or the gradients went non-finite')
-            words = ' '.join(line.split())
+            words = _excerpt(' '.join(line.split()), match.group(0),
+                             room - len(what) - 2)
             return Triage('numerics', _trim(f'{what}: {words}'), rank, node)
     return None
 
 
+#: How much of a long line a reason quotes before what matched in it.
+_EXCERPT_BEFORE = 80
+
+
+def _excerpt(line, matched, room):
+    '''*line*, or where what matched in it ends past *room* characters (in
+    an MLLOG record, say) its part that ends with *matched*: the reason
+    then shows the NaN, not only the record's head.'''
+    end = line.find(matched) + len(matched)
+    if end <= room or matched not in line:
+        return line
+    start = max(0, end - len(matched) - _EXCERPT_BEFORE)
+    return '...' + line[start:end] + ('...' if end < len(line) else '')
+
+
 def _scale_at_floor(line):
-    '''Whether *line* is the loss scaler reducing the scale to
+    '''The match where *line* is the loss scaler reducing the scale to
     :data:`MIN_LOSS_SCALE` or below (apex's "Gradient overflow. Skipping
     step, loss scaler 0 reducing loss scale to 1.0", DeepSpeed's
-    "Attempted loss scale: 1, reducing to 1").'''
+    "Attempted loss scale: 1, reducing to 1"); None.'''
     match = _LOSS_SCALE_DOWN.search(line)
     try:
-        return bool(match) and float(match.group(1)) <= MIN_LOSS_SCALE
+        return match if match and float(match.group(1)) <= MIN_LOSS_SCALE \
+            else None
     except ValueError:
-        return False
+        return None
 
 
 def _nccl_words(line):

@@ -222,12 +222,41 @@ def test_the_public_logs_cover_every_category_several_times():
      'the job was cancelled (scancel', None, 'n1'),
     (('open_clip', 'missing_pandas_torchrun.err'), 'software',
      "cannot import OpenCLIP (No module named 'pandas')", '0', 'localhost'),
+    # Captured here for triage (tests/data/SOURCES.md, "Failures"): rank 1
+    # asks for 1 TiB of host memory; rank 0 then fails in Gloo.
+    (('failures', 'torchrun_rank1_host_oom_cpu.err'), 'out_of_memory',
+     "DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+     '1099511627776 bytes. Error code 12 (Cannot allocate memory)', '1',
+     'localhost'),
+    # Rank 1 stalls in its third step; rank 0's collective times out.
+    (('failures', 'torchrun_rank1_stalls_gloo_timeout_cpu.err'),
+     'communication', 'Timed out waiting 30000ms for recv operation to '
+     'complete', '0', 'localhost'),
+    # A learning rate 1e12 times too large: NaN at the second step, the
+    # program ends the run (MLPerf status aborted) and exits 1.
+    (('failures', 'torchrun_lr_diverges_cpu.out'), 'numerics',
+     '"loss": NaN', None, None),
+    (('failures', 'torchrun_lr_diverges_cpu.err'), 'software',
+     'rank 0 on localhost exited with code 1', '0', 'localhost'),
 ])
 def test_captured_faults(path, category, words, rank, node):
     found = triage.triage(read_data(*path), exitcode=1)
     assert (found.category, found.rank, found.node) == (category, rank,
                                                         node), found
     assert words in found.reason
+
+
+def test_the_diverged_runs_job_output_is_numerics():
+    # The job's stdout and stderr together, as the suite reads them: the
+    # exit the stderr alone shows, and why, from the stdout.
+    text = (read_data('failures', 'torchrun_lr_diverges_cpu.out') +
+            read_data('failures', 'torchrun_lr_diverges_cpu.err'))
+    found = triage.triage(text, exitcode=1)
+    assert (found.category, found.rank) == ('numerics', '0')
+    assert found.reason.startswith('rank 0 on localhost exited with code 1 '
+                                   'after the loss or the gradients went '
+                                   'non-finite: ...')
+    assert found.reason.endswith('"loss": NaN...')
 
 
 @pytest.mark.parametrize('name', [
