@@ -3,10 +3,18 @@
 Every module has ``HELP`` (its line in ``hpcml --help``),
 ``add_arguments(parser)`` and ``run(args)``, which returns the exit status
 and says what went wrong on stderr as ``hpcml <command>: ...``; a
-command that reads logs reads them with :func:`read_log`.
+command that reads logs reads them with :func:`read_logs`.
 :mod:`hpctestlib_ml.cli` only registers them.
 """
 import sys
+
+
+def read_logs(command, paths):
+    '''``(logs, all_read)``: (path, text) of each of *paths* that can be
+    read (:func:`read_log`), and whether all could.'''
+    logs = [(path, read_log(command, path)) for path in paths]
+    return ([(p, t) for p, t in logs if t is not None],
+            all(t is not None for _, t in logs))
 
 
 def read_log(command, path):

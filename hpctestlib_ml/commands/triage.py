@@ -4,7 +4,7 @@ where the log names them (:mod:`hpctestlib_ml.triage`)."""
 import json
 
 from hpctestlib_ml import triage
-from hpctestlib_ml.commands import read_log
+from hpctestlib_ml.commands import read_logs
 
 #: The command's line in ``hpcml --help``.
 HELP = ('say why training runs failed: one JSON object per log (category, '
@@ -22,14 +22,10 @@ def run(args):
     '''Print each log's triage; exit status 1 if a log cannot be read (its
     reason on stderr), else 0, whatever the logs say: the command reports
     failures, it does not have one.'''
-    status = 0
-    for path in args.logfiles:
-        text = read_log('triage', path)
-        if text is None:
-            status = 1
-            continue
+    logs, all_read = read_logs('triage', args.logfiles)
+    for path, text in logs:
         found = triage.triage(text)
         print(json.dumps({'file': path, 'category': found.category,
                           'reason': found.reason, 'rank': found.rank,
                           'node': found.node}))
-    return status
+    return 0 if all_read else 1

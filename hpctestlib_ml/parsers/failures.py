@@ -266,32 +266,31 @@ def failures_in_order(text):
                                  'srun'))
     for m in _TORCHRUN_ROOT_CAUSE.finditer(text):
         host, rank, code, name = m.groups()
-        code = int(code)
-        if code < 0:
-            found.append(Failure(m.start(), rank, host, 'signal',
-                                 (-code, name), 'torchrun'))
-        elif code > 0:
-            found.append(Failure(m.start(), rank, host, 'exit', code,
-                                 'torchrun'))
+        found.append(_exit_failure(m.start(), rank, host, int(code), name,
+                                   'torchrun'))
     if not _TORCHRUN_ROOT_CAUSE.search(text):
         found += agent_failures(text)
-    return sorted(found, key=lambda failure: failure.pos)
+    return sorted((f for f in found if f), key=lambda failure: failure.pos)
+
+
+def _exit_failure(pos, rank, node, code, name, source):
+    '''The :class:`Failure` of a worker torchrun saw end with *code* (a
+    signal's number negated, its *name* where torchrun gave it); None for
+    0.'''
+    if code < 0:
+        return Failure(pos, rank, node, 'signal', (-code, name), source)
+    if code > 0:
+        return Failure(pos, rank, node, 'exit', code, source)
+    return None
 
 
 def agent_failures(text):
     '''The workers torchrun's agent saw fail (its "failed (exitcode: N)
     local_rank: R" line), for a log without its root cause block: source
     ``torchrun-agent``, the rank a local one, the node unknown.'''
-    found = []
-    for m in _TORCHRUN_AGENT_FAILED.finditer(text):
-        code, rank = int(m.group(1)), m.group(2)
-        if code < 0:
-            found.append(Failure(m.start(), rank, None, 'signal',
-                                 (-code, None), 'torchrun-agent'))
-        elif code > 0:
-            found.append(Failure(m.start(), rank, None, 'exit', code,
-                                 'torchrun-agent'))
-    return found
+    return [_exit_failure(m.start(), m.group(2), None, int(m.group(1)), None,
+                          'torchrun-agent')
+            for m in _TORCHRUN_AGENT_FAILED.finditer(text)]
 
 
 def root_cause(text):
