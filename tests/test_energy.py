@@ -104,14 +104,17 @@ def test_sampler_stops_when_its_parent_ends(tmp_path):
     assert out.stat().st_size == size        # it has stopped
 
 
-STEPS = 200
+#: Enough steps for a timed region of 5 s or more at the tiny size's
+#: fastest step on this VM (7 ms with channels-last CosmoFlow; 200 steps
+#: timed 1.4 s on 2026-11-26, 6 samples, and the figure was refused).
+STEPS = 1000
 
 
 @pytest.mark.integration
 def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
     '''A CosmoFlow case on a node whose one RAPL package draws 40 W: the
     perflog gets energy_J = 40 W x the timed region and avg_power_W = 40.
-    Its steps take about 25 ms here: 200 of them make a timed region of
+    Its steps take 7-25 ms here: 1000 of them make a timed region of
     some seconds, enough samples (at 0.2 s) for a figure.'''
     root = tmp_path / 'powercap'
     counter, = powercap(root, packages=1)

@@ -163,6 +163,7 @@ ONE_CASE = ['-n', 'MMoCLIP.*1_proc.*per_task']
 def test_bad_input_fails_with_one_line_reason(run_reframe, option, message):
     proc, _ = run_reframe(HPCML, 'suite', *ONE_CASE, '-S', option)
     assert proc.returncode == 1
+    assert reason(proc).startswith('bad_input: ')
     assert message in reason(proc)
     assert 'Traceback' not in proc.stdout + proc.stderr
 

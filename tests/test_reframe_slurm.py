@@ -307,8 +307,10 @@ def test_killed_rank_ends_the_job_within_a_minute(
 
     assert proc.returncode == 1
     line = reason(output)
-    assert re.search(r'job failed.*: rank 1 (was killed by signal 9 '
-                     r'\(SIGKILL\)|on n2 died: Killed \(srun\))$', line), line
+    assert re.search(r'out_of_memory: job failed.*: rank 1 (was killed by '
+                     r'signal 9 \(SIGKILL\)|on n2 died: Killed \(srun\)); '
+                     r'SIGKILL and no other cause in the log: most often the '
+                     r'out-of-memory killer$', line), line
     print(f'{mode}: job ended {ended_after:.1f} s after rank 1 was killed')
     assert_results_intact(results, node_sweep[1])
 
@@ -326,7 +328,8 @@ def test_time_limit_is_reported_as_a_timeout(slurm_cluster, results,
     case, = report_cases(results).values()
     assert case['job_exitcode'] is not None  # sacct answered
     line = reason(output)
-    assert re.search(r'job failed: Slurm ended the job at its time limit '
+    assert re.search(r'scheduler: job failed: Slurm ended the job at its '
+                     r'time limit '
                      r'\(slurmstepd on n[12] at [\dT:-]+\): the time limit '
                      r'was 60 s; raise it with -S time_limit= or run fewer '
                      r'-S steps=$', line), line
@@ -371,7 +374,8 @@ def test_scancel_of_a_running_job_is_reported(scheduler, slurm_cluster,
         proc.kill()
 
     line = reason(output)
-    assert re.match(r'sanity error: job failed( \(exit code \d+\))?: the job '
+    assert re.match(r'sanity error: scheduler: job failed( \(exit code '
+                    r'\d+\))?: the job '
                     r'was cancelled \(scancel by a user, an admin or ReFrame\)',
                     line), line
     assert_results_intact(results, node_sweep[1])

@@ -11,8 +11,8 @@ not log (yet) shows '-'.
 Sources, each read with the suite's own reader: the cases and their test
 variables from ReFrame's run report (``--report-file``), the figures from
 the perflogs (:mod:`hpctestlib_ml.report.history`), the timed window from
-the job's log through the workload's parser (its declaration in
-:mod:`hpctestlib_ml.workloads`), the device records
+the job's log through the workload's parser
+(its declaration's, :mod:`hpctestlib_ml.workloads`), the device records
 (:mod:`hpctestlib_ml.parsers.hpcml_records`), the trace (:mod:`trace`).
 
 A case PASSes when ReFrame passed it (sanity: finite losses, every step;
@@ -122,7 +122,7 @@ def _window(workload, text):
     if declared is None:
         return None
     try:
-        return declared.parser.extract_metrics(text).get('timed_window')
+        return declared.parser.training_log(text).timed_window
     except Exception:             # a log cut short: no window, said so
         return None
 

@@ -102,10 +102,17 @@ class References(RegressionTestPlugin):
         departure = lookup.loss_curve_departure(
             self.metrics().losses, curve)
         if departure:
-            raise PerformanceError(
-                f'numerics regression: {departure} (reference curve of '
-                f'{curve["runs"]} runs in {self.references_file}, '
-                f'{self.reference_case!r})')
+            raise PerformanceError(numerics_message(
+                departure, curve['runs'], self.references_file,
+                self.reference_case))
+
+
+def numerics_message(departure, runs, references_file, case):
+    '''The failure of a run whose loss curve departs from its history's
+    (*departure*, :func:`~hpctestlib_ml.history_refs.lookup.
+    loss_curve_departure`): a numerics regression, its category first.'''
+    return (f'numerics: {departure} (a numerics regression: reference curve '
+            f'of {runs} runs in {references_file}, {case!r})')
 
 
 def _missed(key, values):

@@ -197,9 +197,12 @@ class WorkloadInterface(RegressionTestPlugin):
         raise NotImplementedError
 
     def extract_metrics(self, text):
-        '''The log *text* read by the workload's parser: a
-        :class:`~hpctestlib_ml.metrics.TrainingLog`.'''
-        raise NotImplementedError
+        '''The log *text* read by the workload's parser (its declaration's,
+        :mod:`hpctestlib_ml.workloads`): a :class:`~hpctestlib_ml.metrics.
+        TrainingLog`. A workload whose parser needs more than the text
+        overrides it.'''
+        from hpctestlib_ml import workloads
+        return workloads.get(self.workload).parser.training_log(text)
 
     def log_problems(self, text):
         '''One-line reasons why the log shows a bad run; empty if none:

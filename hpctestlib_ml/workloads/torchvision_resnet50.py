@@ -119,9 +119,6 @@ class TorchvisionResNet50Training(MLTrainingTest):
             args.append('--no-cuda')
         return [str(a) for a in args]
 
-    def extract_metrics(self, text):
-        return parser.training_log(text)
-
     def log_problems(self, text):
         return log_problems(self.metrics(), self.steps,
                             self.layout.world_size)
