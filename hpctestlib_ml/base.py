@@ -104,10 +104,10 @@ class ComponentTest(MLTrainingTest):
     logs no loss (the common log checks ask for none).
 
     A component sets ``workload``, ``program`` and ``sizes`` (with
-    ``steps``: the timed iterations) and implements ``program_args``,
-    ``extract_metrics`` (its parser's :class:`~hpctestlib_ml.metrics.
-    TrainingLog`: ``steps`` its iterations, ``world_size``, ``figures``)
-    and ``case_settings`` (what makes another case of it in
+    ``steps``: the timed iterations), declares its parser in the registry
+    (read by ``extract_metrics``: a :class:`~hpctestlib_ml.metrics.
+    TrainingLog` with ``steps`` its iterations, ``world_size``,
+    ``figures``), and implements ``program_args`` and ``case_settings`` (what makes another case of it in
     ``reference_case``); :meth:`log_problems` checks the ranks and
     iterations and asks the component for its own problems
     (:meth:`component_problems`).

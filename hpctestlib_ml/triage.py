@@ -301,6 +301,10 @@ COMMUNICATION = [re.compile(p) for p in (
     # NCCL's WARN line as this module words it: "NCCL on ng30903 (GPU 3):
     # ..." (:func:`_nccl_words`).
     r'\bNCCL on [\w.-]+ \(GPU \d+\)',
+    # The Collectives component's check of each size: "all_reduce: 5
+    # wrong elements" (a collective that delivered wrong data; nccl-tests'
+    # "#wrong" column).
+    r'^(?:all_reduce|all_gather|reduce_scatter): \d+ wrong elements',
     # PyTorch's watchdog: "[Rank 2] Watchdog caught collective operation
     # timeout: WorkNCCL(SeqNum=7487, OpType=ALLREDUCE, ...) ran for 1800096
     # milliseconds before timing out." (ShinoharaHare/LLM-Training #7).

@@ -221,3 +221,9 @@ def test_wrong_elements_are_counted(tmp_path):
     (here an operation that corrupts 5 of them).'''
     proc = run_module(tmp_path, ['-c', WRONG_DRIVER])
     assert 'right 0' in proc.stdout and 'wrong 5' in proc.stdout
+
+
+def test_wrong_elements_are_a_communication_failure():
+    from hpctestlib_ml import triage
+    assert triage.problems_category(['all_reduce: 5 wrong elements']) == \
+        'communication'

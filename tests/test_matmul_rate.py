@@ -46,7 +46,7 @@ def check_own_log(text, world):
     assert log.figures['fp32_tflops'] >= log.figures['fp32_tflops_min'] > 0
     assert log.figures['fp32_tf32'] is False
     start, stop = log.timed_window
-    assert 0 < stop - start < 600
+    assert 0 <= stop - start < 600      # ms-resolution stamps
     assert text.count('matmul_rate: ') == 1          # rank 0's settings
     return log
 

@@ -137,9 +137,6 @@ class CollectivesBenchmark(ComponentTest):
             args.append('--cpu')
         return [str(a) for a in args]
 
-    def extract_metrics(self, text):
-        return parser.training_log(text)
-
     def component_problems(self, log):
         '''Every operation's table is in the log, and no element was
         wrong.'''

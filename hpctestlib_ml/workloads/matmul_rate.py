@@ -186,9 +186,6 @@ class MatmulRateBenchmark(ComponentTest):
             args.append('--cpu')
         return [str(a) for a in args]
 
-    def extract_metrics(self, text):
-        return parser.training_log(text)
-
     def component_problems(self, log):
         missing = [p for p in self.precisions
                    if log.figures.get(f'{p}_tflops') is None]

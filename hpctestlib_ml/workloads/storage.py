@@ -180,9 +180,6 @@ class StorageBenchmark(ComponentTest):
                 '--rounds', str(self.steps)]
         return args + ([] if self.uses_gpus else ['--cpu'])
 
-    def extract_metrics(self, text):
-        return parser.training_log(text)
-
     def component_problems(self, log):
         missing = [op for op in OPERATIONS if self.measures(op)
                    and log.figures.get(f'{op}_GBps') is None]
