@@ -16,6 +16,7 @@ import time
 import yaml
 
 from hpctestlib_ml import workloads
+from hpctestlib_ml.report import components
 from hpctestlib_ml.workloads import Headline
 
 
@@ -127,6 +128,7 @@ class Row:
     energy: float = None   # energy_per_sample_J
     detected: object = None  # the latest .changes.Change, or None
     cause: str = ''        # provenance differences across a flagged change
+    component: str = ''    # the component benchmark that moved with it
 
     @property
     def flagged(self):
@@ -139,8 +141,10 @@ def _recent_median(runs, metric, last):
 
 
 def detect_change(case_runs, chosen, last=10):
-    '''(:class:`~.changes.Change` or None, cause line) of one case's
-    headline metric over its passing runs.'''
+    '''(:class:`~.changes.Change` or None, cause line, the interval a
+    component's change must begin in to have come with it: the case's last
+    run before its change to its second run after, or None) of one
+    case's headline metric over its passing runs.'''
     from hpctestlib_ml.report import causes, changes
     ok = [r for r in case_runs if r.result == 'pass'
           and chosen.metric in r.metrics]
@@ -148,10 +152,15 @@ def detect_change(case_runs, chosen, last=10):
     found = changes.latest_change(values, [r.time for r in ok],
                                   chosen.higher_is_better, window=last)
     if not found or not found.flagged:
-        return found, ''
+        return found, '', None
     before = ok[found.index - found.before:found.index]
     after = ok[found.index:found.index + found.after]
-    return found, causes.likely_cause(before, after)
+    # The interval a component's change may begin in to have come with
+    # it: one night's cases run one after another in either order, so a
+    # component's first slow run may come before the case's first slow
+    # run, or after it and before its next one.
+    return (found, causes.likely_cause(before, after),
+            (before[-1].time, after[min(1, len(after) - 1)].time))
 
 
 def _by_label(item):
@@ -180,7 +189,9 @@ def table(runs, headlines, last=10):
         latest_metric = next((r.metrics[chosen.metric] for r in
                               reversed(case_runs)
                               if chosen.metric in r.metrics), None)
-        detected, cause = detect_change(case_runs, chosen, last)
+        detected, cause, began = detect_change(case_runs, chosen, last)
+        component = (components.likely_component(runs, where, began)
+                     if began and _is_training(workload) else '')
         if detected:
             change = detected.effect
         else:
@@ -196,8 +207,15 @@ def table(runs, headlines, last=10):
             change, latest_metric.ref if latest_metric else 0.0,
             case_runs[-1].result, _recent_median(case_runs, 'mfu', last),
             _recent_median(case_runs, 'energy_per_sample_J', last),
-            detected, cause))
+            detected, cause, component))
     return rows
+
+
+def _is_training(workload):
+    '''Whether *workload* trains a model (a component benchmark is not
+    explained by the other components).'''
+    declared = workloads.registered().get(workload)
+    return getattr(declared, 'kind', 'workload') == 'workload'
 
 
 # The score

@@ -60,6 +60,8 @@ def change_lines(rows):
                    f'{_day(found.when)} ({found.before} runs before, '
                    f'{found.after} after)')
         out.append(f'    what changed: {r.cause}')
+        if r.component:
+            out.append(f'    {r.component}')
     return out
 
 

@@ -92,6 +92,10 @@ class Workload:
     #: it out of the overall score, whose question is how the system
     #: trains (:func:`hpctestlib_ml.report.analysis.score`).
     kind: str = 'workload'
+    #: A component's: the part of the system it measures, as the report
+    #: names a training change's likely cause (``network``, ``device
+    #: compute``, ``file system``).
+    explains: str = ''
 
     def test_class(self):
         '''The workload's ReFrame test class: ``<check>Training``, or a

@@ -177,6 +177,7 @@ class CollectivesBenchmark(ComponentTest):
 WORKLOAD = Workload(
     name='collectives', check='Collectives', program='collectives',
     parser=parser, kind='component',
+    explains='network',
     headline=Headline('allreduce_busbw_GBps'),
     data="buffers on each rank's device",
     names_note='nccl-tests names its programs <op>_perf; the parser is '

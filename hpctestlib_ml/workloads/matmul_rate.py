@@ -214,6 +214,7 @@ class MatmulRateBenchmark(ComponentTest):
 WORKLOAD = Workload(
     name='matmul_rate', check='MatmulRate', program='matmul_rate',
     parser=parser, kind='component',
+    explains='device compute',
     # fp32: the one precision every device measures.
     headline=Headline('fp32_tflops'),
     data='random matrices made on each device')

@@ -229,6 +229,7 @@ class StorageBenchmark(ComponentTest):
 WORKLOAD = Workload(
     name='storage', check='Storage', program='storage_bench',
     parser=parser, kind='component',
+    explains='file system',
     # A synchronous checkpoint stops training while it is written.
     headline=Headline('checkpoint_write_GBps'),
     data="files it writes in the partition's storage directory",
