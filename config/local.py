@@ -6,7 +6,9 @@ GPUs, ``amd-smi``/``rocm-smi``) lists GPUs;
 the ``*Container`` checks where ``apptainer`` is on PATH.
 Jobs use the Python that runs ReFrame (the project's virtual environment).
 Everything a run writes goes under ``var/`` in the project (or
-``$HPCML_VAR_DIR``).
+``$HPCML_VAR_DIR``); the Storage component measures the stage directory
+there, or ``$HPCML_STORAGE_DIR`` (``extras['storage_dir']`` of both
+partitions: e.g. a scratch file system mounted here).
 """
 import os
 import platform
@@ -115,6 +117,12 @@ _cpu_partition = {
     },
 }
 
+#: Where the Storage component reads and writes: the stage directory
+#: unless HPCML_STORAGE_DIR names another.
+_storage = ({'storage_dir': os.environ['HPCML_STORAGE_DIR']}
+            if os.environ.get('HPCML_STORAGE_DIR') else {})
+_cpu_partition['extras'].update(_storage)
+
 _partitions = [_cpu_partition]
 if _num_gpus:
     _partitions.append({
@@ -129,7 +137,7 @@ if _num_gpus:
                      **({'model': _gpu_model} if _gpu_model else {})}],
         'features': ['gpu'],
         'extras': {'max_nodes': 1, 'rendezvous_address': '127.0.0.1',
-                   'gpu_vendor': _gpu_vendor,
+                   'gpu_vendor': _gpu_vendor, **_storage,
                    **({'device_memory_gib': _gpu_memory}
                       if (_gpu_memory := local_gpu_memory_gib()) else {})},
     })

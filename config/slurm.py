@@ -32,6 +32,11 @@
                               enables the *Container checks (default
                               directory: containers/ in the repository)
     HPCML_APPTAINER_MODULES   modules that provide apptainer in jobs
+    HPCML_STORAGE_DIR         where the Storage component reads and writes
+                              (extras['storage_dir']): the parallel file
+                              system's scratch (e.g. '$SCRATCH', expanded
+                              by the job) or a node-local disk
+                              ('/tmp'); default: the stage directory
 
 ``reframe -C config/slurm.py -c checks -r`` then runs the suite there.
 """
@@ -64,6 +69,8 @@ if env_list('HPCML_SCALES'):
     _extras['scales'] = env_list('HPCML_SCALES')
 if _cpu_peak:
     _extras['cpu_peak_flops'] = float(_cpu_peak)
+if os.environ.get('HPCML_STORAGE_DIR'):
+    _extras['storage_dir'] = os.environ['HPCML_STORAGE_DIR']
 
 _part = {
     'name': _partition or 'default',

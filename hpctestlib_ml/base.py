@@ -1,4 +1,5 @@
-"""MLTrainingTest: the suite's training test, composed of ReFrame plugins.
+"""MLTrainingTest: the suite's training test, composed of ReFrame plugins;
+ComponentTest: the same test for a component benchmark.
 
 Every workload derives from :class:`MLTrainingTest` and says only what is
 its own (:class:`~hpctestlib_ml.plugins.workload.WorkloadInterface`): the
@@ -11,6 +12,7 @@ module only composes them and orders the setup.
 import reframe as rfm
 from reframe.core.builtins import run_after
 
+from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.plugins import (Containers, Energy, Launching, Placement,
                                    Provenance, References, Sanity, Sizing,
                                    Utilisation, WorkloadInterface)
@@ -90,3 +92,62 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
             self.use_container()
         self.add_utilisation_metrics()
         self.add_record_metrics()
+
+
+class ComponentTest(MLTrainingTest):
+    '''Base of the component benchmarks (collectives, matrix products,
+    storage): the same plugins as the training tests (scales, launch
+    modes, sizes, references, provenance, energy, sanity), so that their
+    figures land in the same perflogs beside the training figures they
+    explain, with what a component is not: it trains no model (no MFU, no
+    FLOPs per sample), reads no batches (no ``data_share``), counts no
+    samples (``energy_J`` and ``avg_power_W`` but no energy per sample) and
+    logs no loss (the common log checks ask for none).
+
+    A component sets ``workload``, ``program`` and ``sizes`` (with
+    ``steps``: the timed iterations), declares its parser in the registry
+    (read by ``extract_metrics``: a :class:`~hpctestlib_ml.metrics.
+    TrainingLog` with ``steps`` its iterations, ``world_size``,
+    ``figures``), and implements ``program_args`` and ``case_settings`` (what makes another case of it in
+    ``reference_case``); :meth:`log_problems` checks the ranks and
+    iterations and asks the component for its own problems
+    (:meth:`component_problems`).
+
+    .. list-table:: Summary (beside MLTrainingTest's)
+       :header-rows: 0
+
+       * - Parameters
+         - none
+       * - Variables
+         - ``batch_size`` is 1 (a component has no batch)
+       * - Metrics
+         - the component's own; ``mfu``, ``hfu``, ``data_share`` and
+           ``energy_per_sample_J`` never
+       * - Partition extras read
+         - the component's own
+    '''
+
+    #: No batch: Sizing asks for a positive one, and the perflog's column
+    #: stays a number.
+    batch_size = 1
+    throughput_metric = None
+    reports_data_share = False
+
+    def add_utilisation_metrics(self):
+        '''No MFU: a component trains no model.'''
+
+    def model_flops_per_sample(self):
+        raise LookupError(f'{self.workload} is a component benchmark: it '
+                          f'trains no model')
+
+    def log_problems(self, text):
+        '''Every rank reported and every iteration ran
+        (:func:`~hpctestlib_ml.metrics.common_problems`, no loss asked
+        for), then :meth:`component_problems`.'''
+        log = self.metrics()
+        return (common_problems(log, self.steps, self.layout.world_size) +
+                self.component_problems(log))
+
+    def component_problems(self, log):
+        '''The component's own reasons why *log* shows a bad run.'''
+        return []

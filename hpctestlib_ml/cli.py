@@ -14,6 +14,8 @@
     hpcml prepare [WORKLOAD...] [--dir DIR]
                                         fetch what workloads would take
                                         from a hub (run where it is reachable)
+    hpcml triage LOGFILE...             why training runs failed: category,
+                                        reason, rank, node (JSON per file)
 """
 import argparse
 import importlib
@@ -26,6 +28,7 @@ COMMANDS = {
     'suite': 'suite', 'extract': 'extract', 'cpu-peak': 'cpu_peak',
     'model-info': 'model_info', 'compliance': 'compliance',
     'prepare': 'prepare', 'report': 'report', 'references': 'references',
+    'triage': 'triage',
 }
 
 

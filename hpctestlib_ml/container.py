@@ -91,9 +91,12 @@ def runtime_options(vendor):
             f"{', '.join(CONTAINER_GPU_OPTIONS)}") from None
 
 
-def mount_points():
-    '''(host, container) bind mounts: the repository at its own path.'''
-    return [(str(REPO_ROOT), str(REPO_ROOT))]
+def mount_points(extra=()):
+    '''(host, container) bind mounts: the repository at its own path, and
+    the directories *extra* at theirs (a workload's own: the storage it
+    measures).'''
+    return [(str(REPO_ROOT), str(REPO_ROOT))] + [(str(d), str(d))
+                                                 for d in extra]
 
 
 def image_check(image, framework):

@@ -11,31 +11,28 @@ importing PyTorch there would cost every ReFrame start 2-3 s and slow
 ReFrame's own bookkeeping, which walks ``sys.modules``, for the rest of the
 session.
 """
-import json
 import os
 import platform
 import subprocess
 import sys
-import time
+
+from hpctestlib_ml import cache
+from hpctestlib_ml.paths import SRC_DIR
 
 
 def measure_matmul_flops(size=2048, seconds=2.0, threads=None):
-    '''Best fp32 FLOP/s of ``size x size`` matmuls over about *seconds*.'''
+    '''Best fp32 FLOP/s of ``size x size`` matmuls over about *seconds*
+    (``matmul_rate.best_rate``, the measurement the ``MatmulRate``
+    component and the GPU probes share, in ``src/``).'''
     import torch
 
+    if str(SRC_DIR) not in sys.path:
+        sys.path.insert(0, str(SRC_DIR))
+    import matmul_rate
     if threads:
         torch.set_num_threads(threads)
-    a = torch.randn(size, size)
-    b = torch.randn(size, size)
-    torch.mm(a, b)  # warm-up: thread pool, page faults
-    best = 0.0
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline:
-        start = time.perf_counter()
-        torch.mm(a, b)
-        elapsed = time.perf_counter() - start
-        best = max(best, 2 * size**3 / elapsed)
-    return best
+    a, b, out = matmul_rate.operands(size, 'fp32', torch.device('cpu'))
+    return matmul_rate.best_rate(a, b, out, seconds)
 
 
 def _cpu_model():
@@ -71,26 +68,9 @@ def cached_peak(cache_dir, threads=None):
     '''
     threads = threads or os.cpu_count()
     key = f'{platform.node()}|{_cpu_model()}|{threads}'
-    path = os.path.join(cache_dir, 'cpu_peak.json')
-    try:
-        with open(path) as fp:
-            cache = json.load(fp)
-    except (OSError, ValueError):
-        cache = {}
-
-    if key not in cache:
-        flops = _measure_in_child(threads)
-        if flops is None:
-            return None
-        cache[key] = {'fp32_matmul_flops': flops,
-                      'measured': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
-        os.makedirs(cache_dir, exist_ok=True)
-        tmp = f'{path}.{os.getpid()}.tmp'
-        with open(tmp, 'w') as fp:
-            json.dump(cache, fp, indent=2)
-        os.replace(tmp, path)
-
-    return cache[key]['fp32_matmul_flops']
+    return cache.cached_value(cache_dir, 'cpu_peak.json', key,
+                              'fp32_matmul_flops',
+                              lambda: _measure_in_child(threads))
 
 
 if __name__ == '__main__':

@@ -13,6 +13,14 @@ class BadInputError(ReframeError):
     the fix.'''
 
 
+# ReFrame names a failure by its exception's class: its reason line is the
+# class name decamelized, then the message (reframe.core.exceptions.what),
+# "bad input error: ..." for this class's own name. Named by its category,
+# the reason reads "bad_input: batch_size must be ...": the category once
+# and first, as every failed case's (hpctestlib_ml.triage).
+BadInputError.__name__ = BadInputError.__qualname__ = 'bad_input'
+
+
 def positive_int(name, value, minimum=1):
     '''*value* (an int, or text from ``-S``) as an int >= *minimum*; a
     :class:`BadInputError` naming ``-S name`` otherwise.'''

@@ -188,7 +188,7 @@ def memory_info(workload, size='benchmark', layout=None, batch=None,
     batch = batch or 1
     precision = precision or 'fp32'
     # TensorFlow builds no tensors on PyTorch's meta device.
-    device = (None if declared.training_class().framework == 'tensorflow'
+    device = (None if declared.test_class().framework == 'tensorflow'
               else 'meta')
     with _measuring_activations() as found:
         info = model_info(workload, size, device)

@@ -7,7 +7,7 @@ import re
 import shlex
 import subprocess
 
-from hpctestlib_ml import sessions
+from hpctestlib_ml import sessions, var_full
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
                                      FRAMEWORKS)
 from hpctestlib_ml.paths import CONTAINERS_DIR, REPORTS_DIR, VAR_DIR
@@ -192,8 +192,11 @@ def local_general():
 
 def make_site_configuration(systems, environments, general=None):
     '''A complete ReFrame configuration around *systems* and
-    *environments*; *general* adds to the shared ``general`` settings.'''
+    *environments*; *general* adds to the shared ``general`` settings.
+    A full file system under VAR_DIR is said in one line
+    (:mod:`hpctestlib_ml.var_full`).'''
     os.makedirs(VAR_DIR, exist_ok=True)
+    var_full.install(VAR_DIR)
     return {
         'systems': systems,
         'environments': environments,

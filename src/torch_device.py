@@ -94,6 +94,37 @@ def select_device_or_exit(env=None):
         sys.exit(f'hpcml: error: {err}')
 
 
+def start_ranks(cpu=False, math_mode=True, env=None):
+    '''(rank, world size, device) of this process: its device
+    (:func:`select_device_or_exit`, or the CPU where *cpu*), the process
+    group from the launcher's env:// variables where ``WORLD_SIZE`` > 1
+    (NCCL on GPUs, Gloo on CPUs), the math mode (:func:`set_math_mode`,
+    unless *math_mode* is False: a program that sets its own) and its
+    ``device`` record.'''
+    import torch.distributed as dist
+    env = os.environ if env is None else env
+    world = int(env.get('WORLD_SIZE', 1))
+    device = torch.device('cpu') if cpu else select_device_or_exit(env)
+    rank = 0
+    if world > 1:
+        dist.init_process_group('nccl' if device.type == 'cuda' else 'gloo')
+        rank = dist.get_rank()
+    if math_mode:
+        set_math_mode(device)
+    emit_device(device, rank)
+    return rank, world, device
+
+
+def end_ranks(device, rank):
+    '''At the end of a program started by :func:`start_ranks`: the rank's
+    ``memory`` record (GPUs), and the process group closed where there
+    is one.'''
+    import torch.distributed as dist
+    emit_memory(device, rank)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def refuse_emulated_bf16(device, bf16):
     '''Exit with the reason where *bf16* (the run's precision is a bf16
     one) would run emulated on *device* (V100 and older: torch says bf16

@@ -87,3 +87,54 @@ def extract(workload, text):
     parser its declaration names (hpctestlib_ml.workloads).'''
     from hpctestlib_ml import workloads
     return workloads.get(workload).parser.extract_metrics(text)
+
+
+#: The cases config/local.py's cpu partition runs of a check: one and two
+#: ranks, the two only under torchrun (the local launcher starts one
+#: task).
+LOCAL_CASES = frozenset({('1_proc', 'per_task'), ('1_proc', 'torchrun'),
+                         ('2_procs', 'torchrun')})
+
+
+def local_cases(declared):
+    '''The (scale, launch mode) of *declared*'s cases on config/local.py's
+    cpu partition: :data:`LOCAL_CASES` of its ``min_world_size`` ranks or
+    more (the collectives: two).'''
+    ranks = {'1_proc': 1, '2_procs': 2}
+    fewest = declared.test_class().min_world_size
+    return {case for case in LOCAL_CASES if ranks[case[0]] >= fewest}
+
+
+def local_case_count():
+    '''How many cases the local suite runs: every declaration's.'''
+    from hpctestlib_ml import workloads
+    return sum(len(local_cases(d)) for d in workloads.registered().values())
+
+
+def free_port():
+    '''A TCP port free on this host now (a torchrun rendezvous).'''
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def run_module(cwd, program, *args, procs=1, env=None, timeout=600):
+    '''``python -m <program> ARGS`` of ``src/`` on this CPU (*program*
+    may be ``['-c', code]``): one process, or *procs* under torchrun
+    (Gloo); the completed process, which must have exited 0.'''
+    program = [program] if isinstance(program, str) else list(program)
+    command = program if program[0] == '-c' else ['-m', *program]
+    if procs > 1:
+        # '--': the program's options are its own, not torchrun's.
+        command = ['-m', 'torch.distributed.run', '--nproc-per-node',
+                   str(procs), '--master-port', str(free_port()), *command,
+                   '--']
+    proc = subprocess.run(
+        [sys.executable, *command, *map(str, args)],
+        env={**os.environ, 'PYTHONPATH': str(REPO / 'src'),
+             'OMP_NUM_THREADS': '1', 'HPCML_DEVICE_KIND': 'cpu',
+             **(env or {})},
+        capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc

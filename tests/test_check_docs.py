@@ -96,11 +96,13 @@ def documented_variables(path):
     return found
 
 
-PLUGINS = sorted((REPO / 'hpctestlib_ml' / 'plugins').glob('*.py'))
+LIBRARY = sorted([*(REPO / 'hpctestlib_ml' / 'plugins').glob('*.py'),
+                  *(REPO / 'hpctestlib_ml' / 'workloads').glob('*.py')])
 
 
-@pytest.mark.parametrize('path', PLUGINS, ids=lambda p: p.name)
-def test_plugin_variables_are_documented_as_hpctestlib_does(path):
+@pytest.mark.parametrize('path', LIBRARY, ids=lambda p: p.parent.name + '/' +
+                         p.name)
+def test_variables_are_documented_as_hpctestlib_does(path):
     for name, kind, block in documented_variables(path):
         assert block, f'{path.name}: {name} has no #: text'
         if kind == 'variable':

@@ -80,3 +80,28 @@ def test_extract_every_workload_from_published_logs(workload, log, key,
                            str(DATA / log)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)[key] == pytest.approx(value)
+
+
+def test_triage_prints_one_json_object_per_file(tmp_path):
+    public = DATA / 'triage' / 'public'
+    proc = hpcml('triage', public / 'hafs101_srun_oom_kill_task4.log',
+                 public / 'dolly139_enospc_torch_save.log',
+                 DATA / 'open_clip' / 'cpu_1rank_torchrun.err')
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [set(r) for r in rows] == [{'file', 'category', 'reason', 'rank',
+                                       'node'}] * 3
+    assert [r['category'] for r in rows] == ['out_of_memory', 'filesystem',
+                                             None]
+    assert (rows[0]['rank'], rows[0]['node']) == ('4', 'Orion-01-01')
+    assert rows[1]['reason'].endswith('No space left on device')
+    assert rows[2]['reason'] == 'no failure found in the log'
+
+
+def test_triage_of_a_file_it_cannot_read(tmp_path):
+    proc = hpcml('triage', tmp_path / 'missing.log',
+                 DATA / 'triage' / 'public' / 'therock1054_hip_oom.log')
+    assert proc.returncode == 1
+    assert 'hpcml triage: cannot read' in proc.stderr
+    assert 'Traceback' not in proc.stderr
+    assert json.loads(proc.stdout)['category'] == 'out_of_memory'

@@ -483,3 +483,25 @@ def test_cpu_peak_is_measured_in_a_child_and_cached(tmp_path):
     entry['fp32_matmul_flops'] = 1.5e9
     (tmp_path / 'cpu_peak.json').write_text(json.dumps(cached))
     assert run().stdout.split() == ['1500000000.0', 'False']
+
+
+@pytest.mark.parametrize('path, system', [('config/local.py', 'local'),
+                                          ('config/slurm.py', 'slurm')])
+def test_storage_dir_from_the_environment(monkeypatch, path, system):
+    '''HPCML_STORAGE_DIR is the Storage component's directory
+    (extras['storage_dir']); without it the stage directory is measured.'''
+    monkeypatch.setenv('HPCML_CPUS_PER_NODE', '4')
+    site = load(path, system)
+    assert all('storage_dir' not in p['extras']
+               for p in site.get('systems/0/partitions'))
+    forget_config_modules()
+    monkeypatch.setenv('HPCML_STORAGE_DIR', '$SCRATCH/hpcml')
+    site = load(path, system)
+    assert all(p['extras']['storage_dir'] == '$SCRATCH/hpcml'
+               for p in site.get('systems/0/partitions'))
+
+
+def test_juwels_storage_is_its_gpfs_scratch(monkeypatch):
+    site = load('config/systems/juwels_booster.py', 'juwels-booster')
+    booster, = site.get('systems/0/partitions')
+    assert booster['extras']['storage_dir'] == '$SCRATCH'

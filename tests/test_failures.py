@@ -5,7 +5,7 @@ errors, NCCL's watchdog), set in srun's and torchrun's lines as they print
 them (tests/data/SOURCES.md, "Failures")."""
 import pytest
 
-from conftest import read_data
+from conftest import DATA, read_data
 from hpctestlib_ml.parsers import failures
 
 
@@ -188,14 +188,19 @@ def test_a_rank_killed_before_srun_ends_the_step_is_still_the_cause():
         'rank 1 on n2 died: Killed (srun)'
 
 
-def test_nccl_error_where_it_happened_wins_over_the_peers_report():
-    # Rank 0's report that its peer left comes last, after srun ended it.
-    text = per_task_run_then(
+def nccl_error_then_peer_left():
+    '''Rank 1's NCCL error under srun; rank 0's report that its peer left
+    comes last, after srun ended it.'''
+    return per_task_run_then(
         NCCL_SYSTEM_ERROR,
         'srun: error: n2: task 1: Exited with exit code 1',
         'srun: launch/slurm: _step_signal: Terminating StepId=8.0',
         NCCL_PEER_LEFT,
         'srun: error: n1: task 0: Exited with exit code 1')
+
+
+def test_nccl_error_where_it_happened_wins_over_the_peers_report():
+    text = nccl_error_then_peer_left()
     assert failures.failure_reason(text, exitcode=1) == (
         'rank 1 on n2 (exit code 1): ' + NCCL_SYSTEM_ERROR)[:300] + '...'
     # The peers' report alone is still said.
@@ -289,14 +294,90 @@ def test_older_srun_step_end_before_a_killed_peer():
         'rank 289 on Orion-18-69 died: Bus error (srun)'
 
 
+#: PyTorch's abort on a CUDA fault (the two lines as in many public logs,
+#: e.g. index id 62463627119), in a task srun saw abort.
+ILLEGAL_ACCESS_ABORT = (
+    "terminate called after throwing an instance of 'c10::Error'\n"
+    '  what():  CUDA error: an illegal memory access was encountered\n'
+    'srun: error: gpu07: task 3: Aborted\n'
+    'srun: launch/slurm: _step_signal: Terminating StepId=8.0\n'
+    'srun: error: gpu01: task 0: Killed\n')
+
+
 def test_a_cxx_abort_is_said_by_its_what():
-    # PyTorch's abort on a CUDA fault (the two lines as in many public
-    # logs, e.g. index id 62463627119), in a task srun saw abort.
-    text = ("terminate called after throwing an instance of 'c10::Error'\n"
-            '  what():  CUDA error: an illegal memory access was encountered\n'
-            'srun: error: gpu07: task 3: Aborted\n'
-            'srun: launch/slurm: _step_signal: Terminating StepId=8.0\n'
-            'srun: error: gpu01: task 0: Killed\n')
+    text = ILLEGAL_ACCESS_ABORT
     assert failures.failure_reason(text) == (
         'rank 3 on gpu07 died: Aborted (srun): CUDA error: an illegal memory '
         'access was encountered')
+
+
+# Root causes the parser read only in part before: public logs under
+# tests/data/triage/public/ (tests/data/SOURCES.md, "Triage")
+
+def public_log(name):
+    return (DATA / 'triage' / 'public' / name).read_text(encoding='utf-8')
+
+
+def test_srun_out_of_memory_names_the_task_and_its_node():
+    # HAFS issue #101: slurmstepd's oom-kill event, then srun's task line.
+    end = failures.job_end(public_log('hafs101_srun_oom_kill_task4.log'))
+    assert (end.kind, end.rank, end.node) == ('oom', '4', 'Orion-01-01')
+    assert end.message == ('a task ran out of memory (Slurm oom-kill): '
+                           'rank 4 on Orion-01-01')
+    end = failures.job_end(public_log('tusas149_srun_oom_kill_tasks1-3.log'))
+    assert end.message.endswith('ranks 1-3 on nid001277')
+
+
+def test_a_steps_time_limit_without_the_jobs_line():
+    # Lightning issue #20542: only the step's CANCELLED line, DUE TO TIME
+    # LIMIT, then the program's SIGTERM.
+    end = failures.job_end(
+        public_log('lightning20542_step_time_limit_sigterm.log'))
+    assert (end.kind, end.node) == ('timeout', 'maestro-3017')
+
+
+def test_job_requeue_is_the_schedulers_end_not_the_tasks_exit():
+    text = public_log('submitit1708_slurm_job_requeue.log')
+    assert 'tasks 2-3: Exited with exit code 1' in text
+    assert failures.job_end(text).kind == 'requeued'
+    assert failures.failure_reason(text).startswith(
+        'Slurm requeued the job (preempted, or requeued by an admin)')
+
+
+def test_a_step_cancelled_from_outside_is_the_schedulers_end():
+    # IGNF/myria3d #123: the step's end, no failed task or srun ending
+    # before it; srun's "task 0: Terminated" after it.
+    end = failures.job_end(
+        public_log('myria3d123_step_cancelled_task0_terminated.log'))
+    assert (end.kind, end.node) == ('cancelled', 'DEL2212S020')
+    # srun's own ending of the step after a failed task is not.
+    assert failures.job_end(slurm_log('rank_killed_per_task.err')) is None
+
+
+def test_torchruns_agent_line_where_the_root_cause_block_is_cut():
+    text = public_log('robomamba10_torchrun_exitcode_minus9.log')
+    assert 'Root Cause' not in text
+    assert failures.failure_reason(text) == \
+        'local rank 5 was killed by signal 9 (SIGKILL)'
+    text = public_log('ccd13_missing_dataset_torchrun.log')
+    assert failures.failure_reason(text) == (
+        "local rank 0 (exit code 1): FileNotFoundError: [Errno 2] No such "
+        "file or directory: '/data/gx/OCR-CC/data_lmdb/training/label/"
+        "Synth/'")
+
+
+def test_an_exception_whose_message_starts_on_the_next_line():
+    text = public_log('fastfcn37_nvidia_driver_too_old.log')
+    assert failures.exception_line(text) == (
+        'AssertionError: The NVIDIA driver on your system is too old (found '
+        'version 9000).')
+
+
+def test_a_node_failure_whose_line_goes_on():
+    # Slurm 23+: "... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"
+    # (the words of slurmstepd's node-failure cancel, as sites' docs quote
+    # them).
+    text = ('slurmstepd: error: *** JOB 8 ON n1 CANCELLED AT '
+            '2026-11-22T00:34:19 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR '
+            'DETAILS ***\n')
+    assert failures.job_end(text).kind == 'node_fail'

@@ -341,3 +341,13 @@ def test_the_probes_phase_on_this_cpu_reads_provenance_as_the_checks_do(
     for name in ('pip-list-machine.txt', 'pip-freeze-venv.txt',
                  'collect_env.txt', 'local-partitions.txt'):
         assert (tmp_path / 'probes' / name).stat().st_size > 0, name
+
+
+def test_the_table_reads_each_logs_window_by_its_declared_parser():
+    '''The timed window through the registry's parser, the components'
+    too (hpctestlib_ml.parsers has no list of extractors any more).'''
+    text = ('[matmul_rate] rank 0 precision fp32 n 64 iterations 3 '
+            'products 2 tflops 0.1 min 0.1 max 0.1 tf32 False\n'
+            '[hpcml] timed region 100.000 112.500\n')
+    assert table._window('matmul_rate', text) == (100.0, 112.5)
+    assert table._window('no_such_workload', text) is None

@@ -36,9 +36,10 @@ PUBLISHED_PARAMS = {
     ('alphafold2', 'benchmark'): 93_229_082,
 }
 
-#: Every size model-info and the checks know.
-SIZES = [(w, s) for w in workloads.registered()
-         for s in ('tiny', 'benchmark')] + [('megatron', '13B'),
+#: Every size model-info and the checks know (the components have no
+#: model).
+SIZES = [(w, s) for w, declared in workloads.registered().items()
+         if declared.model_info for s in ('tiny', 'benchmark')] + [('megatron', '13B'),
                                             ('megatron', '175B'),
                                             ('megatron', 'llama3-8B'),
                                             ('megatron', 'llama3-70B')]

@@ -5,8 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, REPO
-from hpctestlib_ml import workloads
+from conftest import BIN, REPO, local_case_count
 
 pytestmark = pytest.mark.integration
 
@@ -33,9 +32,9 @@ def test_plain_reframe_in_the_projects_environment_runs_the_cpu_suite(
     assert f"settings files:    '<builtin>', '{REPO}/config/local.py'" \
         in proc.stdout
     assert "selected system:   'local'" in proc.stdout
-    # Every workload's three cases that fit this machine (the *Container
-    # checks need Apptainer, which local.py does not list).
-    assert f'Found {3 * len(workloads.registered())} check(s)' in proc.stdout
+    # Every workload's and component's cases that fit this machine (the
+    # *Container checks need Apptainer, which local.py does not list).
+    assert f'Found {local_case_count()} check(s)' in proc.stdout
 
 
 def test_an_explicit_configuration_still_wins(tmp_path, cache_dir):

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, local_case_count, local_cases
 from hpctestlib_ml import workloads
 from perflog import read_perflog
 
@@ -14,10 +14,17 @@ pytestmark = pytest.mark.integration
 HPCML = BIN / 'hpcml'
 
 
-#: Every workload, by its check: the suite's local run covers each one
-#: (hpctestlib_ml.workloads; a new workload is in by declaring itself).
+#: Every training workload, by its check: the suite's local run covers
+#: each one (hpctestlib_ml.workloads; a new workload is in by declaring
+#: itself).
 WORKLOADS = {declared.check: declared
-             for declared in workloads.registered().values()}
+             for declared in workloads.registered().values()
+             if declared.kind == 'workload'}
+
+#: Every component benchmark, by its check: in the local run too.
+COMPONENTS = {declared.check: declared
+              for declared in workloads.registered().values()
+              if declared.kind == 'component'}
 
 
 @pytest.fixture(scope='module')
@@ -38,7 +45,7 @@ def local_suite(tmp_path_factory, cache_dir):
 def test_suite_runs_every_workload_locally(local_suite):
     proc, var = local_suite
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert f'Ran {3 * len(WORKLOADS)}/{3 * len(WORKLOADS)} ' \
+    assert f'Ran {local_case_count()}/{local_case_count()} ' \
         'test case(s)' in proc.stdout
     assert (var / 'results.db').stat().st_size > 0
 
@@ -83,6 +90,29 @@ def test_workload_logs_real_numbers_in_one_and_two_processes(local_suite,
         assert 'gpu_mem_peak_MiB_value' not in row
     two = next(r for r in rows if r['scale'] == '2_procs')
     assert two['procs_per_node'] == '2'
+
+
+@pytest.mark.parametrize('check', list(COMPONENTS))
+def test_component_logs_real_numbers(local_suite, check):
+    '''Every case of each component passed with finite, positive figures:
+    no MFU, no data share (a component trains no model and reads no
+    batch), the ranks' device records, no loss curve.'''
+    _, var = local_suite
+    declared = COMPONENTS[check]
+    rows = read_perflog(var / 'perflogs' / 'local' / 'cpu' / f'{check}.log')
+    assert {(r['scale'], r['launch_mode']) for r in rows} == \
+        local_cases(declared)
+    for row in rows:
+        assert row['result'] == 'pass' and row['workload'] == declared.name
+        figures = figures_of(row)
+        assert declared.headline.metric in figures
+        assert not {'mfu', 'data_share', 'energy_per_sample_J'} & set(
+            figures)
+        for name, (value, unit) in figures.items():
+            assert math.isfinite(value) and value > 0, (name, row)
+        assert re.fullmatch(r'cpu \S+ x' + row['procs_per_node'],
+                            row['device_ran']), row['device_ran']
+        assert row['loss_curve'] == ''
 
 
 @pytest.mark.parametrize('check', ['BERTLarge', 'CosmoFlow', 'DeepLabV3Plus',
@@ -133,6 +163,7 @@ ONE_CASE = ['-n', 'MMoCLIP.*1_proc.*per_task']
 def test_bad_input_fails_with_one_line_reason(run_reframe, option, message):
     proc, _ = run_reframe(HPCML, 'suite', *ONE_CASE, '-S', option)
     assert proc.returncode == 1
+    assert reason(proc).startswith('bad_input: ')
     assert message in reason(proc)
     assert 'Traceback' not in proc.stdout + proc.stderr
 
@@ -193,7 +224,7 @@ def test_report_on_the_suites_own_perflogs_and_db(local_suite):
     table = lambda text: sorted(l.split()[:4] for l in text.splitlines()
                                 if 'local:cpu' in l)
     assert table(proc.stdout) == table(proc_db.stdout)
-    assert len(table(proc.stdout)) == 3 * len(WORKLOADS)
+    assert len(table(proc.stdout)) == local_case_count()
 
 
 def test_megatron_logs_how_it_departs_from_caraml(local_suite):

@@ -273,3 +273,26 @@ def test_the_runs_of_a_repeat_are_one_case_in_report_and_references(
     out = report('--perflogs', tmp_path / 'perflogs')
     assert out.returncode == 0, out.stderr
     assert 'repeat_no' not in out.stdout
+
+
+def test_the_overall_score_leaves_the_components_out():
+    '''A component's ratio is shown (per workload) but not weighed into
+    the overall score, which asks how the system trains; a component that
+    failed every run does not zero it.'''
+    from hpctestlib_ml.report.analysis import CaseStats, score
+    from hpctestlib_ml.report import render
+
+    def stats(perf):
+        return CaseStats('m', 'x/s', True, 5, 0 if perf else 5, perf, 0.0,
+                         perf or 0.0)
+    base = {'bert|BERTLarge|tiny': stats(10.0),
+            'collectives|Collectives|tiny': stats(2.0)}
+    here = {'bert|BERTLarge|tiny': stats(12.0),
+            'collectives|Collectives|tiny': stats(0.0)}
+    result = score(here, base, {})
+    assert result.per_workload == {'bert': 1.2, 'collectives': 0.0}
+    assert result.components == ['collectives']
+    assert result.overall == pytest.approx(1.2)
+    lines = render.score_lines(result, 'base', here, base)
+    assert ('  collectives      0.000 (component: not in the overall '
+            'score)') in lines

@@ -5,16 +5,13 @@ cscs-reframe-tests run): the log parser on real logs of Horovod's
 with one rank and two (torchrun, Gloo), EESSI's and CSCS's own patterns on
 its log, its synthetic batch made before the timed steps, and ResNet-50's
 analytic FLOPs against FlopCounterMode on torchvision's model."""
-import os
 import re
-import socket
 import statistics
-import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO, read_data
+from conftest import REPO, read_data, run_module
 from hpctestlib_ml import flops
 from hpctestlib_ml.parsers import hpcml_records
 from hpctestlib_ml.parsers import torchvision_bench as parser
@@ -148,25 +145,12 @@ def test_first_run_and_a_run_cut_short():
     assert none['format'] is None and none['images_per_second'] is None
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 def run_program(tmp_path, *args, procs=1, driver=None):
     '''The program at ``--size tiny`` on this CPU: one process, or
     *procs* under torchrun (Gloo); (stdout, stderr).'''
-    program = (['-c', driver] if driver else ['-m', 'torchvision_resnet50'])
-    if procs > 1:
-        program = ['-m', 'torch.distributed.run', '--nproc-per-node',
-                   str(procs), '--master-port', str(free_port()), *program]
-    proc = subprocess.run(
-        [sys.executable, *program, '--size', 'tiny', *args],
-        env={**os.environ, 'PYTHONPATH': str(REPO / 'src'),
-             'OMP_NUM_THREADS': '1'},
-        capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    program = ['-c', driver] if driver else 'torchvision_resnet50'
+    proc = run_module(tmp_path, program, '--size', 'tiny', *args,
+                      procs=procs)
     return proc.stdout, proc.stderr
 
 

@@ -23,8 +23,9 @@ def test_every_workload_module_declares_itself():
 @pytest.mark.parametrize('name', list(DECLARED))
 def test_the_names_agree_across_layers(name):
     declared = DECLARED[name]
-    cls = declared.training_class()
-    assert cls.__name__ == f'{declared.check}Training'
+    cls = declared.test_class()
+    suffix = 'Benchmark' if declared.kind == 'component' else 'Training'
+    assert cls.__name__ == f'{declared.check}{suffix}'
     assert cls.workload == name and cls.program == declared.program
     leaf = REPO / 'checks' / f'{name}.py'
     classes = {node.name for node in ast.parse(leaf.read_text()).body
@@ -35,8 +36,29 @@ def test_the_names_agree_across_layers(name):
     assert callable(declared.parser.training_log)
     assert callable(declared.parser.extract_metrics)
     assert declared.headline.metric in cls._rfm_perf_fns
-    assert declared.model_info is not None
     assert declared.prepare is not None or declared.data
+
+
+@pytest.mark.parametrize('name', list(DECLARED))
+def test_a_workload_has_a_model_a_component_has_none(name):
+    '''A training workload declares its model builder (hpcml model-info,
+    MFU's FLOPs); a component benchmark is marked as one, trains no model,
+    and derives from the component base (no MFU, no loss asked for).'''
+    from hpctestlib_ml.base import ComponentTest
+    declared = DECLARED[name]
+    assert declared.kind in workloads.KINDS
+    is_component = issubclass(declared.test_class(), ComponentTest)
+    assert is_component == (declared.kind == 'component')
+    if is_component:
+        assert declared.model_info is None and declared.optimizer is None
+        assert declared.test_class().throughput_metric is None
+    else:
+        assert declared.model_info is not None
+
+
+def test_the_components_are_declared():
+    components = {n for n, d in DECLARED.items() if d.kind == 'component'}
+    assert components == {'collectives', 'matmul_rate', 'storage'}
 
 
 def test_unknown_names_list_the_known_ones():

@@ -21,7 +21,8 @@ its own ``HPCML_VAR_DIR`` under ``OUT/<phase>/var`` and a run report
     and bf16, MMoCLIP ViT-L-14 (batch 512) at ``--mode short``.
 ``other``
     every other PyTorch check at ``--mode short`` (TorchvisionResNet50:
-    EESSI's and CSCS's ResNet-50, and any workload added since).
+    EESSI's and CSCS's ResNet-50, the MatmulRate and Storage components,
+    and any workload added since; not Collectives, which needs two GPUs).
 ``mlperf-precision``, ``lm-precision``
     the precisions beside each default: bf16 and fp32 (the reference
     programs' precision) for the MLPerf-style programs (whose defaults
@@ -49,15 +50,19 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def pytorch_checks():
-    '''The PyTorch checks (check class -> workload), as the workloads
-    declare themselves (read when a phase runs: ``--list`` needs no
-    ReFrame). ResNet50TF is TensorFlow: no TF GPU wheel fits a device
-    call (README, "First run on a GPU").'''
+    '''The PyTorch checks (check class -> workload), as the workloads and
+    components declare themselves (read when a phase runs: ``--list``
+    needs no ReFrame), that run on one rank: the phases' sessions are one
+    rank on the machine's one GPU (``scale=1_proc``), where a check of
+    two ranks or more (Collectives: NCCL runs one rank per GPU) has no
+    case. ResNet50TF is TensorFlow: no TF GPU wheel fits a device call
+    (README, "First run on a GPU").'''
     sys.path.insert(0, str(REPO))
     from hpctestlib_ml import workloads
     return {declared.check: name
             for name, declared in workloads.registered().items()
-            if declared.training_class().framework == 'pytorch'}
+            if declared.test_class().framework == 'pytorch'
+            and declared.test_class().min_world_size == 1}
 
 
 MLPERF = ('BERTLarge', 'CosmoFlow', 'DeepLabV3Plus', 'AlphaFold2')
@@ -90,7 +95,13 @@ BINDING_ENV = {'CUDA_VISIBLE_DEVICES': '0', 'LOCAL_RANK': '1'}
 #: an energy figure.
 GPU_STEPS = {'BERTLarge': 100, 'CosmoFlow': 1000, 'DeepLabV3Plus': 200,
              'AlphaFold2': 10, 'MegatronGPT': 15, 'GPT2FineTune': 150,
-             'MMoCLIP': 20}
+             'MMoCLIP': 20,
+             # The components: 30 timed iterations of 10 products per
+             # precision, a window of about 8 s on an H100 (estimated from
+             # its data sheet at 80 %: fp32's 8192^3 products take 22 ms,
+             # bf16's 1.4 ms), and 2 rounds of storage (4 GiB of data and
+             # Megatron 800M's 10.9 GB checkpoint on the machine's disk).
+             'MatmulRate': 30, 'Storage': 2}
 
 #: Steps of a check not in :data:`GPU_STEPS` (ResNet-50 at batch 32: about
 #: 30 ms a step on an H100, estimated from EESSI's and CSCS's figures).

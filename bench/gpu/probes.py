@@ -81,33 +81,16 @@ def torch_facts():
 def matmul_rates(gpu):
     '''FLOP/s of square matrix products per precision (bf16, fp16, TF32,
     IEEE fp32 on a GPU: n=8192, the mean of 10 after 3 warm-ups; fp32 at
-    n=1024 on a CPU).'''
+    n=1024, 5 after 1, on a CPU), measured by ``src/matmul_rate`` as the
+    ``MatmulRate`` check measures them.'''
     import torch
+
+    import matmul_rate
     if not gpu:
-        n, dtype = 1024, torch.float32
-        a, b = torch.randn(n, n), torch.randn(n, n)
-        a @ b
-        start = time.perf_counter()
-        for _ in range(5):
-            a @ b
-        return {'fp32': 2 * n**3 * 5 / (time.perf_counter() - start)}
-    rates, n = {}, 8192
-    for label, dtype, tf32 in (('bf16', torch.bfloat16, False),
-                               ('fp16', torch.float16, False),
-                               ('tf32', torch.float32, True),
-                               ('fp32', torch.float32, False)):
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        a = torch.randn(n, n, device='cuda', dtype=dtype)
-        b = torch.randn(n, n, device='cuda', dtype=dtype)
-        for _ in range(3):
-            a @ b
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(10):
-            a @ b
-        torch.cuda.synchronize()
-        rates[label] = 2 * n**3 * 10 / (time.perf_counter() - start)
-        del a, b
+        return matmul_rate.rates(torch.device('cpu'), ('fp32',), 1024,
+                                 iterations=5, warmup=1)
+    rates = matmul_rate.rates(torch.device('cuda'),
+                              matmul_rate.GPU_PRECISIONS, 8192)
     torch.backends.cuda.matmul.allow_tf32 = False
     return rates
 

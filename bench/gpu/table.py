@@ -111,10 +111,18 @@ def _headline(workload, run):
     return line.metric if line else None
 
 
-def _window(workload, text):
+def _declared(workload):
+    '''The registry's declaration of *workload* (None where unknown).'''
     from hpctestlib_ml import workloads
+    return workloads.registered().get(workload)
+
+
+def _window(workload, text):
+    declared = _declared(workload)
+    if declared is None:
+        return None
     try:
-        return workloads.get(workload).parser.training_log(text).timed_window
+        return declared.parser.training_log(text).timed_window
     except Exception:             # a log cut short: no window, said so
         return None
 
@@ -171,7 +179,11 @@ def case_row(phase, case, run, trace, cpu):
         else:
             seconds = window[1] - window[0]
             row['trace_J'], row['trace_samples'] = joules, samples
-            if _finite(row['throughput']) and row['throughput'] > 0:
+            # A component's headline is no rate of samples.
+            component = getattr(_declared(workload), 'kind', '') == \
+                'component'
+            if (_finite(row['throughput']) and row['throughput'] > 0
+                    and not component):
                 row['trace_per_sample_J'] = (joules / seconds /
                                              row['throughput'])
     judge(row, phase, cpu, value('energy_J'), case.get('fail_reason'))

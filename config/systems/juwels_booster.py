@@ -81,6 +81,11 @@ site_configuration = make_site_configuration(
                 'rendezvous_address': '{hostname}i',
                 # A100 comes with 40 or 80 GB; the Booster's have 40.
                 'device_memory_gib': 40,
+                # The Storage component: the GPFS scratch file system
+                # training data and checkpoints live on (JSC's $SCRATCH,
+                # set by `jutil env activate -p PROJECT`; the job's shell
+                # expands it).
+                'storage_dir': '$SCRATCH',
             },
         }, os.environ.get('HPCML_CONTAINER_DIR'))],
     }],

@@ -2,6 +2,29 @@
 
 Every module has ``HELP`` (its line in ``hpcml --help``),
 ``add_arguments(parser)`` and ``run(args)``, which returns the exit status
-and says what went wrong on stderr as ``hpcml <command>: ...``.
+and says what went wrong on stderr as ``hpcml <command>: ...``; a
+command that reads logs reads them with :func:`read_logs`.
 :mod:`hpctestlib_ml.cli` only registers them.
 """
+import sys
+
+
+def read_logs(command, paths):
+    '''``(logs, all_read)``: (path, text) of each of *paths* that can be
+    read (:func:`read_log`), and whether all could.'''
+    logs = [(path, read_log(command, path)) for path in paths]
+    return ([(p, t) for p, t in logs if t is not None],
+            all(t is not None for _, t in logs))
+
+
+def read_log(command, path):
+    '''The text of log *path* (undecodable bytes replaced: a log is read
+    for its lines, whatever else it holds), or None where it cannot be
+    read, said on stderr as ``hpcml COMMAND: cannot read PATH: why``.'''
+    try:
+        with open(path, errors='replace') as fp:
+            return fp.read()
+    except OSError as err:
+        print(f'hpcml {command}: cannot read {path}: {err.strerror}',
+              file=sys.stderr)
+        return None

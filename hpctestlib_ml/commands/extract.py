@@ -4,6 +4,7 @@ import json
 import sys
 
 from hpctestlib_ml import workloads
+from hpctestlib_ml.commands import read_logs
 
 #: The command's line in ``hpcml --help``.
 HELP = 'print the metrics of training logs as JSON, one object per file'
@@ -24,17 +25,9 @@ def run(args):
     '''Print each log's metrics; exit status 1 if a log cannot be read or
     holds no training figures.'''
     extractor = workloads.get(args.workload).parser.extract_metrics
-    status = 0
-    for path in args.logfiles:
-        try:
-            with open(path, errors='replace') as fp:
-                text = fp.read()
-        except OSError as err:
-            print(f'hpcml extract: cannot read {path}: {err.strerror}',
-                  file=sys.stderr)
-            status = 1
-            continue
-
+    logs, all_read = read_logs('extract', args.logfiles)
+    status = 0 if all_read else 1
+    for path, text in logs:
         metrics = extractor(text)
         if not _found_figures(metrics):
             print(f'hpcml extract: {path}: no {args.workload} training '

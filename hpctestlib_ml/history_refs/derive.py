@@ -75,6 +75,8 @@ def metric_direction(name, unit, workload=None):
         return -1
     if name.startswith('time_per_') and unit == 's':
         return -1
+    if name.endswith('_latency_us'):        # a component's (collectives)
+        return -1
     if unit.endswith('/s'):
         return +1
     return None

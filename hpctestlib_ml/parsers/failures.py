@@ -42,7 +42,37 @@ _RELAYED_EXCEPTIONS = {'ChildFailedError', 'SignalException'}
 _SLURM_CANCELLED = re.compile(
     r'\*\*\* JOB \S+ ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([^*]+?))?'
     r'(?: \*\*\*|$)', re.MULTILINE)
+
+#: A step's end that names why: "*** STEP 55595933.0 ON maestro-3017
+#: CANCELLED AT 2025-01-10T15:27:25 DUE TO TIME LIMIT ***" (a job log that
+#: holds only the step's line: Lightning-AI/pytorch-lightning issue #20542).
+#: Without "DUE TO" a step's end is srun's own, not the scheduler's.
+_SLURM_STEP_DUE = re.compile(
+    r'\*\*\* STEP \S+ ON (\S+) CANCELLED AT (\S+) DUE TO ([^*]+?)'
+    r'(?: \*\*\*|$)', re.MULTILINE)
 _SLURM_OOM = re.compile(r'Detected \d+ oom[-_]kill event', re.IGNORECASE)
+
+#: A step's end that says no why: "*** STEP 6053.0 ON DEL2212S020
+#: CANCELLED AT 2024-04-23T12:18:08 ***" (IGNF/myria3d issue #123, behind a
+#: progress bar). srun's own when a task failed or srun began to end the
+#: step before it (:data:`_SRUN_TERMINATING`), else a cancel from outside
+#: (``scancel`` of the step).
+_SLURM_STEP_CANCELLED = re.compile(
+    r'\*\*\* STEP \S+ ON (\S+) CANCELLED AT (\S+) \*\*\*')
+#: srun on a node lost under the step: "srun: error: Node failure on
+#: jean-zay-iam37" (huggingface/m4-logs, tr_141's Jean Zay runs), before
+#: slurmstepd's "... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS"
+#: from another node, or without it.
+_SRUN_NODE_FAILURE = re.compile(r'^srun: error: Node failure on (\S+)',
+                                re.MULTILINE)
+_SRUN_TERMINATING = re.compile(
+    r'^srun: (?:launch/slurm: _step_signal: )?Terminating', re.MULTILINE)
+
+#: srun's word for a task the cgroup's OOM killer ended: "srun: error:
+#: Orion-01-01: task 4: Out Of Memory" (hafs-community/HAFS issue #101),
+#: "srun: error: nid001277: tasks 1-3: Out Of Memory".
+_SRUN_TASK_OOM = re.compile(
+    r'^srun: error: (\S+): tasks? ([\d,\-]+): Out Of Memory\s*$', re.MULTILINE)
 
 #: srun: a task's end, "srun: error: n2: task 1: Killed" or "srun: error:
 #: n1: task 0: Exited with exit code 1" ("tasks 0-3" for several). Not
@@ -50,7 +80,8 @@ _SLURM_OOM = re.compile(r'Detected \d+ oom[-_]kill event', re.IGNORECASE)
 _SRUN_TASK_END = re.compile(
     r'^srun: error: (\S+): tasks? ([\d,\-]+): '
     r'(?:Exited with exit code (\d+)|(Killed|Segmentation fault|Aborted|'
-    r'Bus error|Illegal instruction|Floating point exception))\s*$',
+    r'Bus error|Illegal instruction|Floating point exception|'
+    r'Out Of Memory))\s*$',
     re.MULTILINE)
 
 #: srun begins to end the step (a task failed under --kill-on-bad-exit, or
@@ -71,6 +102,15 @@ _TORCHRUN_ROOT_CAUSE = re.compile(
     r'^\s*rank\s*:\s*(\d+).*?^\s*exitcode\s*:\s*(-?\d+)[^\n]*?'
     r'(?:\((SIG\w+)\))?$',
     re.MULTILINE | re.DOTALL)
+
+#: torchrun's agent on a worker's end, where its root cause block is not
+#: in the log (cut, or the agent died): "E0325 20:57:27.620000 2606
+#: .../multiprocessing/api.py:869] failed (exitcode: -9) local_rank: 5
+#: (pid: 2630) of binary: ..." (lmzpai/roboMamba issue #10); older torch
+#: "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1)
+#: local_rank: 0 (pid: ...)". The rank is the node's local one.
+_TORCHRUN_AGENT_FAILED = re.compile(
+    r'failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: \d+\)')
 
 #: Exception messages that report a peer's failure, not a cause: Gloo's and
 #: NCCL's words for a rank that died or left.
@@ -97,7 +137,12 @@ _CXX_WHAT = re.compile(
 #: ``torchrun``.
 Failure = collections.namedtuple('Failure', 'pos rank node kind detail source')
 
-JobEnd = collections.namedtuple('JobEnd', 'kind message')
+#: How the scheduler ended a job: *kind* (``timeout``, ``cancelled``,
+#: ``node_fail``, ``oom``, ``preempted``, ``requeued``), the one-line
+#: *message*, and the *node* and *rank* (srun's task) where the log names
+#: them.
+JobEnd = collections.namedtuple('JobEnd', 'kind message node rank',
+                                defaults=(None, None))
 
 #: Slurm job states (ReFrame's ``job.state``) that end a job from outside.
 _STATE_ENDS = {
@@ -107,6 +152,8 @@ _STATE_ENDS = {
     'OUT_OF_MEMORY': 'oom',
     'PREEMPTED': 'preempted',
     'DEADLINE': 'timeout',
+    'BOOT_FAIL': 'node_fail',
+    'REQUEUED': 'requeued',
 }
 
 _END_MESSAGES = {
@@ -116,12 +163,15 @@ _END_MESSAGES = {
     'node_fail': 'a node of the job failed (Slurm: NODE_FAIL)',
     'oom': 'a task ran out of memory (Slurm oom-kill)',
     'preempted': 'the job was preempted by Slurm',
+    'requeued': 'Slurm requeued the job (preempted, or requeued by an '
+                'admin)',
 }
 
 _DUE_TO = {
     'TIME LIMIT': 'timeout',
     'NODE FAILURE': 'node_fail',
     'PREEMPTION': 'preempted',
+    'JOB REQUEUE': 'requeued',
 }
 
 
@@ -134,27 +184,72 @@ def job_end(text, state=None):
 
     *state* is the job state ReFrame polled (``'TIMEOUT'``, ``'CANCELLED'``,
     ... or None); the log's slurmstepd line says it where the state is
-    unknown (the ``squeue`` scheduler may miss a finished job).
+    unknown (the ``squeue`` scheduler may miss a finished job): the job's
+    ``CANCELLED`` line, else a step's that says why (``DUE TO ...``; a
+    failed node named as srun names it), else srun's node failure, else an
+    oom-kill event, named with the task srun saw run out of memory, else a
+    step cancelled from outside.
     '''
-    kind, detail = None, ''
-    match = None
-    for match in _SLURM_CANCELLED.finditer(text):
-        pass
+    match = _last(_SLURM_CANCELLED, text) or _last(_SLURM_STEP_DUE, text)
+    lost = _SRUN_NODE_FAILURE.search(text)
     if match:
         node, when, due = match.groups()
-        kind = _DUE_TO.get((due or '').strip(), 'cancelled')
-        detail = f' (slurmstepd on {node} at {when})'
-    elif _SLURM_OOM.search(text):
-        kind = 'oom'
-    else:
-        for name in (state or '').split(','):
-            kind = _STATE_ENDS.get(name.strip().split(' ')[0])
-            if kind:
-                break
+        kind = _due_to(due)
+        where = f'slurmstepd on {node} at {when}'
+        if kind == 'node_fail' and lost and lost.group(1) != node:
+            return JobEnd(kind, f'{_END_MESSAGES[kind]}: {lost.group(1)} '
+                                f'({where})', lost.group(1))
+        return JobEnd(kind, f'{_END_MESSAGES[kind]} ({where})', node)
+    if lost:
+        return JobEnd('node_fail', f'{_END_MESSAGES["node_fail"]}: '
+                                   f'{lost.group(1)} (srun)', lost.group(1))
+    if _SLURM_OOM.search(text):
+        task = _SRUN_TASK_OOM.search(text)
+        if task:
+            node, rank = task.groups()
+            ranks = 'ranks' if set(rank) & set(',-') else 'rank'
+            return JobEnd('oom', f'{_END_MESSAGES["oom"]}: {ranks} {rank} '
+                                 f'on {node}', node, rank)
+        return JobEnd('oom', _END_MESSAGES['oom'])
+    step = _step_cancelled_from_outside(text)
+    if step:
+        node, when = step.groups()
+        return JobEnd('cancelled', f"{_END_MESSAGES['cancelled']} (its step,"
+                                   f" slurmstepd on {node} at {when})", node)
+    for name in (state or '').split(','):
+        kind = _STATE_ENDS.get(name.strip().split(' ')[0])
+        if kind:
+            return JobEnd(kind, _END_MESSAGES[kind])
+    return None
 
-    if kind is None:
+
+def _due_to(due):
+    '''The kind of a slurmstepd line's "DUE TO ..." (*due*, None for
+    none): its words may go on ("DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR
+    DETAILS"); ``cancelled`` where it names no kind known.'''
+    due = (due or '').strip()
+    return next((kind for words, kind in _DUE_TO.items()
+                 if due.startswith(words)), 'cancelled')
+
+
+def _step_cancelled_from_outside(text):
+    '''The match of a step's end (:data:`_SLURM_STEP_CANCELLED`) that no
+    failed task nor srun's own ending came before; None.'''
+    step = _SLURM_STEP_CANCELLED.search(text)
+    if step is None:
         return None
-    return JobEnd(kind, _END_MESSAGES[kind] + detail)
+    before = text[:step.start()]
+    if _SRUN_TERMINATING.search(before) or failures_in_order(before):
+        return None
+    return step
+
+
+def _last(pattern, text):
+    '''The last match of *pattern* in *text*, or None.'''
+    match = None
+    for match in pattern.finditer(text):
+        pass
+    return match
 
 
 def failures_in_order(text):
@@ -171,14 +266,31 @@ def failures_in_order(text):
                                  'srun'))
     for m in _TORCHRUN_ROOT_CAUSE.finditer(text):
         host, rank, code, name = m.groups()
-        code = int(code)
-        if code < 0:
-            found.append(Failure(m.start(), rank, host, 'signal',
-                                 (-code, name), 'torchrun'))
-        elif code > 0:
-            found.append(Failure(m.start(), rank, host, 'exit', code,
-                                 'torchrun'))
-    return sorted(found, key=lambda failure: failure.pos)
+        found.append(_exit_failure(m.start(), rank, host, int(code), name,
+                                   'torchrun'))
+    if not _TORCHRUN_ROOT_CAUSE.search(text):
+        found += agent_failures(text)
+    return sorted((f for f in found if f), key=lambda failure: failure.pos)
+
+
+def _exit_failure(pos, rank, node, code, name, source):
+    '''The :class:`Failure` of a worker torchrun saw end with *code* (a
+    signal's number negated, its *name* where torchrun gave it); None for
+    0.'''
+    if code < 0:
+        return Failure(pos, rank, node, 'signal', (-code, name), source)
+    if code > 0:
+        return Failure(pos, rank, node, 'exit', code, source)
+    return None
+
+
+def agent_failures(text):
+    '''The workers torchrun's agent saw fail (its "failed (exitcode: N)
+    local_rank: R" line), for a log without its root cause block: source
+    ``torchrun-agent``, the rank a local one, the node unknown.'''
+    return [_exit_failure(m.start(), m.group(2), None, int(m.group(1)), None,
+                          'torchrun-agent')
+            for m in _TORCHRUN_AGENT_FAILED.finditer(text)]
 
 
 def root_cause(text):
@@ -215,10 +327,10 @@ def signal_name(number):
 def signal_line(failure, text):
     '''"rank N ... was killed by SIGNAL" for a rank that died by a signal,
     with what aborted it for SIGABRT.'''
-    if failure.source == 'torchrun':
+    if failure.source != 'srun':
         number, name = failure.detail
         name = name or signal_name(number)
-        line = (f'rank {failure.rank} was killed by signal {number}'
+        line = (f'{rank_words(failure)} was killed by signal {number}'
                 f'{f" ({name})" if name else ""}')
         aborted = number == 6
     else:
@@ -227,6 +339,12 @@ def signal_line(failure, text):
         aborted = failure.detail == 'Aborted'
     reason = abort_reason(text, failure.rank) if aborted else None
     return f'{line}: {reason}' if reason else line
+
+
+def rank_words(failure):
+    '''"rank 1", or "local rank 5" where only torchrun's agent named it.'''
+    local = 'local ' if failure.source == 'torchrun-agent' else ''
+    return f'{local}rank {failure.rank}'
 
 
 def killed_rank(text):
@@ -241,15 +359,24 @@ def killed_rank(text):
 def exception_line(text, rank=None):
     '''The last exception line of *text* that is not a relayed one nor, where
     another was raised, a peer's failure; *rank*'s own where the lines are
-    labelled ``[rankN]:`` and it raised one.'''
-    found = [(label, full) for label, full, name in
-             _EXCEPTION_LINE.findall(text)
-             if name not in _RELAYED_EXCEPTIONS]
-    causes = [f for f in found if not _PEER_FAILURE.search(f[1])]
+    labelled ``[rankN]:`` and it raised one. An exception whose message
+    starts on the next line (PyTorch's ``AssertionError:`` of a driver too
+    old) is said with that line.'''
+    found = [m for m in _EXCEPTION_LINE.finditer(text)
+             if m.group(3) not in _RELAYED_EXCEPTIONS]
+    causes = [m for m in found if not _PEER_FAILURE.search(m.group(2))]
     found = causes or found
-    own = [f for f in found if rank is not None and f[0] == rank]
+    own = [m for m in found if rank is not None and m.group(1) == rank]
     found = own or found
-    return found[-1][1] if found else None
+    if not found:
+        return None
+    line = found[-1].group(2)
+    if line.rstrip().endswith(':'):
+        following = [ln.strip() for ln in text[found[-1].end():].splitlines()
+                     if ln.strip()]
+        if following:
+            line = f'{line.rstrip()} {following[0]}'
+    return line
 
 
 #: A program's own fatal message: argparse's ``prog: error: ...`` and the
@@ -267,8 +394,8 @@ def error_exit_line(failure, text):
     '''Why a rank that exited with an error did: its exception (or its
     program's own message), with the rank that exited first.'''
     line = exception_line(text, failure.rank) or program_error(text)
-    where = f'rank {failure.rank}' + (f' on {failure.node}'
-                                      if failure.node else '')
+    where = rank_words(failure) + (f' on {failure.node}'
+                                   if failure.node else '')
     if line is None:
         return f'{where} exited with code {failure.detail}'
     return f'{where} (exit code {failure.detail}): {line}'

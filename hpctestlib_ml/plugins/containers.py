@@ -54,5 +54,6 @@ class Containers(RegressionTestPlugin):
         platform.image = image
         platform.command = container.command_line(self.executable,
                                                   self.executable_opts)
-        platform.mount_points = container.mount_points()
+        platform.mount_points = container.mount_points(
+            self.container_directories())
         platform.options = options

@@ -115,10 +115,20 @@ class Placement(RegressionTestPlugin):
         self.valid_systems = [
             part.fullname for part in candidates
             if runs_scale(self.scale, partition_facts(part), self.launch_mode)
+            and self.enough_ranks(part)
             and (not self.runs_in_container or
                  CONTAINER_PLATFORM in part.container_environs)
             and self.runs_on(part)
         ]
+
+    def enough_ranks(self, part):
+        '''Whether the scale gives the workload its ``min_world_size`` of
+        ranks on *part*.'''
+        try:
+            layout = resolve_layout(self.scale, partition_facts(part))
+        except LayoutError:
+            return False
+        return layout.world_size >= self.min_world_size
 
     @property
     def uses_gpus(self):
@@ -148,6 +158,11 @@ class Placement(RegressionTestPlugin):
         reason = misfit(self.layout, facts, self.launch_mode)
         if reason:
             raise BadInputError(reason)
+        if self.layout.world_size < self.min_world_size:
+            raise BadInputError(
+                f'{self.workload} needs {self.min_world_size} ranks or '
+                f'more, the layout has {self.layout.world_size}: raise -S '
+                f'num_nodes or -S procs_per_node')
         self.num_nodes = self.layout.num_nodes
         self.procs_per_node = self.layout.procs_per_node
         self.gpus_per_node = self.layout.gpus_per_node

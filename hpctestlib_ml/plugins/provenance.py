@@ -80,7 +80,8 @@ class Energy(RegressionTestPlugin):
     def add_energy_metrics(self):
         '''``max_rss_MiB`` (the largest training process the node samplers
         saw) and ``energy_J``, ``avg_power_W`` and ``energy_per_sample_J``
-        of the timed steps where the nodes had energy counters, else
+        of the timed steps where the nodes had energy counters (no energy
+        per sample where the test has no ``throughput_metric``), else
         :attr:`energy_counter` says why not.'''
         rss = energy.peak_rss_mib(self.stagedir)
         if rss is not None:
@@ -99,6 +100,8 @@ class Energy(RegressionTestPlugin):
             lambda: joules, 'J')
         self.perf_variables['avg_power_W'] = sn.make_performance_function(
             lambda: joules / seconds, 'W')
+        if throughput is None:          # a component: no samples
+            return
         self.perf_variables['energy_per_sample_J'] = \
             sn.make_performance_function(
                 lambda: joules / seconds / self.metric(throughput), 'J')

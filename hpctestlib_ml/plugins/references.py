@@ -26,8 +26,8 @@ class References(RegressionTestPlugin):
 
     #: What this case is on its partition, for references from history
     #: (``$index: [$partition, reference_case]``): size, nodes x ranks per
-    #: node, launch mode, batch, precision, the test's own parameters and
-    #: ``reference_case_options``; set at setup, logged with every
+    #: node, launch mode, ``case_settings`` (batch and precision), the
+    #: test's own parameters and ``reference_case_options``; set at setup, logged with every
     #: result. E.g. ``tiny 1x1 per_task batch=4 fp32``.
     #:
     #: :type: :class:`str`
@@ -61,8 +61,7 @@ class References(RegressionTestPlugin):
         layout = self.layout
         parts = [self.resolved_size,
                  f'{layout.num_nodes}x{layout.procs_per_node}',
-                 self.launch_mode, f'batch={self.batch_size}',
-                 self.precision]
+                 self.launch_mode, *self.case_settings()]
         parts += [f'{name}={getattr(self, name)}'
                   for name in type(self).param_space.params
                   if name not in ('scale', 'launch_mode')
@@ -103,10 +102,17 @@ class References(RegressionTestPlugin):
         departure = lookup.loss_curve_departure(
             self.metrics().losses, curve)
         if departure:
-            raise PerformanceError(
-                f'numerics regression: {departure} (reference curve of '
-                f'{curve["runs"]} runs in {self.references_file}, '
-                f'{self.reference_case!r})')
+            raise PerformanceError(numerics_message(
+                departure, curve['runs'], self.references_file,
+                self.reference_case))
+
+
+def numerics_message(departure, runs, references_file, case):
+    '''The failure of a run whose loss curve departs from its history's
+    (*departure*, :func:`~hpctestlib_ml.history_refs.lookup.
+    loss_curve_departure`): a numerics regression, its category first.'''
+    return (f'numerics: {departure} (a numerics regression: reference curve '
+            f'of {runs} runs in {references_file}, {case!r})')
 
 
 def _missed(key, values):

@@ -1,12 +1,13 @@
 """Sanity: a run passes when the job ended by itself, every rank ran on
 the partition's devices, and the log passes the workload's checks; else
-one line says why (the reading: :mod:`hpctestlib_ml.parsers.failures`,
+one line says why, starting with its category (the reading:
+:mod:`hpctestlib_ml.parsers.failures`, :mod:`hpctestlib_ml.triage`,
 :mod:`hpctestlib_ml.device_check`)."""
 from reframe.core.builtins import sanity_function
 from reframe.core.exceptions import SanityError
 from reframe.core.pipeline import RegressionTestPlugin
 
-from hpctestlib_ml import device_check
+from hpctestlib_ml import device_check, triage
 from hpctestlib_ml.parsers import failures
 
 
@@ -18,13 +19,11 @@ class Sanity(RegressionTestPlugin):
         '''The job ended by itself, exited 0, no rank died or raised, and
         the log passes the workload's checks; else a one-line reason.'''
         text = self.log_text()
-        reason = failures.failure_reason(text, self.job.state,
-                                         self.job.exitcode)
-        if reason:
-            raise SanityError(self.failure_message(text, reason))
+        if failures.failure_reason(text, self.job.state, self.job.exitcode):
+            raise SanityError(self.failure_message(text))
         problems = self.device_problems() + self.log_problems(text)
         if problems:
-            raise SanityError('; '.join(problems))
+            raise SanityError(problems_message(problems))
         return True
 
     def device_problems(self):
@@ -38,9 +37,12 @@ class Sanity(RegressionTestPlugin):
             self.layout.world_size, self.current_partition.fullname,
             self.partition_gpu_model())
 
-    def failure_message(self, text, reason):
-        '''*reason*, with the exit code and the fix where the suite knows
-        it.'''
+    def failure_message(self, text):
+        '''Why the job failed, its category first (``out_of_memory: job
+        failed (exit code 1): rank 1 on n2 ...``), with the fix where the
+        suite knows it.'''
+        found = triage.triage(text, self.job.state, self.job.exitcode)
+        reason = found.reason
         end = failures.job_end(text, self.job.state)
         if end and end.kind == 'timeout':
             limit = (f'{self.time_limit:g} s' if self.time_limit else
@@ -50,4 +52,12 @@ class Sanity(RegressionTestPlugin):
         exitcode = self.job.exitcode
         prefix = ('job failed' if exitcode in (0, None) else
                   f'job failed (exit code {exitcode})')
-        return f'{prefix}: {reason}'
+        category = found.category or triage.DEFAULT_CATEGORY
+        return f'{category}: {prefix}: {reason}'
+
+
+def problems_message(problems):
+    '''The one-line failure of a run that ended well but whose log or
+    device records show *problems*: their category first
+    (:func:`hpctestlib_ml.triage.problems_category`), then each.'''
+    return f'{triage.problems_category(problems)}: ' + '; '.join(problems)

@@ -126,8 +126,9 @@ class Utilisation(RegressionTestPlugin):
         rank's compute per step over the median rank's).'''
         if not self.prints_device_records():
             return
-        self.perf_variables['data_share'] = sn.make_performance_function(
-            self._data_share, '%')
+        if self.reports_data_share:
+            self.perf_variables['data_share'] = \
+                sn.make_performance_function(self._data_share, '%')
         if self.uses_gpus:
             self.perf_variables['gpu_mem_peak_MiB'] = \
                 sn.make_performance_function(self._gpu_memory_peak, 'MiB')

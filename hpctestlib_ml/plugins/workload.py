@@ -24,7 +24,8 @@ class WorkloadInterface(RegressionTestPlugin):
       partition);
     - setup, after the size and layout are resolved: :meth:`size_table`,
       :meth:`fixed_work`, :meth:`finalize_settings`,
-      :meth:`reference_case_options`, :meth:`memory_estimate`,
+      :meth:`case_settings`, :meth:`reference_case_options`,
+      :meth:`memory_estimate`,
       :meth:`program_args`, :meth:`check_flops_known`;
     - sanity and performance: :meth:`extract_metrics`,
       :meth:`log_problems`, :meth:`model_flops_per_sample`.
@@ -80,6 +81,16 @@ class WorkloadInterface(RegressionTestPlugin):
     #: per sample).
     throughput_metric = 'throughput_avg'
 
+    #: The fewest ranks a case means anything at (one rank's collective
+    #: moves nothing): scales of fewer ranks are not generated, and a
+    #: layout of fewer (``-S num_nodes=``) fails with the reason.
+    min_world_size = 1
+
+    #: Whether the program's steps wait for data, so that the share of
+    #: the step time spent waiting is reported (``data_share``); a
+    #: component benchmark's iterations read no batches.
+    reports_data_share = True
+
     #: Metrics of the whole run (MMoCLIP's total time, MLPerf's run time):
     #: not reported at size ``short``, whose figures are the steady-state
     #: ones.
@@ -109,7 +120,7 @@ class WorkloadInterface(RegressionTestPlugin):
     def metric(self, name):
         '''Figure *name* of :meth:`metrics` (its ``figures``); a sanity
         error where the log has none.'''
-        value = self.metrics().figures[name]
+        value = self.metrics().figures.get(name)
         if value is None:
             raise SanityError(f'{name}: not found in the log')
         return value
@@ -152,6 +163,12 @@ class WorkloadInterface(RegressionTestPlugin):
         '''Derive the workload's remaining settings once size and layout
         are known (at setup, before :meth:`program_args`).'''
 
+    def case_settings(self):
+        '''What, beside size, layout and launch mode, makes another case of
+        this workload (``reference_case``): the per-rank batch and the
+        precision.'''
+        return [f'batch={self.batch_size}', self.precision]
+
     def reference_case_options(self):
         '''Settings of a workload beyond ``reference_case``'s that make
         another case (Megatron's global batch and parallel layout).'''
@@ -175,6 +192,12 @@ class WorkloadInterface(RegressionTestPlugin):
         ``src/mlperf_train`` and ``src/torchvision_resnet50``, whose models
         are timed by ``src/rank_compute.py``).'''
         return False
+
+    def container_directories(self):
+        '''Directories the program reads or writes outside the repository
+        and its stage directory, bind-mounted at their own paths when it
+        runs in a container (shell variables are the job's).'''
+        return []
 
     def program_args(self):
         '''Arguments of the training program (unquoted).'''

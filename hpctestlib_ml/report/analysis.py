@@ -16,6 +16,7 @@ import time
 import yaml
 
 from hpctestlib_ml import workloads
+from hpctestlib_ml.report import components
 from hpctestlib_ml.workloads import Headline
 
 
@@ -143,6 +144,7 @@ class Row(CaseFigure):
     energy: float = None   # energy_per_sample_J
     detected: object = None  # the latest .changes.Change, or None
     cause: str = ''        # provenance differences across a flagged change
+    component: str = ''    # the component benchmark that moved with it
 
     @property
     def flagged(self):
@@ -155,8 +157,10 @@ def _recent_median(runs, metric, last):
 
 
 def detect_change(case_runs, chosen, last=10):
-    '''(:class:`~.changes.Change` or None, cause line) of one case's
-    headline metric over its passing runs.'''
+    '''(:class:`~.changes.Change` or None, cause line, the interval a
+    component's change must begin in to have come with it: the case's last
+    run before its change to its second run after, or None) of one
+    case's headline metric over its passing runs.'''
     from hpctestlib_ml.report import causes, changes
     ok = [r for r in case_runs if r.result == 'pass'
           and chosen.metric in r.metrics]
@@ -164,10 +168,15 @@ def detect_change(case_runs, chosen, last=10):
     found = changes.latest_change(values, [r.time for r in ok],
                                   chosen.higher_is_better, window=last)
     if not found or not found.flagged:
-        return found, ''
+        return found, '', None
     before = ok[found.index - found.before:found.index]
     after = ok[found.index:found.index + found.after]
-    return found, causes.likely_cause(before, after)
+    # The interval a component's change may begin in to have come with
+    # it: one night's cases run one after another in either order, so a
+    # component's first slow run may come before the case's first slow
+    # run, or after it and before its next one.
+    return (found, causes.likely_cause(before, after),
+            (before[-1].time, after[min(1, len(after) - 1)].time))
 
 
 def _by_label(item):
@@ -196,7 +205,9 @@ def table(runs, headlines, last=10):
         latest_metric = next((r.metrics[chosen.metric] for r in
                               reversed(case_runs)
                               if chosen.metric in r.metrics), None)
-        detected, cause = detect_change(case_runs, chosen, last)
+        detected, cause, began = detect_change(case_runs, chosen, last)
+        component = (components.likely_component(runs, where, began)
+                     if began and _is_training(workload) else '')
         if detected:
             change = detected.effect
         else:
@@ -212,8 +223,15 @@ def table(runs, headlines, last=10):
             change, latest_metric.ref if latest_metric else 0.0,
             case_runs[-1].result, _recent_median(case_runs, 'mfu', last),
             _recent_median(case_runs, 'energy_per_sample_J', last),
-            detected, cause))
+            detected, cause, component))
     return rows
+
+
+def _is_training(workload):
+    '''Whether *workload* trains a model (a component benchmark is not
+    explained by the other components).'''
+    declared = workloads.registered().get(workload)
+    return getattr(declared, 'kind', 'workload') == 'workload'
 
 
 # The score
@@ -264,8 +282,12 @@ def case_stats(runs, headlines):
 class Score:
     per_case: dict        # case key -> ratio
     per_workload: dict    # workload -> geometric mean of its cases' ratios
-    overall: float        # weighted geometric mean of per_workload
+    overall: float        # weighted geometric mean of per_workload's
+    #                       training workloads
     missing: list         # baseline cases without a comparable run here
+    components: list = dataclasses.field(default_factory=list)
+    #                       per_workload's component benchmarks, kept out
+    #                       of overall
 
 
 def score(stats, baseline, headlines):
@@ -283,17 +305,33 @@ def score(stats, baseline, headlines):
     for key, ratio in per_case.items():
         per_workload.setdefault(key.split('|')[0], []).append(ratio)
     per_workload = {w: _geomean(r) for w, r in per_workload.items()}
+    components = sorted(w for w in per_workload if _is_component(w))
+    return Score(per_case, per_workload,
+                 _overall({w: v for w, v in per_workload.items()
+                           if w not in components}, headlines),
+                 sorted(missing), components)
+
+
+def _is_component(workload):
+    '''Whether *workload* is a component benchmark (its declaration's
+    ``kind``): the overall score asks how the system trains, so the
+    components' own ratios are shown beside it, not in it.'''
+    declared = workloads.registered().get(workload)
+    return bool(declared and declared.kind == 'component')
+
+
+def _overall(per_workload, headlines):
+    '''The weighted geometric mean of *per_workload*; 0 where one is 0;
+    None where there is nothing to weigh.'''
     weights = {w: headlines[w].weight if w in headlines else 1.0
                for w in per_workload}
     total = sum(weights.values())
     if not per_workload or not total:
-        overall = None
-    elif any(v == 0 for v in per_workload.values()):
-        overall = 0.0
-    else:
-        overall = math.exp(sum(weights[w] * math.log(v)
-                               for w, v in per_workload.items()) / total)
-    return Score(per_case, per_workload, overall, sorted(missing))
+        return None
+    if any(v == 0 for v in per_workload.values()):
+        return 0.0
+    return math.exp(sum(weights[w] * math.log(v)
+                        for w, v in per_workload.items()) / total)
 
 
 def _geomean(values):

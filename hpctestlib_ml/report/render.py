@@ -60,6 +60,8 @@ def change_lines(rows):
                    f'{_day(found.when)} ({found.before} runs before, '
                    f'{found.after} after)')
         out.append(f'    what changed: {r.cause}')
+        if r.component:
+            out.append(f'    {r.component}')
     return out
 
 
@@ -90,7 +92,9 @@ def score_lines(score, baseline_name, stats, baseline):
                            'rel.std', 'fails', 'baseline', 'ratio'), cells))
     out.append('')
     for workload, value in sorted(score.per_workload.items()):
-        out.append(f'  {workload:<16} {value:.3f}')
+        note = (' (component: not in the overall score)'
+                if workload in score.components else '')
+        out.append(f'  {workload:<16} {value:.3f}{note}')
     overall = '-' if score.overall is None else f'{score.overall:.3f}'
     out.append(f'  {"overall":<16} {overall}  (weighted geometric mean)')
     if score.missing:

@@ -11,6 +11,13 @@ metric for the report's score. ``hpcml extract``, ``hpcml model-info``,
 the declarations found here (:func:`registered`); a new workload adds a
 module here and touches no shared file (README, "Adding a workload").
 
+The component benchmarks (``collectives``, ``matmul_rate``, ``storage``:
+what training leans on, measured alone) are declared here the same way,
+with ``kind='component'``: they run as checks of the same plugins, in the
+same perflogs, and ``hpcml extract`` reads their logs; they have no model
+(no ``model_info``, no optimizer) and the report's overall score leaves
+them out.
+
 Why names differ across layers, where they do: the check is the
 benchmark's name as centres know it (MMoCLIP, MegatronGPT, BERTLarge,
 DeepLabV3Plus, ResNet50TF), the program is the upstream code's (``src/``:
@@ -46,9 +53,11 @@ class Workload:
     #: ``config/references/<name>.yaml``, ``hpcml extract NAME``.
     name: str
     #: The check class of ``checks/<name>.py`` (with its ``<check>Container``
-    #: twin); its test class here is ``<check>Training``.
+    #: twin); its test class here is ``<check>Training`` (a component's:
+    #: ``<check>Benchmark``).
     check: str
-    #: The training program, ``python -m <program>`` from ``src/``.
+    #: The training (or benchmark) program, ``python -m <program>`` from
+    #: ``src/``.
     program: str
     #: The parser of its logs (a module of :mod:`hpctestlib_ml.parsers`:
     #: ``training_log(text)`` and ``extract_metrics(text)``).
@@ -76,11 +85,28 @@ class Workload:
     packages: tuple = ()
     #: Why its names differ across layers, where they do.
     names_note: str = ''
+    #: ``workload`` (a training program: a model, its optimizer, its data)
+    #: or ``component`` (a benchmark of one part of the system that
+    #: training leans on: collectives, matrix products, storage). A
+    #: component declares no model builder or optimizer; the report keeps
+    #: it out of the overall score, whose question is how the system
+    #: trains (:func:`hpctestlib_ml.report.analysis.score`).
+    kind: str = 'workload'
+    #: A component's: the part of the system it measures, as the report
+    #: names a training change's likely cause (``network``, ``device
+    #: compute``, ``file system``).
+    explains: str = ''
 
-    def training_class(self):
-        '''The workload's ReFrame test class (``<check>Training``).'''
+    def test_class(self):
+        '''The workload's ReFrame test class: ``<check>Training``, or a
+        component's ``<check>Benchmark``.'''
         module = importlib.import_module(f'{__name__}.{self.name}')
-        return getattr(module, f'{self.check}Training')
+        suffix = 'Benchmark' if self.kind == 'component' else 'Training'
+        return getattr(module, f'{self.check}{suffix}')
+
+
+#: The kinds of :attr:`Workload.kind`.
+KINDS = ('workload', 'component')
 
 
 def registered():

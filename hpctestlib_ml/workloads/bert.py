@@ -62,11 +62,13 @@ class BERTLargeTraining(MLLogTraining):
     #: ``lamb`` (MLPerf's reference) or ``adamw``.
     #:
     #: :type: :class:`str`
+    #: :default: ``'lamb'``
     optimizer = variable(str, value='lamb')
 
     #: WordPiece tokenizer directory for a text :attr:`data` file.
     #:
     #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (``extras['bert_data']['tokenizer']``)
     tokenizer = variable(str, type(None), value=None)
 
     def finalize_settings(self):

@@ -182,23 +182,27 @@ class MMoCLIPTraining(MLTrainingTest):
     #: OpenCLIP model name; default: the size's.
     #:
     #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (the size's)
     model = variable(str, type(None), value=None)
 
     #: Samples in the epoch; default: the benchmark's 3.2M, or
     #: ``steps`` x global batch for ``tiny``.
     #:
     #: :type: :class:`int` or :obj:`None`
+    #: :default: :obj:`None` (the size's)
     train_num_samples = variable(int, type(None), value=None)
 
     #: Recompute activations in the backward pass (``--grad-checkpointing``).
     #:
     #: :type: :class:`bool` or :obj:`None`
+    #: :default: :obj:`None` (the size's)
     grad_checkpointing = variable(bool, type(None), value=None)
 
     #: Data-loader workers per rank; default: the rank's CPUs (as MMoCLIP's
     #: JUBE script), 0 on CPU partitions.
     #:
     #: :type: :class:`int` or :obj:`None`
+    #: :default: :obj:`None` (the rank's CPUs on GPUs, 0 on CPUs)
     workers = variable(int, type(None), value=None)
 
     def fixed_work(self):

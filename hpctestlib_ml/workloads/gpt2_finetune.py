@@ -82,6 +82,7 @@ class GPT2FineTuneTraining(MLTrainingTest):
     #: ``tiny`` or a Hugging Face model name in the cache (``gpt2``).
     #:
     #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (the size's)
     model = variable(str, type(None), value=None)
 
     whole_run_metrics = ('train_runtime', 'train_samples_per_second')
@@ -91,11 +92,13 @@ class GPT2FineTuneTraining(MLTrainingTest):
     #: else ``<HPCML_VAR_DIR>/prepared``.
     #:
     #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (see above)
     prepared_dir = variable(str, type(None), value=None)
 
     #: Epochs at benchmark size (run_clm's default: 3).
     #:
     #: :type: :class:`float`
+    #: :default: ``3.0``
     epochs = variable(float, value=3.0)
 
     def fixed_work(self):

@@ -416,36 +416,47 @@ class MegatronGPTTraining(MLTrainingTest):
     #: (its JEDI row: 2048).
     #:
     #: :type: :class:`int` or :obj:`None`
+    #: :default: :obj:`None` (see above)
     global_batch_size = variable(str, int, type(None), value=None)
 
-    #: Tensor / pipeline parallel sizes; default: the model's.
+    #: Tensor parallel size (``--tensor-model-parallel-size``).
     #:
     #: :type: :class:`int` or :obj:`None`
+    #: :default: :obj:`None` (the model size's)
     tensor_parallel = variable(str, int, type(None), value=None)
+
+    #: Pipeline parallel size (``--pipeline-model-parallel-size``).
+    #:
+    #: :type: :class:`int` or :obj:`None`
+    #: :default: :obj:`None` (the model size's)
     pipeline_parallel = variable(str, int, type(None), value=None)
 
     #: A Megatron-LM checkout whose ``pretrain_gpt.py`` runs; default: the
     #: partition's ``extras['megatron_lm']``; none: Megatron-Core's model.
     #:
     #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (``extras['megatron_lm']``)
     megatron_lm = variable(str, type(None), value=None)
 
     #: Position embeddings (``--position-embedding-type``): ``rope`` as
     #: CARAML runs, or Megatron-LM's default ``learned_absolute``.
     #:
     #: :type: :class:`str`
+    #: :default: ``'rope'``
     position_embedding_type = variable(str, value=CARAML_POSITION_EMBEDDING)
 
     #: A separate output layer instead of one tied to the word embeddings
     #: (``--untie-embeddings-and-output-weights``; CARAML ties them).
     #:
     #: :type: :class:`bool`
+    #: :default: :obj:`False`
     untie_embeddings = variable(bool, value=False)
 
     #: Megatron indexed dataset (path prefix); default: the partition's
     #: ``extras['megatron_data']['data_path']``; none: mock data.
     #:
     #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (``extras['megatron_data']``)
     data_path = variable(str, type(None), value=None)
 
     def runs_on(self, part):
@@ -658,6 +669,9 @@ WORKLOAD = Workload(
     name='megatron', check='MegatronGPT', program='gpt_pretrain',
     parser=parser, headline=Headline('tokens_per_second'),
     model_info=build_model_info, memory_info=build_memory_info,
+    # CARAML's --optimizer adam (Megatron-LM's default); the memory
+    # estimate is memory_info's, this is the checkpoint's state.
+    optimizer='adam',
     data="Megatron's mock data (or a site's indexed dataset)",
     names_note='gpt_pretrain runs Megatron-LM\'s pretrain_gpt.py, or '
                'Megatron-Core where no checkout is configured',

@@ -39,12 +39,14 @@ class MLLogTraining(MLTrainingTest):
     #: The program's model size (``--size``); default: the size's.
     #:
     #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (the size's)
     model = variable(str, type(None), value=None)
 
     #: ``synthetic`` or the path of a dataset the program reads; default:
     #: the partition's ``extras[data_extra]``, else synthetic.
     #:
     #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (``extras[data_extra]``, else ``synthetic``)
     data = variable(str, type(None), value=None)
 
     def prints_rank_compute(self):

@@ -78,17 +78,20 @@ class ResNet50TFTraining(MLTrainingTest):
     #: ``keras`` (``src/resnet50_tf``) or ``tf_cnn_benchmarks``.
     #:
     #: :type: :class:`str`
+    #: :default: ``'keras'``
     implementation = variable(str, value='keras')
 
     #: Square image side in pixels; default: the size's.
     #:
     #: :type: :class:`int` or :obj:`None`
+    #: :default: :obj:`None` (the size's)
     image_size = variable(int, type(None), value=None)
 
     #: ``synthetic`` or a directory of ImageNet TFRecords; default: the
     #: partition's ``extras['imagenet_tfrecords']``, else synthetic.
     #:
     #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (``extras['imagenet_tfrecords']``, else ``synthetic``)
     data = variable(str, type(None), value=None)
 
     def runs_on(self, part):

@@ -83,23 +83,10 @@ def parse_args(argv):
 
 def start_ranks(no_cuda):
     '''(rank, world size, device): the device as the suite's other
-    programs choose it, then the process group where WORLD_SIZE > 1 (as
-    ``mlperf_train.init_distributed``), the math mode and the ``device``
-    record.'''
-    import torch
-    import torch.distributed as dist
-
+    programs choose it, the process group where WORLD_SIZE > 1, the math
+    mode and the ``device`` record (``torch_device.start_ranks``).'''
     import torch_device
-    world = int(os.environ.get('WORLD_SIZE', 1))
-    device = (torch.device('cpu') if no_cuda
-              else torch_device.select_device_or_exit())
-    rank = 0
-    if world > 1:
-        dist.init_process_group('nccl' if device.type == 'cuda' else 'gloo')
-        rank = dist.get_rank()
-    torch_device.set_math_mode(device)
-    torch_device.emit_device(device, rank)
-    return rank, world, device
+    return torch_device.start_ranks(cpu=no_cuda)
 
 
 def build_model(name, device, channels_last):
@@ -290,9 +277,7 @@ def main(argv=None):
     hpcml_log.emit_timing(rank, args.num_iters * args.num_batches_per_iter,
                           0.0, seconds)
     rank_compute.emit(rank)
-    torch_device.emit_memory(device, rank)
-    if world > 1:
-        dist.destroy_process_group()
+    torch_device.end_ranks(device, rank)
     return 0
 
 

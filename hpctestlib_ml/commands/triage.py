@@ -1,0 +1,31 @@
+"""``hpcml triage LOGFILE...``: why each training log's run failed, as one
+JSON object per file: its category, one-line reason, and the rank and node
+where the log names them (:mod:`hpctestlib_ml.triage`)."""
+import json
+
+from hpctestlib_ml import triage
+from hpctestlib_ml.commands import read_logs
+
+#: The command's line in ``hpcml --help``.
+HELP = ('say why training runs failed: one JSON object per log (category, '
+        'reason, rank, node)')
+
+
+def add_arguments(parser):
+    '''Logs only: the job state and exit code are in them where known.'''
+    parser.add_argument('logfiles', nargs='+', metavar='LOGFILE',
+                        help="a job's output (stdout and stderr, or the "
+                             'file that holds the failure)')
+
+
+def run(args):
+    '''Print each log's triage; exit status 1 if a log cannot be read (its
+    reason on stderr), else 0, whatever the logs say: the command reports
+    failures, it does not have one.'''
+    logs, all_read = read_logs('triage', args.logfiles)
+    for path, text in logs:
+        found = triage.triage(text)
+        print(json.dumps({'file': path, 'category': found.category,
+                          'reason': found.reason, 'rank': found.rank,
+                          'node': found.node}))
+    return 0 if all_read else 1

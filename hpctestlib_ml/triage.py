@@ -1,0 +1,645 @@
+"""Which kind of failure a training run had, and why, in one line.
+
+A failed case's message starts with its category, so that whoever reads it
+knows at once who acts on it (README.md, "Failures and who acts on them"):
+
+``out_of_memory``  device or host memory ran out (the user's sizes)
+``communication``  NCCL, RCCL, Gloo, MPI, collective timeouts, watchdogs
+``hardware``       Xid, ECC, a GPU fallen off the bus (the site)
+``filesystem``     no space, I/O errors, stale handles, quota, missing data
+``scheduler``      time limit, cancelled, node failure, preemption
+``numerics``       a non-finite loss or gradient, loss scale underflow
+``software``       import errors, version mismatches, exceptions in code
+``bad_input``      invalid arguments
+
+The root cause wins over its consequences (one rank's out-of-memory error
+makes its peers fail in the collective; the answer is that error on that
+rank):
+
+1. evidence that is a cause by nature, wherever it stands in the log: the
+   GPU's own errors (:data:`HARDWARE`) and the scheduler's end of the job
+   (:func:`hpctestlib_ml.parsers.failures.job_end`: its time limit, an
+   oom-kill event, preemption, a failed node, scancel);
+2. the root-cause line :mod:`hpctestlib_ml.parsers.failures` finds (the
+   rank that failed first, with its own exception or signal), classified
+   by the pattern tables below in :data:`ORDER`; where it is only a
+   collective's failure or a plain exception, another error line of the
+   log that says more (an out-of-memory error, a full disk, a NaN) is the
+   cause it reported;
+3. a log that ended well but whose loss went non-finite: ``numerics``.
+
+Pure: the standard library and the failures parser only.
+"""
+import dataclasses
+import re
+
+from hpctestlib_ml.parsers import failures
+
+#: The categories, in README's order.
+CATEGORIES = ('out_of_memory', 'communication', 'hardware', 'filesystem',
+              'scheduler', 'numerics', 'software', 'bad_input')
+
+#: The longest reason, in characters (failures' limit).
+REASON_LIMIT = 300
+
+
+@dataclasses.dataclass(frozen=True)
+class Triage:
+    '''A run's failure: its *category* (one of :data:`CATEGORIES`, None for
+    a log that shows none), the one-line *reason*, and the *rank* and
+    *node* where the log names them.'''
+    category: str
+    reason: str
+    rank: str = None
+    node: str = None
+
+
+# The pattern tables: one per category; each pattern with the real message
+# it matches and where that message comes from.
+
+#: hardware: the GPU or the node failed under the job.
+HARDWARE = [re.compile(p) for p in (
+    # NVIDIA's kernel driver, in dmesg or a site's epilog: "NVRM: Xid
+    # (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s
+    # of waiting for RPC response from GPU4 GSP!" (leptonai/gpud testdata
+    # dmesg-with-xid-119.log); "kernel: NVRM: Xid (PCI:0000:dc:00): 45,
+    # ... caused by previous Xid 149" (NVIDIA/open-gpu-kernel-modules #1150).
+    r'NVRM: Xid \(PCI:[0-9a-fA-F:.]+\): \d+',
+    # Xid 79 in words: "NVRM: GPU at PCI:0000:3b:00: GPU has fallen off
+    # the bus." (NVIDIA's Xid catalog).
+    r'[Ff]allen off the bus',
+    # CUDA's cudaErrorECCUncorrectable as PyTorch says it: "RuntimeError:
+    # CUDA error: uncorrectable ECC error encountered" (jade-hpc-gpu #194,
+    # kohya-ss/sd-scripts #1434), "cuda runtime error (39) : uncorrectable
+    # ECC error encountered" (PyTorch 1.0, NVIDIA/semantic-segmentation
+    # #33); TensorFlow's "CUDA_ERROR_ECC_UNCORRECTABLE".
+    r'uncorrectable ECC error|ECC_UNCORRECTABLE',
+    # nvidia-smi once the GPU is lost: "Unable to determine the device
+    # handle for GPU0000:03:00.0: Unknown Error" (rwth-i6/returnn #1486).
+    r'Unable to determine the device handle for GPU',
+    # ROCm's runtime on a hung or faulted GPU: "HW Exception by GPU node-2
+    # (Agent handle: 0x...) reason :GPU Hang".
+    r'HW Exception by GPU node-\d+',
+    # CUDA's cudaErrorNvlinkUncorrectable: "CUDA error: uncorrectable
+    # NVLink error detected during the execution"; nvidia-smi's "GPU is
+    # lost. Reboot the system to recover this GPU".
+    r'uncorrectable NVLink error|GPU is lost',
+)]
+
+#: out_of_memory: device or host memory ran out.
+OUT_OF_MEMORY = [re.compile(p) for p in (
+    # PyTorch's caching allocator: "torch.cuda.OutOfMemoryError: CUDA out
+    # of memory. Tried to allocate 22.00 MiB." (pytorch/pytorch #16417),
+    # ROCm's "torch.OutOfMemoryError: HIP out of memory." (ROCm/TheRock
+    # #1054), 1.x's "RuntimeError: CUDA out of memory.".
+    r'(?:CUDA|HIP) out of memory|OutOfMemoryError',
+    # A kernel or library allocation: "CUDA error: out of memory";
+    # NCCL's "include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'"
+    # (NVIDIA/nccl #1235); cuBLAS's "CUBLAS_STATUS_ALLOC_FAILED".
+    r"CUDA error: out of memory|Cuda failure 'out of memory'|"
+    r'CUBLAS_STATUS_ALLOC_FAILED',
+    # TensorFlow: "failed to allocate 890.06M ... HIP_ERROR_OutOfMemory"
+    # (keras-team/keras #13889), "CUDA_ERROR_OUT_OF_MEMORY",
+    # "ResourceExhaustedError: OOM when allocating tensor".
+    r'CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|OOM when allocating',
+    # Slurm's cgroup: "slurmstepd: error: Detected 1 oom_kill event in
+    # StepId=440575.0." (chrisknewman/tusas #149), "Detected 1 oom-kill
+    # event(s) in step 3495064.0 cgroup" and srun's "task 4: Out Of
+    # Memory" (hafs-community/HAFS #101).
+    r'Detected \d+ oom[-_]kill event|: tasks? [\d,\-]+: Out Of Memory',
+    # The kernel's OOM killer in dmesg: "Out of memory: Killed process 123
+    # (python)".
+    r'Out of memory: Kill(?:ed)? process',
+    # The host in Python: "MemoryError", errno 12 "Cannot allocate memory".
+    r'(?<![A-Za-z])MemoryError|Cannot allocate memory',
+    # PyTorch's DataLoader on a full /dev/shm: "ERROR: Unexpected bus error
+    # encountered in worker. This might be caused by insufficient shared
+    # memory (shm)."; "It is possible that dataloader's workers are out of
+    # shared memory."
+    r'insufficient shared memory|out of shared memory',
+    # A rank killed by SIGKILL with no other cause in its log, as the
+    # failures parser words it ("rank 1 on n2 died: Killed (srun)", "rank
+    # 5 was killed by signal 9 (SIGKILL)"): the kernel's or the cgroup's
+    # OOM killer is what sends it in practice (lmzpai/roboMamba #10).
+    r'died: Killed \(srun\)|killed by signal 9\b',
+    # The same SIGKILL as others report it: a shell's "./train.sh: line 5:
+    # 12345 Killed  python train.py" or a bare "Killed"; PyTorch's
+    # "DataLoader worker (pid 1234) is killed by signal: Killed."; Open
+    # MPI's "mpirun noticed that process rank 3 with PID 0 on node n3
+    # exited on signal 9 (Killed)."; Kubernetes' "OOMKilled"; exit status
+    # 137 (128 + SIGKILL).
+    r'^Killed$|\d Killed +\S|killed by signal: Killed|'
+    r'exited on signal 9 \(Killed\)|\bOOMKilled\b|[Ee]xit code:? 137\b',
+    # PBS: "=>> PBS: job killed: mem 16777216kb exceeded limit 8388608kb".
+    r'PBS: job killed: v?mem',
+)]
+
+#: filesystem: the file system refused a write or a read, or data is not
+#: where the job looks for it.
+FILESYSTEM = [re.compile(p) for p in (
+    # errno 28, ENOSPC: "OSError: [Errno 28] No space left on device"
+    # (databrickslabs/dolly #139, a checkpoint's torch.save).
+    r'No space left on device',
+    # errno 122, EDQUOT: "OSError: [Errno 122] Disk quota exceeded"
+    # (NOAA-EPIC/EAGLE #121, Triton's cache in a training step).
+    r'Disk quota exceeded',
+    # errno 116, ESTALE: "OSError: [Errno 116] Stale file handle"
+    # (nanoporetech/taiyaki #66), "RuntimeError: read(): fd 33 failed with
+    # Stale file handle" (pytorch/pytorch #45826).
+    r'Stale file handle',
+    # errno 5 and 30: "RuntimeError: write(): fd 29 failed with
+    # Input/output error" (pytorch/pytorch #10577), "Read-only file system".
+    r'Input/output error|Read-only file system',
+    # A network file system gone: Lustre's eviction "OSError: [Errno 108]
+    # Cannot send after transport endpoint shutdown", a FUSE or NFS mount's
+    # "[Errno 107] Transport endpoint is not connected".
+    r'Cannot send after transport endpoint shutdown|Transport endpoint is '
+    r'not connected',
+    # torch.save on a file system that took no more: "RuntimeError:
+    # [enforce fail at inline_container.cc:595] . unexpected pos 2213604544
+    # vs 2213604432", "PytorchStreamWriter failed writing file data/7:
+    # file write failed".
+    r'inline_container\.cc:\d+\] \. unexpected pos|PytorchStreamWriter '
+    r'failed writing file',
+    # Data the job may not read: "PermissionError: [Errno 13] Permission
+    # denied: '/data/imagenet/train'".
+    r'Permission denied',
+    # Missing data: "FileNotFoundError: [Errno 2] No such file or
+    # directory: 'your_data_path/train_all'" (layumi/Person_reID_baseline
+    # _pytorch #214). Not a missing library ("cannot open shared object
+    # file: No such file or directory" names no path after it).
+    r"FileNotFoundError|No such file or directory: ['\"/]",
+)]
+
+#: scheduler: the batch system ended the job from outside.
+SCHEDULER = [re.compile(p) for p in (
+    # slurmstepd: "*** JOB 494583 ON ... CANCELLED AT 2024-04-20T09:09:37
+    # DUE TO TIME LIMIT ***" (ZettaAI/zetta_utils #671), "... DUE TO
+    # PREEMPTION ***" (SystemsGenetics/GEMmaker PR #242), "DUE TO JOB
+    # REQUEUE" (facebookincubator/submitit #1708), "DUE TO NODE FAILURE".
+    r'\*\*\* JOB \S+ ON \S+ CANCELLED AT',
+    # Slurm's job states in sacct or squeue output.
+    r'\b(?:NODE_FAIL|BOOT_FAIL|PREEMPTED|DEADLINE)\b',
+    # A rank ended by SIGTERM, Slurm's first word at a time limit or
+    # scancel, as the failures parser words it ("killed by signal 15
+    # (SIGTERM)"), or the program's own note ("[rank: 0] Received SIGTERM:
+    # 15", Lightning).
+    r'killed by signal 15\b|Received SIGTERM',
+    # torchrun's agent when Slurm signals it: "torch.distributed.elastic.
+    # multiprocessing.api.SignalException: Process 4242 got signal: 15".
+    r'SignalException: Process \d+ got signal: (?:15|1)\b',
+    # srun on a node lost under it: "srun: error: Node failure on nid001234";
+    # slurmstepd that could not end the tasks: "*** JOB 1 STEPD TERMINATED
+    # ON n1 AT ... DUE TO JOB NOT ENDING WITH SIGNALS ***".
+    r'Node failure on \S+|STEPD TERMINATED ON',
+    # Other schedulers' time limits: PBS "=>> PBS: job killed: walltime
+    # 3660 exceeded limit 3600", LSF "TERM_RUNLIMIT: job killed after
+    # reaching LSF run time limit".
+    r'PBS: job killed: walltime|TERM_RUNLIMIT',
+    # A run stopped by SIGINT (Ctrl-C, or a launcher passing it on):
+    # Python's "KeyboardInterrupt".
+    r'\bKeyboardInterrupt\b',
+)]
+
+#: numerics: the loss or the gradients went non-finite.
+NUMERICS = [re.compile(p) for p in (
+    # Megatron-LM's check: "AssertionError: Rank 3: found NaN in local
+    # grad norm in backwards pass. Device: 3, node: ..."
+    # (alibaba/Pai-Megatron-Patch #60; NVIDIA/Megatron-LM #780).
+    r'found (?:NaN|Inf) in local grad norm',
+    # Megatron's iteration line: "| lm loss: nan |", "| grad norm: nan |"
+    # (deepspeedai/Megatron-DeepSpeed #203), "number of nan iterations:
+    # 2".
+    r'(?:lm loss|grad norm): [-+]?(?:nan|inf)\b',
+    r'number of nan iterations: +[1-9]',
+    # The loss scaler at its floor: DeepSpeed's "Exception: Current loss
+    # scale already at minimum - cannot decrease scale anymore. Exiting
+    # run." (yangjianxin1/Firefly #68).
+    r'loss scale already at minimum',
+    # HF Trainer: "{'loss': nan, 'learning_rate': ...}" and its metrics
+    # table's "eval_loss = nan" (jzhang38/TinyLlama #153).
+    r"'(?:eval_)?loss': (?:nan|inf)\b|"
+    r'\b(?:train|eval)_loss\s*=\s*(?:nan|inf)\b',
+    # This suite's programs and checks: "training loss is not finite"
+    # (metrics.common_problems); "loss curve departs from reference"
+    # (history_refs.lookup).
+    r'training loss is not finite|loss curve departs',
+    # PyTorch's anomaly mode: "RuntimeError: Function 'LogSoftmaxBackward0'
+    # returned nan values in its 0th output."; "Loss is nan, stopping
+    # training" (MAE-style loops, OpenGVLab/LLaMA-Adapter #144).
+    r'returned nan values|Loss is (?:nan|inf)\b',
+    # fairseq's scaler: "FloatingPointError: Minimum loss scale reached
+    # (0.0001). Your loss is probably exploding."; TensorBoard's writer
+    # given a NaN loss: "Warning: NaN or Inf found in input tensor.".
+    r'Minimum loss scale reached|NaN or Inf found in input tensor',
+    # The suite's own programs' logs: MLPerf's logger writes a float with
+    # json.dumps (":::MLLOG {... "value": {"loss": NaN} ...}"), OpenCLIP
+    # "Loss: nan (nan)", the torchvision program "[hpcml] iteration 3 loss
+    # nan".
+    r'"(?:train_)?loss": (?:NaN|-?Infinity)\b|'
+    r'(?<![A-Za-z_])Loss: (?:nan|-?inf)\b|\[hpcml\] iteration \d+ loss '
+    r'(?:nan|-?inf)\b',
+)]
+
+#: bad_input: the program refused its arguments.
+BAD_INPUT = [re.compile(p) for p in (
+    # argparse: "finetune_huggingface_chatglm.py: error: unrecognized
+    # arguments: --DDP-impl local" (alibaba/Pai-Megatron-Patch #21),
+    # "trainer.py: error: argument --mixed_precision: invalid choice:
+    # 'fp32' (choose from 'no', 'fp16', 'bf16')" (StableTuner #12), "error:
+    # the following arguments are required: --dataset_name", "error:
+    # argument --lr: invalid float value".
+    r'error: (?:unrecognized arguments|the following arguments are '
+    r'required|argument [^:]+: (?:invalid|expected))',
+    # Megatron-LM's checks of its arguments (megatron/training/arguments.py
+    # validate_args): "AssertionError: num_layers (30) must be divisible by
+    # pipeline_model_parallel_size", "world size (8) is not divisible by
+    # tensor parallel size (3) times pipeline parallel size (1)".
+    r'(?:must be|is not) divisible by',
+    # HF's argument parser: "ValueError: Some specified arguments are not
+    # used by the HfArgumentParser: [...]".
+    r'arguments are not used by the HfArgumentParser',
+    # This suite's setup: "bad_input: batch_size must be an integer >= 1".
+    r'\bbad_input: ',
+)]
+
+#: software: the program, its libraries or their versions.
+SOFTWARE = [re.compile(p) for p in (
+    # Python imports: "ModuleNotFoundError: No module named 'training'"
+    # (mlfoundations/datacomp #79, OpenCLIP's training package),
+    # "ImportError: cannot import name ...".
+    r'ModuleNotFoundError|ImportError|No module named',
+    # Shared libraries: "undefined symbol: ...", "libcudart.so.11.0:
+    # cannot open shared object file", "version `GLIBCXX_3.4.29' not
+    # found".
+    r"undefined symbol|cannot open shared object file|version `\S+' not "
+    r'found',
+    # Versions that do not fit: "RuntimeError: The NVIDIA driver on your
+    # system is too old (found version 11040)." (serend1p1ty/SeqNet #36),
+    # "CUDA driver version is insufficient for CUDA runtime version", "no
+    # kernel image is available for execution on the device".
+    r'driver on your system is too old|driver version is insufficient|'
+    r'no kernel image is available|[Vv]ersion mismatch|mismatches the '
+    r'version|compiled with different CUDA',
+    # A crash in code: "Segmentation fault", an illegal memory access, a
+    # device-side assert.
+    r'Segmentation fault|SIGSEGV|illegal memory access|device-side assert',
+    # ROCm's word for an illegal access: "Memory access fault by GPU
+    # node-2 (Agent handle: 0x...) on address 0x.... Reason: Page not
+    # present or supervisor privilege."
+    r'Memory access fault by GPU',
+)]
+
+#: communication: the collectives or their transport.
+COMMUNICATION = [re.compile(p) for p in (
+    # PyTorch's NCCL process group: "torch.distributed.DistBackendError:
+    # NCCL error in: .../ProcessGroupNCCL.cpp:1333, unhandled system error"
+    # (modelscope/ms-swift #1233); NCCL's own "NCCL WARN" lines
+    # ("include/topo.h:27 NCCL WARN Could not find real path of ...",
+    # pytorch/pytorch #40273); RCCL prints the same words.
+    r'NCCL error|NCCL WARN|RCCL|nccl\w*Error',
+    # NCCL's WARN line as this module words it: "NCCL on ng30903 (GPU 3):
+    # ..." (:func:`_nccl_words`).
+    r'\bNCCL on [\w.-]+ \(GPU \d+\)',
+    # The Collectives component's check of each size: "all_reduce: 5
+    # wrong elements" (a collective that delivered wrong data; nccl-tests'
+    # "#wrong" column).
+    r'^(?:all_reduce|all_gather|reduce_scatter): \d+ wrong elements',
+    # PyTorch's watchdog: "[Rank 2] Watchdog caught collective operation
+    # timeout: WorkNCCL(SeqNum=7487, OpType=ALLREDUCE, ...) ran for 1800096
+    # milliseconds before timing out." (ShinoharaHare/LLM-Training #7).
+    r'Watchdog caught collective operation timeout|watchdog thread '
+    r'terminated',
+    # Gloo: "Gloo connectFullMesh failed with [.../pair.h:301] Connect
+    # timeout" (sehoffmann/dmlcloud #47), "[.../gloo/transport/tcp/pair.cc:
+    # 799] connect [172.31.71.170]:13195: Connection refused"
+    # (pytorch/pytorch #108732).
+    r'Gloo|gloo/transport',
+    # MPI and Horovod: "MPI_ABORT was invoked on rank 3 in communicator
+    # MPI_COMM_WORLD", "Horovod has been shut down".
+    r'MPI_ABORT|MPI_ERR_|Horovod has been shut down|lost communication '
+    r'with a remote daemon',
+    # c10d's store and rendezvous: "torch.distributed.DistNetworkError",
+    # "DistStoreError: Timed out after 901 seconds", "RendezvousTimeout
+    # Error", "Connection refused", "Connection reset by peer".
+    r'Dist(?:Backend|Network|Store)Error|Rendezvous\w*Error|'
+    r'Connection (?:refused|reset by peer|closed by peer)|Socket Timeout|'
+    r'Timed out initializing process group',
+)]
+
+#: The tables in the order a line is classified: the first that matches
+#: wins. A cause by nature comes before its usual consequences: a GPU's
+#: fault or an out-of-memory error makes NCCL fail, never the reverse;
+#: a missing library or a bad argument before the collective its rank
+#: never joined.
+ORDER = (
+    ('hardware', HARDWARE),
+    ('out_of_memory', OUT_OF_MEMORY),
+    ('filesystem', FILESYSTEM),
+    ('scheduler', SCHEDULER),
+    ('numerics', NUMERICS),
+    ('bad_input', BAD_INPUT),
+    ('software', SOFTWARE),
+    ('communication', COMMUNICATION),
+)
+
+#: The category of each way the scheduler ends a job
+#: (:func:`hpctestlib_ml.parsers.failures.job_end`).
+END_CATEGORIES = {
+    'timeout': 'scheduler', 'cancelled': 'scheduler',
+    'node_fail': 'scheduler', 'preempted': 'scheduler',
+    'requeued': 'scheduler', 'oom': 'out_of_memory',
+}
+
+#: The category of an exception that matches no table: a bug or an
+#: unhandled case in the program.
+DEFAULT_CATEGORY = 'software'
+
+#: Categories of a root-cause line that another error line of the log may
+#: explain: a collective's failure is what a peer's fault looks like to
+#: the ranks that wait for it.
+CONSEQUENCES = ('communication',)
+
+#: Lines that report an error, where a cause may be stated: words of
+#: error, NCCL's WARN, a C++ exception's what(), the OOM killer. Not
+#: NCCL's INFO lines (they print "No such file or directory" for plugins
+#: they do not need) nor Python's warnings.
+_ERROR_LINE = re.compile(
+    r'[Ee]rror|ERROR|\bWARN\b|[Ee]xception|what\(\)|[Ff]ail|Killed|'
+    r'Out Of Memory|out of memory|\bnan\b|\binf\b|Unable to|CANCELLED|'
+    r'Watchdog|[Tt]imed? ?out')
+_INFO_LINE = re.compile(r'NCCL INFO|Warning:')
+
+#: Where a line names its rank: torchrun's "[rank3]:", PyTorch's "[Rank
+#: 1]", Megatron's "Rank 3:", the failures parser's "rank 1 on n2".
+_RANK = re.compile(r'\[[Rr]ank ?(\d+)\]|\b[Rr]ank (\d+)\b')
+#: Where a line names its node: Megatron's "node: set-zw04-...", the
+#: failures parser's "rank 1 on n2", NCCL's host (:func:`_nccl_words`),
+#: Open MPI's "on node n3", a cluster's health alert "Xid errors on
+#: instance: ip-26-0-146-100" (huggingface/m4-logs).
+_NODE = re.compile(r'\bnode: ?([\w.-]+)|\brank \S+ on ([\w.-]+)|'
+                   r'\bNCCL on ([\w.-]+)|\bon node ([\w.-]+)|'
+                   r'\bon instance: ([\w.-]+)')
+#: NCCL's line prefix "ng30903:3063028:3066152 [3] include/alloc.h:178
+#: NCCL WARN ...": host, GPU (the process's CUDA device), message.
+_NCCL_LINE = re.compile(r'^([\w.-]+):\d+:\d+ \[(\d+)\] (?:\S+ )?NCCL WARN '
+                        r'(.+)$')
+
+#: The loss scaler's floor: the minimum loss scale of Megatron-LM
+#: (``--min-loss-scale``) and DeepSpeed (``min_loss_scale``) by default. A
+#: scaler that reduces the scale to it or below keeps overflowing.
+MIN_LOSS_SCALE = 1.0
+_SCALE_AT_MINIMUM = re.compile(r'loss scale already at minimum')
+_LOSS_SCALE_DOWN = re.compile(
+    r'(?:reducing loss scale to|Attempted loss scale: \S+, reducing to) '
+    r'([0-9.eE+-]+)')
+
+
+def classify(line):
+    '''The category of the first table in :data:`ORDER` that matches
+    *line*, or None.'''
+    for category, table in ORDER:
+        if any(pattern.search(line) for pattern in table):
+            return category
+    return None
+
+
+def triage(text, state=None, exitcode=None):
+    '''The :class:`Triage` of a run's log *text*, with the job *state*
+    ReFrame polled and the job's *exitcode* where they are known.'''
+    found = by_nature(text, state)
+    if found:
+        return found
+    failed = failures.failure_reason(text, state, exitcode)
+    line = root_line(text, state)
+    if line is None or failed is None and non_finite(text):
+        # No line says why (the run ended well, or only its exit code or
+        # last line says it did not), or it ended well with a non-finite
+        # loss: that loss is its failure.
+        return (non_finite(text) or
+                Triage(None if failed is None else DEFAULT_CATEGORY,
+                       failed or 'no failure found in the log'))
+    category = classify(line)
+    better = stronger_evidence(text, category)
+    if better:
+        return better
+    numerics = (non_finite(text, REASON_LIMIT - len(line) - 7)
+                if category is None else None)
+    if numerics:
+        category, line = 'numerics', f'{line} after {numerics.reason}'
+    category = category or DEFAULT_CATEGORY
+    if category == 'out_of_memory' and _SIGKILL.search(line):
+        line += _SIGKILL_NOTE
+    rank, node = _where(line, failures.root_cause(text), text)
+    lagging = _DESYNC.search(text) if category == 'communication' else None
+    if lagging:
+        rank = lagging.group(1)
+        line = (f'rank {rank} {lagging.group(2).strip()} (PyTorch\'s desync '
+                f'report); {line}')
+    return Triage(category, _trim(line), rank, node)
+
+
+#: PyTorch's desync report at a watchdog timeout (TORCH_NCCL_DESYNC_DEBUG=1)
+#: names the rank the others waited for: " - To our best knowledge, the
+#: lagging/dead/mismatched ranks that caused the desync are:" then "[1]
+#: finished collective #2, but didn't join collective #3 (count from 1)"
+#: (stas00/ml-engineering, debug/pytorch.md).
+_DESYNC = re.compile(r'ranks that caused the desync are:\s*\n\s*\[(\d+)\]'
+                     r'([^\n]*)')
+
+
+def root_line(text, state):
+    '''The line that says why the run failed: the failures parser's where
+    it found a failed rank or an exception or a program's own error, else
+    the first error line a table classifies (:func:`error_line`); None
+    where the log says no such thing.'''
+    if (failures.root_cause(text) or failures.exception_line(text) or
+            failures.program_error(text)):
+        return failures.failure_line(text, state)
+    return error_line(text)
+
+
+def by_nature(text, state=None):
+    '''A :class:`Triage` from evidence that is a cause wherever it stands:
+    a GPU's own error (:data:`HARDWARE`: the first Xid a GPU raised, or
+    an ECC or lost-GPU line), else the scheduler's end of the job; None.'''
+    lines = [ln.strip() for ln in text.splitlines()
+             if any(p.search(ln) for p in HARDWARE)]
+    if lines:
+        line = _first_cause_xid(lines)
+        where = [_where(ln, failures.root_cause(text), text) for ln in lines]
+        rank = next((r for r, _ in where if r), None)
+        node = next((n for _, n in where if n), None)
+        return Triage('hardware', _trim(line), rank, node)
+    end = failures.job_end(text, state)
+    if end:
+        return Triage(END_CATEGORIES[end.kind], end.message, end.rank,
+                      end.node)
+    return None
+
+
+#: Xids that report another fault, not their own: 45 (preemptive cleanup
+#: after an earlier error), and 13, 31, 43 (a graphics exception, an MMU
+#: fault, a stopped channel), which NVIDIA's catalog puts first on the
+#: application. A log's other Xid is the cause where it has one.
+_FOLLOWING_XIDS = {'13', '31', '43', '45'}
+_XID = re.compile(r'NVRM: Xid \([^)]*\): (\d+)')
+
+
+def _first_cause_xid(lines):
+    '''The first of the hardware *lines* that is not an Xid reporting
+    another fault (:data:`_FOLLOWING_XIDS`), else the first.'''
+    for line in lines:
+        xid = _XID.search(line)
+        if not xid or xid.group(1) not in _FOLLOWING_XIDS:
+            return line
+    return lines[0]
+
+
+def error_line(text):
+    '''The line that says what went wrong in a log the failures parser
+    finds no failure in (no traceback, launcher line or exit code: a log
+    cut from an issue, NCCL's or argparse's own lines): its last
+    exception, else the first error line a table classifies; None.'''
+    line = failures.exception_line(text)
+    if line:
+        return line
+    for line in _error_lines(text):
+        if classify(line):
+            return _nccl_words(line)
+    return None
+
+
+def _error_lines(text):
+    '''The lines of *text* that report an error (:data:`_ERROR_LINE`),
+    stripped.'''
+    return [ln.strip() for ln in text.splitlines()
+            if _ERROR_LINE.search(ln) and not _INFO_LINE.search(ln)]
+
+
+def stronger_evidence(text, category):
+    '''Where the root-cause line is only a consequence (a collective's
+    failure, :data:`CONSEQUENCES`) or matches no table: the :class:`Triage`
+    of another error line whose category comes earlier in :data:`ORDER`;
+    None where there is none.'''
+    if category is not None and category not in CONSEQUENCES:
+        return None
+    names = [name for name, _ in ORDER]
+    limit = names.index(category or CONSEQUENCES[0])
+    best = None
+    for line in _error_lines(text):
+        found = classify(line)
+        if found is not None and names.index(found) < limit and (
+                best is None or names.index(found) < names.index(best[0])):
+            best = (found, _nccl_words(line))
+    if best is None:
+        return None
+    found, line = best
+    return Triage(found, _trim(line), *_where(line, None, text))
+
+
+def non_finite(text, room=REASON_LIMIT):
+    '''A ``numerics`` :class:`Triage` if the log shows a non-finite loss or
+    gradient (:data:`NUMERICS`) or the loss scaler at its floor
+    (:data:`MIN_LOSS_SCALE`), its reason in about *room* characters; else
+    None.'''
+    for line in text.splitlines():
+        floor = _scale_at_floor(line) or _SCALE_AT_MINIMUM.search(line)
+        match = floor or next((m for m in (p.search(line) for p in NUMERICS)
+                               if m), None)
+        if match:
+            rank, node = _where(line, None, text)
+            what = ('the loss scaler reached its floor' if floor else
+                    'the loss or the gradients went non-finite')
+            words = _excerpt(' '.join(line.split()), match.group(0),
+                             room - len(what) - 2)
+            return Triage('numerics', _trim(f'{what}: {words}'), rank, node)
+    return None
+
+
+#: How much of a long line a reason quotes before what matched in it.
+_EXCERPT_BEFORE = 80
+
+
+def _excerpt(line, matched, room):
+    '''*line*, or where what matched in it ends past *room* characters (in
+    an MLLOG record, say) its part that ends with *matched*: the reason
+    then shows the NaN, not only the record's head.'''
+    end = line.find(matched) + len(matched)
+    if end <= room or matched not in line:
+        return line
+    start = max(0, end - len(matched) - _EXCERPT_BEFORE)
+    return '...' + line[start:end] + ('...' if end < len(line) else '')
+
+
+def _scale_at_floor(line):
+    '''The match where *line* is the loss scaler reducing the scale to
+    :data:`MIN_LOSS_SCALE` or below (apex's "Gradient overflow. Skipping
+    step, loss scaler 0 reducing loss scale to 1.0", DeepSpeed's
+    "Attempted loss scale: 1, reducing to 1"); None.'''
+    match = _LOSS_SCALE_DOWN.search(line)
+    try:
+        return match if match and float(match.group(1)) <= MIN_LOSS_SCALE \
+            else None
+    except ValueError:
+        return None
+
+
+def _nccl_words(line):
+    '''NCCL's WARN line as "NCCL on HOST (GPU N): message"; other lines
+    as they are.'''
+    match = _NCCL_LINE.match(line.strip())
+    if not match:
+        return line.strip()
+    host, gpu, message = match.groups()
+    return f'NCCL on {host} (GPU {gpu}): {message.strip()}'
+
+
+def _where(line, cause, text):
+    '''(rank, node) of a failure: the failed rank's where the failures
+    parser found one, else what *line* names, else the rank of
+    torchrun's label on it in *text*; None where unknown.'''
+    if cause is not None:
+        return cause.rank, cause.node
+    rank = _RANK.search(line)
+    node = _NODE.search(line)
+    return (next(g for g in rank.groups() if g) if rank else
+            _label(line, text),
+            next(g for g in node.groups() if g) if node else None)
+
+
+def _label(line, text):
+    '''The rank torchrun's label gives the line of *text* that holds
+    *line* ("[rank3]: torch.OutOfMemoryError: ..."), or None.'''
+    for match in _LABELLED.finditer(text):
+        if line[:100] in match.group(2):
+            return match.group(1)
+    return None
+
+
+#: A line behind torchrun's label: "[rank3]: ...", "[default1]: ...".
+_LABELLED = re.compile(r'^\[(?:rank|default)(\d+)\]:\s*(.*)$', re.MULTILINE)
+
+
+#: A rank killed by SIGKILL as the failures parser words it, and what the
+#: reason adds: the category is inferred, not read in the log.
+_SIGKILL = re.compile(r'died: Killed \(srun\)|killed by signal 9\b')
+_SIGKILL_NOTE = ('; SIGKILL and no other cause in the log: most often the '
+                 'out-of-memory killer')
+
+
+def _trim(line):
+    '''*line* stripped, cut at :data:`REASON_LIMIT` characters.'''
+    line = line.strip()
+    return line if len(line) <= REASON_LIMIT else line[:REASON_LIMIT] + '...'
+
+
+def problems_category(problems):
+    '''The category of a run that ended well but whose log shows
+    *problems* (the workloads' one-line log problems): the first of
+    :data:`ORDER` a problem matches, else :data:`DEFAULT_CATEGORY`.'''
+    found = [classify(problem) for problem in problems]
+    for category, _ in ORDER:
+        if category in found:
+            return category
+    return DEFAULT_CATEGORY

@@ -1,0 +1,79 @@
+"""The MatmulRate component: the one matrix-product measurement (the
+program, hpcml cpu-peak and the GPU probes share it), the program on this
+CPU with 1 and 2 ranks, its parser, and the peaks the rates are set
+against."""
+import sys
+
+import pytest
+
+from conftest import REPO, run_module
+from hpctestlib_ml import cpu_peak
+from hpctestlib_ml.parsers import matmul_rate as parser
+from hpctestlib_ml.workloads import matmul_rate as workload
+
+sys.path.insert(0, str(REPO / 'src'))
+import matmul_rate  # noqa: E402
+
+
+def test_a_product_is_2n3_flops_and_the_rate_is_theirs_over_the_time():
+    import torch
+    a, b, out = matmul_rate.operands(64, 'fp32', torch.device('cpu'))
+    assert matmul_rate.product_flops(64) == 2 * 64 ** 3
+    assert torch.allclose(out.copy_(a @ b), a @ b)
+    rate = matmul_rate.mean_rate(a, b, out, iterations=3, warmup=1)
+    assert 1e6 < rate < 1e14
+    assert matmul_rate.best_rate(a, b, out, budget_s=0.05) >= rate * 0.5
+
+
+def test_every_precision_has_its_dtype_and_math_mode():
+    import torch
+    for precision, (dtype, tf32) in matmul_rate.PRECISIONS.items():
+        a, _, _ = matmul_rate.operands(8, precision, torch.device('cpu'))
+        assert a.dtype == getattr(torch, dtype)
+        assert tf32 == (precision == 'tf32')
+
+
+def test_hpcml_cpu_peak_measures_with_the_shared_code():
+    assert cpu_peak.measure_matmul_flops(size=128, seconds=0.05,
+                                         threads=1) > 1e6
+
+
+def check_own_log(text, world):
+    log = parser.training_log(text)
+    assert log.world_size == world and log.steps == 3
+    assert log.ranks == frozenset(range(world))
+    assert log.figures['precisions'] == ['fp32'] and log.figures['n'] == 64
+    assert log.figures['fp32_tflops'] >= log.figures['fp32_tflops_min'] > 0
+    assert log.figures['fp32_tf32'] is False
+    start, stop = log.timed_window
+    assert 0 <= stop - start < 600      # ms-resolution stamps
+    assert text.count('matmul_rate: ') == 1          # rank 0's settings
+    return log
+
+
+@pytest.mark.parametrize('procs', [1, 2])
+def test_the_program_on_cpu_ranks(tmp_path, procs):
+    proc = run_module(tmp_path, 'matmul_rate', '--cpu', '--matrix-size',
+                      '64', '--iterations', '3', '--products', '2',
+                      '--warmup', '1', procs=procs)
+    check_own_log(proc.stdout, procs)
+
+
+def test_parser_means_ranks_and_keeps_the_slowest():
+    line = ('[matmul_rate] rank {} precision bf16 n 8192 iterations 10 '
+            'products 10 tflops {} min 1 max 2 tf32 False\n')
+    log = parser.training_log(line.format(0, 700.0) + 'noise\n' +
+                              '0: ' + line.format(1, 500.0))
+    assert log.figures['bf16_tflops'] == 600.0
+    assert log.figures['bf16_tflops_min'] == 500.0
+    assert log.world_size == 2 and log.steps == 10
+
+
+def test_the_data_sheet_peaks_of_each_precision():
+    '''tf32 at the TF32 tensor-core rate, fp32 at IEEE fp32's (8x apart
+    on an A100), as constants.DEVICE_PEAK_FLOPS has them.'''
+    table = workload.peak_table('A100', ('bf16', 'tf32', 'fp32'))
+    assert table == {'bf16': 312e12, 'tf32': 156e12, 'fp32': 19.5e12}
+    assert workload.describe_peaks('A100 data sheet', table) == \
+        'A100 data sheet: bf16 312.0, tf32 156.0, fp32 19.5 TFLOP/s per GPU'
+    assert workload.peak_table('nope', ('bf16',)) == {}

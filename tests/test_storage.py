@@ -1,0 +1,140 @@
+"""The Storage component: the formats it writes are those the workloads'
+programs read (read back by their own readers), the page cache is dropped
+before a read, the checkpoint's size comes from the registry, the program
+on this CPU with 1 and 2 ranks, and its parser's aggregate (bytes over the
+slowest rank's time) and per-rank rates."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO, run_module
+from hpctestlib_ml import state_size
+from hpctestlib_ml.parsers import storage_bench as parser
+
+sys.path.insert(0, str(REPO / 'src'))
+import storage_bench as sb  # noqa: E402
+
+TINY = sb.SAMPLES['tiny']
+
+
+def written(tmp_path, fmt, count=2):
+    directory = tmp_path / fmt
+    directory.mkdir()
+    sb.WRITERS[fmt](str(directory), TINY, count, np.random.default_rng(0))
+    return directory
+
+
+def test_cosmoflows_program_reads_the_npy_samples(tmp_path):
+    import torch
+    from cosmoflow.__main__ import from_files, sample_files
+    files, total = sample_files(written(tmp_path, 'npy'), 0, 1)
+    assert total == 2
+    cubes, targets = next(from_files(files, 2, TINY['cube'],
+                                     torch.Generator().manual_seed(0)))
+    assert cubes.shape == (2, 4, 32, 32, 32) and targets.shape == (2, 4)
+
+
+def test_deepcams_program_reads_the_npz_samples(tmp_path):
+    import torch
+    from deepcam.__main__ import from_files, sample_files
+    files, _ = sample_files(written(tmp_path, 'npz'), 0, 1)
+    data, labels = next(from_files(files, 2,
+                                   torch.Generator().manual_seed(0)))
+    assert data.shape == (2, 16, 128, 192) and labels.shape == (2, 128, 192)
+
+
+def test_tfrecord_shards_are_framed_as_tfrecords(tmp_path):
+    '''Length (uint64), its CRC, the record, its CRC: the frames
+    TFRecordDataset walks (the CRCs are zeros: not checked here).'''
+    shard = next(written(tmp_path, 'tfrecord', 1).iterdir())
+    assert shard.name == 'train-00000-of-00001'
+    frame = 12 + TINY['record_bytes'] + 4
+    assert shard.stat().st_size == TINY['shard_records'] * frame
+    head = shard.read_bytes()[:8]
+    assert int.from_bytes(head, 'little') == TINY['record_bytes']
+
+
+def test_text_is_lines(tmp_path):
+    text = (written(tmp_path, 'text', 1) / 'train.txt').read_text()
+    lines = text.splitlines()
+    assert len(text) == 2 ** 20 and len(lines) > 10000
+    assert max(len(line) for line in lines) <= TINY['line_chars']
+
+
+@pytest.mark.parametrize('fmt', sb.FORMATS)
+def test_every_file_is_read_whole(tmp_path, fmt):
+    directory = written(tmp_path, fmt)
+    paths = sorted(str(p) for p in directory.iterdir())
+    assert sb.read_all(fmt, paths) == sum(os.path.getsize(p) for p in paths)
+
+
+def test_the_page_cache_is_dropped_where_the_system_can(tmp_path):
+    path = tmp_path / 'f'
+    path.write_bytes(b'x' * 4096)
+    assert sb.drop_cache(str(path)) is hasattr(os, 'posix_fadvise')
+
+
+def test_checkpoint_is_the_registrys_model_and_optimizer(tmp_path):
+    '''Megatron 800M (908,759,040 parameters, README's count) with Adam:
+    parameters and two moments in fp32, 12 bytes a parameter.'''
+    (tmp_path / 'model_params.json').write_text(
+        '{"megatron|800M": {"params": 908759040}}')
+    total, what = state_size.checkpoint_bytes('megatron', '800M', tmp_path)
+    assert total == 908_759_040 * 12 == 10_905_108_480
+    assert what == ('megatron 800M: 908,759,040 parameters + adam state, '
+                    'fp32')
+    assert state_size.state_bytes(10, 'sgd_momentum') == 80
+
+
+def test_parser_aggregates_over_the_slowest_rank():
+    line = ('[storage_bench] rank {} round {} op read_npy bytes {} seconds '
+            '{} files 1 writer 0 cache fadvise\n')
+    gb2 = 2_000_000_000
+    text = (line.format(0, 0, gb2, 1.0) + line.format(1, 0, gb2, 2.0) +
+            line.format(0, 1, gb2, 1.0) + line.format(1, 1, gb2, 1.0))
+    log = parser.training_log(text)
+    # Round 0: 4 GB over 2 s; round 1: 4 GB over 1 s.
+    assert log.figures['read_npy_GBps'] == pytest.approx((2 + 4) / 2)
+    # Round 0: ranks at 2 and 1 GB/s; round 1: both at 2.
+    assert log.figures['read_npy_GBps_per_rank'] == pytest.approx(1.75)
+    assert log.steps == 2 and log.world_size == 2
+    assert log.figures['read_npy_cache'] == 'fadvise'
+
+
+def check_own_log(text, world):
+    log = parser.training_log(text)
+    assert log.world_size == world and log.steps == 2
+    assert log.figures['operations'] == [f'read_{f}' for f in sb.FORMATS] \
+        + ['checkpoint_write', 'checkpoint_read']
+    for op in log.figures['operations']:
+        assert log.figures[f'{op}_GBps'] > 0
+        if op != 'checkpoint_write':
+            assert log.figures[f'{op}_cache'] == 'fadvise'
+    # The checkpoint is shared: every rank writes its part.
+    assert log.figures['checkpoint_write_bytes'] == pytest.approx(
+        8_000_000, rel=0.01)
+    return log
+
+
+@pytest.mark.parametrize('procs', [1, 2])
+def test_the_program_on_cpu_ranks(tmp_path, procs):
+    proc = run_module(tmp_path, 'storage_bench', '--cpu', '--dir', tmp_path,
+                      '--size', 'tiny', '--bytes-per-rank', 2 ** 20,
+                      '--checkpoint-bytes', 8_000_000, '--rounds', 2,
+                      procs=procs)
+    check_own_log(proc.stdout, procs)
+    # Its directory is gone.
+    assert not [p for p in tmp_path.iterdir()
+                if p.name.startswith('hpcml-storage-')]
+
+
+def test_a_directory_that_is_not_there_says_where_to_set_it(tmp_path):
+    import subprocess
+    proc = subprocess.run(
+        [sys.executable, '-m', 'storage_bench', '--dir', str(tmp_path / 'x')],
+        env={**os.environ, 'PYTHONPATH': str(REPO / 'src')},
+        capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "extras['storage_dir'] or -S storage_dir=" in proc.stderr
