@@ -26,6 +26,7 @@ same way.
   ``bench/results/gpuval-h200-2026-11-26``). The first step's peak stays
   in the record as ``first_step_peak_reserved_MiB``.
 """
+import datetime
 import os
 import sys
 
@@ -94,6 +95,40 @@ def select_device_or_exit(env=None):
         sys.exit(f'hpcml: error: {err}')
 
 
+#: The job's variable: seconds a rank waits in a collective before it
+#: fails (a stalled peer), for every backend; unset: torch's defaults (10
+#: minutes for NCCL, 30 for Gloo), so that a stalled rank holds the job
+#: until then or its time limit. Set it in the partition's ``env_vars``.
+COLLECTIVE_TIMEOUT = 'HPCML_COLLECTIVE_TIMEOUT_S'
+
+
+def collective_timeout(env=None):
+    ''':data:`COLLECTIVE_TIMEOUT` as a timedelta, or None where unset;
+    exits with the fix where it is not a number of seconds > 0.'''
+    value = (os.environ if env is None else env).get(COLLECTIVE_TIMEOUT, '')
+    if not value.strip():
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0
+    if not seconds > 0:
+        sys.exit(f'hpcml: error: {COLLECTIVE_TIMEOUT} must be a number of '
+                 f'seconds > 0, got {value!r}: fix it where the job gets it '
+                 f"(the partition's env_vars)")
+    return datetime.timedelta(seconds=seconds)
+
+
+def init_process_group(backend, env=None, **kwargs):
+    '''torch.distributed's process group of *backend* from the launcher's
+    env:// variables, with :func:`collective_timeout` where set.'''
+    import torch.distributed as dist
+    timeout = collective_timeout(env)
+    if timeout is not None:
+        kwargs['timeout'] = timeout
+    dist.init_process_group(backend, **kwargs)
+
+
 def start_ranks(cpu=False, math_mode=True, env=None):
     '''(rank, world size, device) of this process: its device
     (:func:`select_device_or_exit`, or the CPU where *cpu*), the process
@@ -107,7 +142,8 @@ def start_ranks(cpu=False, math_mode=True, env=None):
     device = torch.device('cpu') if cpu else select_device_or_exit(env)
     rank = 0
     if world > 1:
-        dist.init_process_group('nccl' if device.type == 'cuda' else 'gloo')
+        init_process_group('nccl' if device.type == 'cuda' else 'gloo',
+                           env)
         rank = dist.get_rank()
     if math_mode:
         set_math_mode(device)

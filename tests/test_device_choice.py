@@ -111,3 +111,24 @@ def test_a_gpu_rank_sets_tf32_and_cudnn_autotuning_and_says_so(monkeypatch):
         (torch.backends.cuda.matmul.allow_tf32,
          torch.backends.cudnn.allow_tf32,
          torch.backends.cudnn.benchmark) = flags
+
+
+def test_the_collective_timeout_is_the_jobs_variable_or_torchs_default():
+    '''HPCML_COLLECTIVE_TIMEOUT_S: seconds a rank waits for a stalled peer;
+    unset or empty keeps torch's defaults; anything else stops the program
+    with the fix.'''
+    import datetime
+    import torch_device
+    timeout = torch_device.collective_timeout
+    assert timeout({}) is None
+    assert timeout({'HPCML_COLLECTIVE_TIMEOUT_S': ' '}) is None
+    assert timeout({'HPCML_COLLECTIVE_TIMEOUT_S': '20'}) == \
+        datetime.timedelta(seconds=20)
+    assert timeout({'HPCML_COLLECTIVE_TIMEOUT_S': '1.5'}) == \
+        datetime.timedelta(seconds=1.5)
+    for bad in ('0', '-3', 'ten', 'nan'):
+        with pytest.raises(SystemExit) as stopped:
+            timeout({'HPCML_COLLECTIVE_TIMEOUT_S': bad})
+        assert str(stopped.value).startswith(
+            'hpcml: error: HPCML_COLLECTIVE_TIMEOUT_S must be a number of '
+            f"seconds > 0, got '{bad}'"), stopped.value

@@ -141,16 +141,17 @@ def assert_met_at_node_addresses(case):
                 f'is_host={int(r["node"] == first)}', r
 
 
-def wait_for_training(var_dir, since, timeout=180):
-    '''Wait until the log of a job started after *since* (a time.time())
-    shows a training step; its text.'''
+def wait_for_training(var_dir, since, timeout=180, name='rfm_job.err',
+                      marker='Train Epoch: 0 ['):
+    '''Wait until the log *name* of a job started after *since* (a
+    time.time()) shows a training step (*marker*: OpenCLIP's); its text.'''
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for err in (var_dir / 'stage').rglob('rfm_job.err'):
+        for err in (var_dir / 'stage').rglob(name):
             if err.stat().st_mtime < since:
                 continue
             text = err.read_text(errors='replace')
-            if 'Train Epoch: 0 [' in text:
+            if marker in text:
                 return text
         time.sleep(1)
     raise AssertionError(f'no training step logged in {timeout} s')
@@ -184,11 +185,14 @@ def sessions(var_dir):
         return [uuid for uuid, in db.execute('SELECT uuid FROM sessions')]
 
 
-def assert_results_intact(var_dir, snapshot):
-    perflog = var_dir / 'perflogs' / 'slurm' / 'ci' / 'MMoCLIP.log'
-    # ReFrame logs failed cases too (result 'fail'): appended after.
-    assert perflog.read_bytes().startswith(snapshot['perflog'])
-    assert read_perflog(perflog)[-1]['result'] == 'fail'
+def assert_results_intact(var_dir, snapshot, failed='MMoCLIP'):
+    '''The node sweep's perflog and sessions as they were, with the
+    failed case of check *failed* logged after (ReFrame logs failed cases
+    too, result 'fail').'''
+    perflogs = var_dir / 'perflogs' / 'slurm' / 'ci'
+    assert (perflogs / 'MMoCLIP.log').read_bytes().startswith(
+        snapshot['perflog'])
+    assert read_perflog(perflogs / f'{failed}.log')[-1]['result'] == 'fail'
     assert set(snapshot['sessions']) <= set(sessions(var_dir))
 
 
@@ -380,6 +384,160 @@ def test_scancel_of_a_running_job_is_reported(scheduler, slurm_cluster,
                     r'was cancelled \(scancel by a user, an admin or ReFrame\)',
                     line), line
     assert_results_intact(results, node_sweep[1])
+
+
+# Faults provoked on the cluster for triage: a memory limit, a stalled
+# rank, a full tmpfs, a learning rate that diverges. Each failed case's
+# reason starts with its category; `hpcml triage` on the job's output says
+# the same; what was written before stays intact.
+
+COSMOFLOW_2_NODES = '^CosmoFlow%scale=2_nodes%launch_mode=per_task'
+
+#: Every rank's learning rate multiplied by 1e12 at its first step: the
+#: loss is NaN within steps and the program ends the run (MLPerf's
+#: run_stop aborted, exit 1). Loaded by Python at start-up from the
+#: directory put first on the job's PYTHONPATH (-S python_path=).
+DIVERGE = '''
+import torch.optim
+
+_step = torch.optim.SGD.step
+
+
+def step(self, *args, **kwargs):
+    if not getattr(self, '_hpcml_diverged', False):
+        for group in self.param_groups:
+            group['lr'] *= 1e12
+        self._hpcml_diverged = True
+    return _step(self, *args, **kwargs)
+
+
+torch.optim.SGD.step = step
+'''
+
+
+def triage_job(var_dir, since):
+    '''``hpcml triage`` of the output (stdout, then stderr) of the job
+    that started after *since*: its JSON object.'''
+    err, = [p for p in (var_dir / 'stage').rglob('rfm_job.err')
+            if p.stat().st_mtime >= since]
+    both = err.parent / 'job.out+err'
+    both.write_text((err.parent / 'rfm_job.out').read_text() +
+                    err.read_text())
+    out = subprocess.run([HPCML, 'triage', str(both)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def assert_failed_as(proc_or_output, category, var_dir, since, words):
+    '''The case failed with a reason that starts with *category* and
+    holds *words*, and ``hpcml triage`` of its job agrees.'''
+    output = (proc_or_output if isinstance(proc_or_output, str) else
+              proc_or_output.stdout + proc_or_output.stderr)
+    line = reason(output)
+    assert line.startswith(f'sanity error: {category}: '), line
+    assert words in line, line
+    found = triage_job(var_dir, since)
+    assert found['category'] == category, found
+    print(f'{category}: {line}')
+
+
+def test_a_node_s_memory_limit_is_out_of_memory(slurm_cluster, results,
+                                                node_sweep, cache_dir):
+    '''n2's slurmd and its jobs held to 200 MiB (a memory cgroup, no
+    swap): the kernel's out-of-memory killer ends rank 1 as it starts.'''
+    since = time.time()
+    slurm_cluster.limit_memory('n2', 200)
+    try:
+        proc = run_suite(slurm_cluster, results, cache_dir, '-n',
+                         COSMOFLOW_2_NODES, '--mode', 'smoke')
+    finally:
+        slurm_cluster.unlimit_memory('n2')
+    assert proc.returncode == 1
+    assert_failed_as(proc, 'out_of_memory', results, since,
+                     'rank 1 on n2 died: Killed (srun)')
+    assert_results_intact(results, node_sweep[1], 'CosmoFlow')
+
+
+def test_a_stalled_rank_is_a_collective_timeout(slurm_cluster, results,
+                                                node_sweep, cache_dir):
+    '''Rank 1 stopped (SIGSTOP) in its training: rank 0 waits in the
+    gradients' all-reduce until HPCML_COLLECTIVE_TIMEOUT_S (20 s here),
+    fails, and srun ends the job.'''
+    since = time.time()
+    proc = start_suite(slurm_cluster, results, cache_dir, '-n',
+                       COSMOFLOW_2_NODES, '-S', 'steps=100000',
+                       HPCML_COLLECTIVE_TIMEOUT_S='20')
+    try:
+        wait_for_training(results, since, name='rfm_job.out',
+                          marker='"key": "epoch_start"')
+        time.sleep(2)
+        rank1 = slurm_cluster.processes(RANK='1', WORLD_SIZE='2')
+        assert rank1, 'no process of rank 1 found'
+        stopped_at = time.monotonic()
+        for pid in rank1:
+            os.kill(pid, signal.SIGSTOP)
+        assert slurm_cluster.wait_idle(timeout=120), \
+            'job still running 120 s after rank 1 stalled'
+        ended_after = time.monotonic() - stopped_at
+        output = finish(proc, timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1
+    assert_failed_as(output, 'communication', results, since,
+                     'Timed out waiting 20000ms')
+    assert ended_after < 90, ended_after
+    print(f'job ended {ended_after:.0f} s after rank 1 stalled')
+    assert_results_intact(results, node_sweep[1], 'CosmoFlow')
+
+
+@pytest.fixture
+def full_tmpfs(slurm_cluster, tmp_path):
+    '''A node-local 1 MiB tmpfs on each node, at the same path, filled.'''
+    mount = tmp_path / 'full'
+    mount.mkdir()
+    nodes = ('n1', 'n2')
+    try:
+        for node in nodes:
+            slurm_cluster.node_exec(node, 'mount', '-t', 'tmpfs', '-o',
+                                    'size=1m', 'tmpfs', str(mount))
+            slurm_cluster.node_exec(node, 'sh', '-c', f'dd if=/dev/zero '
+                                    f'of={mount}/filler bs=64k; df {mount} '
+                                    f'| grep -q " 100% "')
+        yield mount
+    finally:
+        for node in nodes:
+            with contextlib.suppress(subprocess.CalledProcessError):
+                slurm_cluster.node_exec(node, 'umount', str(mount))
+
+
+def test_a_full_tmpfs_is_filesystem(slurm_cluster, results, node_sweep,
+                                    cache_dir, full_tmpfs):
+    '''The storage check pointed at a full node-local tmpfs (its data
+    and checkpoint cannot be written).'''
+    since = time.time()
+    proc = run_suite(slurm_cluster, results, cache_dir, '-n',
+                     '^Storage%scale=1_node%launch_mode=per_task',
+                     '-S', f'storage_dir={full_tmpfs}')
+    assert proc.returncode == 1
+    assert_failed_as(proc, 'filesystem', results, since,
+                     'No space left on device')
+    assert_results_intact(results, node_sweep[1], 'Storage')
+
+
+def test_a_diverging_learning_rate_is_numerics(slurm_cluster, results,
+                                               node_sweep, cache_dir,
+                                               tmp_path):
+    inject = tmp_path / 'inject'
+    inject.mkdir()
+    (inject / 'sitecustomize.py').write_text(DIVERGE)
+    since = time.time()
+    proc = run_suite(slurm_cluster, results, cache_dir, '-n',
+                     COSMOFLOW_2_NODES, '--mode', 'smoke',
+                     '-S', f'python_path={inject}')
+    assert proc.returncode == 1
+    assert_failed_as(proc, 'numerics', results, since, 'non-finite')
+    assert_results_intact(results, node_sweep[1], 'CosmoFlow')
 
 
 # The slow node, named: n2 held to a fifth of a core (cluster.sh slow),

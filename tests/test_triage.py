@@ -246,6 +246,36 @@ def test_captured_faults(path, category, words, rank, node):
     assert words in found.reason
 
 
+@pytest.mark.parametrize('name, category, reason', [
+    # A memory cgroup of 200 MiB on n2: the OOM killer, srun's "Killed".
+    ('memory_limit_per_task', 'out_of_memory',
+     'rank 1 on n2 died: Killed (srun); SIGKILL and no other cause in the '
+     'log: most often the out-of-memory killer'),
+    # Rank 1 stopped; rank 0's all-reduce times out (20 s), not rank 1's
+    # "Terminated" after it.
+    ('rank1_stalled_per_task', 'communication',
+     'rank 0 on n1 (exit code 1): RuntimeError: [/__w/pytorch/pytorch/'
+     'third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out '
+     'waiting 20000ms for recv operation to complete'),
+    # NaN loss; rank 1 ends first. Its exit is said with the NaN, not with
+    # srun's "task 0: Terminated" for rank 0 after it.
+    ('lr_diverges_per_task', 'numerics',
+     'rank 1 on n2 exited with code 1 after the loss or the gradients went '
+     'non-finite: '),
+    ('tmpfs_full_storage_per_task', 'filesystem',
+     'rank 0 on n1 (exit code 1): OSError: [Errno 28] No space left on '
+     'device'),
+])
+def test_faults_provoked_on_the_slurm_cluster(name, category, reason):
+    # stdout then stderr, as the suite reads a job's output.
+    text = ''.join(read_data('slurm', f'{name}.{ext}')
+                   for ext in ('out', 'err')
+                   if (DATA / 'slurm' / f'{name}.{ext}').exists())
+    found = triage.triage(text, exitcode=1)
+    assert found.category == category, found
+    assert found.reason.startswith(reason), found.reason
+
+
 def test_the_diverged_runs_job_output_is_numerics():
     # The job's stdout and stderr together, as the suite reads them: the
     # exit the stderr alone shows, and why, from the stdout.

@@ -380,8 +380,13 @@ def exception_line(text, rank=None):
 
 
 #: A program's own fatal message: argparse's ``prog: error: ...`` and the
-#: suite's programs' ``prog: error: ...`` / ``prog: cannot ...``.
-_PROGRAM_ERROR = re.compile(r'^[\w.-]+: (?:error: |cannot ).+$', re.M)
+#: suite's programs' ``prog: error: ...`` / ``prog: cannot ...``; not the
+#: launcher's and Slurm's lines of the same shape (``srun: error: n1: task
+#: 0: Terminated``, ``slurmstepd-n1: error: ***``), which say what became
+#: of a rank, not why.
+_PROGRAM_ERROR = re.compile(
+    r'^(?!(?:srun|salloc|sbatch|slurmstepd)\b)[\w.-]+: (?:error: |cannot )'
+    r'.+$', re.M)
 
 
 def program_error(text):

@@ -213,7 +213,7 @@ def init_distributed(bf16=False):
     import torch_device
     device = torch_device.select_device_or_exit()
     torch_device.refuse_emulated_bf16(device, bf16)
-    dist.init_process_group(backend=backend)
+    torch_device.init_process_group(backend)
     torch_device.emit_device(device, dist.get_rank())
     return dist.get_rank(), dist.get_world_size()
 

@@ -23,7 +23,8 @@ def init_distributed():
     world = int(os.environ.get('WORLD_SIZE', 1))
     device = torch_device.select_device_or_exit()
     if world > 1:
-        dist.init_process_group('nccl' if device.type == 'cuda' else 'gloo')
+        torch_device.init_process_group(
+            'nccl' if device.type == 'cuda' else 'gloo')
         return dist.get_rank(), world, device
     return 0, 1, device
 

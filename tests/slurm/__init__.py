@@ -70,17 +70,32 @@ class Cluster:
     def resume(self, node):
         self.run('scontrol', 'update', f'nodename={node}', 'state=resume')
 
+    def _script(self, command, *args):
+        subprocess.run([str(SCRIPT), command, str(self.directory),
+                        *map(str, args)], check=True, timeout=60,
+                       stdin=subprocess.DEVNULL, capture_output=True)
+
     def slow(self, node, percent=20):
         '''Hold *node*'s slurmd and its jobs to *percent* % of one core
         (``cluster.sh slow``; undo with :meth:`unslow`).'''
-        subprocess.run([str(SCRIPT), 'slow', str(self.directory), node,
-                        str(percent)], check=True, timeout=60,
-                       stdin=subprocess.DEVNULL, capture_output=True)
+        self._script('slow', node, percent)
 
     def unslow(self, node):
-        subprocess.run([str(SCRIPT), 'unslow', str(self.directory), node],
-                       check=True, timeout=60, stdin=subprocess.DEVNULL,
-                       capture_output=True)
+        self._script('unslow', node)
+
+    def limit_memory(self, node, mib):
+        '''Limit *node*'s slurmd and its jobs to *mib* MiB of memory
+        together (``cluster.sh limit-memory``; undo with
+        :meth:`unlimit_memory`).'''
+        self._script('limit-memory', node, mib)
+
+    def unlimit_memory(self, node):
+        self._script('unlimit-memory', node)
+
+    def node_exec(self, node, *command):
+        '''Run *command* in *node*'s mount namespace (``cluster.sh
+        node-exec``): what it mounts is that node's own.'''
+        self._script('node-exec', node, *command)
 
     def wait_idle(self, timeout=60):
         '''Wait until no job is active; True if that happened in time.'''

@@ -24,6 +24,14 @@
 #                                       it starts (its jobs) to PERCENT % of
 #                                       one core (default 20): a slow node
 #   cluster.sh unslow DIR NODE          lift that limit (stop lifts all)
+#   cluster.sh limit-memory DIR NODE MIB
+#                                       limit NODE's slurmd and its jobs to
+#                                       MIB MiB of memory together, no swap
+#   cluster.sh unlimit-memory DIR NODE  lift it (stop lifts all)
+#   cluster.sh node-exec DIR NODE COMMAND...
+#                                       COMMAND as NODE's jobs see the
+#                                       machine (its mount namespace: mount
+#                                       a node-local file system there)
 #
 # Nodes n1 and n2 are two slurmd on different ports (Debian builds Slurm
 # with multiple-slurmd support), each started under `unshare --uts` with
@@ -330,9 +338,10 @@ stop() {
     for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     rm -f "$dir"/run/*.pid
     local marker
-    for marker in "$dir"/run/slow-*; do
+    for marker in "$dir"/run/slow-* "$dir"/run/memory-*; do
         if [ -e "$marker" ]; then
-            (unslow "$dir" "${marker##*/slow-}" >/dev/null) || true
+            local name=${marker##*/}
+            (release "$dir" "${name#*-}" "${name%%-*}") || true
         fi
     done
     echo "Slurm cluster in $dir stopped"
@@ -353,14 +362,15 @@ status() {
     return 1
 }
 
-# The root of the CPU cgroup hierarchy: cgroup v1's cpu controller, else a
-# cgroup v2 hierarchy that offers the cpu controller; none: empty.
-cpu_cgroup_root() {
-    local v1 v2
-    v1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ {print $2; exit}' /proc/mounts)
+# The root of the cgroup hierarchy of CONTROLLER (cpu, memory): cgroup v1's
+# hierarchy of that controller, else a cgroup v2 hierarchy that offers it;
+# none: empty.
+cgroup_root() {
+    local controller=$1 v1 v2
+    v1=$(awk -v c="$controller" '$3 == "cgroup" && $4 ~ "(^|,)" c "(,|$)" {print $2; exit}' /proc/mounts)
     if [ -n "$v1" ] && [ -w "$v1" ]; then echo "$v1"; return; fi
     v2=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-    if [ -n "$v2" ] && grep -qw cpu "$v2/cgroup.controllers" 2>/dev/null; then
+    if [ -n "$v2" ] && grep -qw "$controller" "$v2/cgroup.controllers" 2>/dev/null; then
         echo "$v2"
     fi
 }
@@ -372,46 +382,37 @@ process_tree() {
     for child in $(pgrep -P "$1"); do process_tree "$child"; done
 }
 
-# slow DIR NODE [PERCENT]: NODE's slurmd and its descendants (its jobs, now
-# and later) in a cgroup of their own, held to PERCENT % of one core.
-slow() {
-    need_root
-    local dir=${1:?usage: cluster.sh slow DIR NODE [PERCENT]}
-    local node=${2:?usage: cluster.sh slow DIR NODE [PERCENT]}
-    local percent=${3:-20} period=10000
-    dir=$(cd "$dir" && pwd)
-    [[ "$percent" =~ ^[0-9]+$ ]] && [ "$percent" -ge 1 ] && [ "$percent" -le 100 ] \
-        || die "PERCENT must be 1..100, not '$percent'"
-    local pid; pid=$(cat "$dir/run/slurmd-$node.pid" 2>/dev/null) \
-        || die "no slurmd of node '$node' in $dir"
-    kill -0 "$pid" 2>/dev/null || die "slurmd of $node (PID $pid) is not running"
-    local root; root=$(cpu_cgroup_root)
-    [ -n "$root" ] || die "no writable CPU cgroup (v1 cpu controller or v2 cpu.max) on this machine"
+# node_group DIR NODE CONTROLLER: a new cgroup for NODE under CONTROLLER's
+# root (its path printed), or die naming what the machine lacks.
+node_group() {
+    local dir=$1 node=$2 controller=$3 root
+    root=$(cgroup_root "$controller")
+    [ -n "$root" ] || die "no writable $controller cgroup (cgroup v1's $controller controller, or v2 offering it) on this machine"
     local group; group="$root/hpcml-$(echo "$dir" | md5sum | cut -c1-8)-$node"
     mkdir -p "$group"
-    local quota=$((percent * period / 100))
-    if [ -e "$group/cpu.max" ]; then
-        echo "$quota $period" > "$group/cpu.max"
-    else
-        echo "$period" > "$group/cpu.cfs_period_us"
-        echo "$quota" > "$group/cpu.cfs_quota_us"
-    fi
-    echo "$group" > "$dir/run/slow-$node"
-    local p
+    echo "$group"
+}
+
+# hold DIR NODE GROUP KIND: NODE's slurmd and its descendants (its jobs, now
+# and later: they inherit the group) into GROUP, remembered in
+# DIR/run/KIND-NODE for release.
+hold() {
+    local dir=$1 node=$2 group=$3 kind=$4 pid p
+    pid=$(cat "$dir/run/slurmd-$node.pid" 2>/dev/null) \
+        || die "no slurmd of node '$node' in $dir"
+    kill -0 "$pid" 2>/dev/null || die "slurmd of $node (PID $pid) is not running"
+    echo "$group" > "$dir/run/$kind-$node"
     for p in $(process_tree "$pid"); do
         echo "$p" > "$group/cgroup.procs" 2>/dev/null || true
     done
-    echo "node $node held to $percent % of one core ($group)"
 }
 
-# unslow DIR NODE: the node's processes back to the root group, its group
-# removed.
-unslow() {
-    local dir=${1:?usage: cluster.sh unslow DIR NODE}
-    local node=${2:?usage: cluster.sh unslow DIR NODE}
-    dir=$(cd "$dir" && pwd)
-    local marker="$dir/run/slow-$node"
-    [ -s "$marker" ] || { echo "node $node is not slowed"; return 0; }
+# release DIR NODE KIND: what hold put in its group back to the root group,
+# the group removed.
+release() {
+    local dir=$1 node=$2 kind=$3
+    local marker="$dir/run/$kind-$node"
+    [ -s "$marker" ] || return 0
     local group; group=$(cat "$marker")
     local root=${group%/*} t p
     for t in $(seq 20); do
@@ -424,7 +425,80 @@ unslow() {
     done
     [ ! -d "$group" ] || die "cannot remove $group: $(cat "$group/cgroup.procs" | wc -l) processes left"
     rm -f "$marker"
+}
+
+# slow DIR NODE [PERCENT]: NODE's slurmd and its jobs held to PERCENT % of
+# one core by a CFS bandwidth quota.
+slow() {
+    need_root
+    local dir=${1:?usage: cluster.sh slow DIR NODE [PERCENT]}
+    local node=${2:?usage: cluster.sh slow DIR NODE [PERCENT]}
+    local percent=${3:-20} period=10000
+    dir=$(cd "$dir" && pwd)
+    [[ "$percent" =~ ^[0-9]+$ ]] && [ "$percent" -ge 1 ] && [ "$percent" -le 100 ] \
+        || die "PERCENT must be 1..100, not '$percent'"
+    local group; group=$(node_group "$dir" "$node" cpu)
+    local quota=$((percent * period / 100))
+    if [ -e "$group/cpu.max" ]; then
+        echo "$quota $period" > "$group/cpu.max"
+    else
+        echo "$period" > "$group/cpu.cfs_period_us"
+        echo "$quota" > "$group/cpu.cfs_quota_us"
+    fi
+    hold "$dir" "$node" "$group" slow
+    echo "node $node held to $percent % of one core ($group)"
+}
+
+# unslow DIR NODE: the quota lifted.
+unslow() {
+    local dir=${1:?usage: cluster.sh unslow DIR NODE}
+    local node=${2:?usage: cluster.sh unslow DIR NODE}
+    dir=$(cd "$dir" && pwd)
+    release "$dir" "$node" slow
     echo "node $node no longer slowed"
+}
+
+# limit_memory DIR NODE MIB: NODE's slurmd and its jobs limited to MIB MiB
+# of memory together, no swap: the kernel's out-of-memory killer ends the
+# largest process past it (a job asking more than its node's memory).
+limit_memory() {
+    need_root
+    local usage='usage: cluster.sh limit-memory DIR NODE MIB'
+    local dir=${1:?$usage} node=${2:?$usage} mib=${3:?$usage}
+    dir=$(cd "$dir" && pwd)
+    [[ "$mib" =~ ^[0-9]+$ ]] && [ "$mib" -ge 16 ] || die "MIB must be an integer >= 16, not '$mib'"
+    local group; group=$(node_group "$dir" "$node" memory)
+    local bytes=$((mib * 1024 * 1024))
+    if [ -e "$group/memory.max" ]; then
+        echo "$bytes" > "$group/memory.max"
+        [ ! -e "$group/memory.swap.max" ] || echo 0 > "$group/memory.swap.max"
+    else
+        echo "$bytes" > "$group/memory.limit_in_bytes"
+        [ ! -e "$group/memory.memsw.limit_in_bytes" ] \
+            || echo "$bytes" > "$group/memory.memsw.limit_in_bytes"
+    fi
+    hold "$dir" "$node" "$group" memory
+    echo "node $node limited to $mib MiB of memory ($group)"
+}
+
+# unlimit_memory DIR NODE: the limit lifted.
+unlimit_memory() {
+    local dir=${1:?usage: cluster.sh unlimit-memory DIR NODE}
+    local node=${2:?usage: cluster.sh unlimit-memory DIR NODE}
+    dir=$(cd "$dir" && pwd)
+    release "$dir" "$node" memory
+    echo "node $node no longer memory-limited"
+}
+
+# node_exec DIR NODE COMMAND...: COMMAND in NODE's mount and UTS namespaces
+# (what the node's jobs see: a file system mounted there is node-local).
+node_exec() {
+    local usage='usage: cluster.sh node-exec DIR NODE COMMAND...'
+    local dir=${1:?$usage} node=${2:?$usage}; shift 2
+    [ $# -gt 0 ] || die "$usage"
+    local pid; pid=$(cat "$dir/run/slurmd-$node.pid" 2>/dev/null) \
+        || die "no slurmd of node '$node' in $dir"
+    nsenter --target "$pid" --mount --uts -- "$@"
 }
 
 case "${1:-}" in
@@ -434,6 +508,9 @@ case "${1:-}" in
     status) shift; status "$@" ;;
     slow) shift; slow "$@" ;;
     unslow) shift; unslow "$@" ;;
+    limit-memory) shift; limit_memory "$@" ;;
+    node-exec) shift; node_exec "$@" ;;
+    unlimit-memory) shift; unlimit_memory "$@" ;;
     env) cat "${2:?usage: cluster.sh env DIR}/env.sh" ;;
     exec)
         dir=$(cd "${2:?usage: cluster.sh exec DIR COMMAND...}" && pwd); shift 2
