@@ -123,12 +123,13 @@ RANK_SPREAD_NOISE_PCT = 15.0
 def rank_compute_spread(records):
     '''(spread, slowest record) of the ranks' ``rank_compute`` *records*:
     the spread is how much longer the slowest rank's mean compute per step
-    is than the median rank's, in %; None with fewer than two ranks. The
-    mean, not the median of the steps: the step time follows each rank's
-    total (:mod:`rank_compute` in ``src/``).'''
+    is than the median rank's, in %: 0 for one rank (its own median), so
+    that every case of a check logs the same columns; None without any
+    record. The mean, not the median of the steps: the step time follows
+    each rank's total (:mod:`rank_compute` in ``src/``).'''
     by_rank = {r.get('rank'): r for r in records
                if isinstance(r.get('mean_s'), (int, float))}
-    if len(by_rank) < 2:
+    if not by_rank:
         return None
     center = statistics.median(r['mean_s'] for r in by_rank.values())
     slowest = max(by_rank.values(), key=lambda r: r['mean_s'])

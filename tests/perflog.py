@@ -4,10 +4,15 @@ import time
 
 
 def read_perflog(path):
-    '''Rows of a '|'-separated ReFrame perflog as dicts keyed by its header.'''
+    '''Rows of a '|'-separated ReFrame perflog as dicts keyed by its
+    header; every row must have the header's fields (a case that logs other
+    figures than the file's first writes lines the report cannot read).'''
     with open(path, newline='') as fp:
         rows = list(csv.reader(fp, delimiter='|'))
     header, *body = rows
+    for number, row in enumerate(body, 2):
+        assert len(row) == len(header), (
+            f'{path}:{number}: {len(row)} fields, its header {len(header)}')
     return [dict(zip(header, row)) for row in body]
 
 

@@ -157,6 +157,28 @@ def wait_for_training(var_dir, since, timeout=180, name='rfm_job.err',
     raise AssertionError(f'no training step logged in {timeout} s')
 
 
+def signal_rank1_in_training(cluster, proc, var_dir, since, signum,
+                             end_within, **training):
+    '''Once the suite *proc* (started after *since*) logs training
+    (:func:`wait_for_training` with *training*), send *signum* to rank 1;
+    the suite's output and how many seconds after that the job ended,
+    failing if it ran on past *end_within* s.'''
+    try:
+        wait_for_training(var_dir, since, **training)
+        time.sleep(2)
+        rank1 = cluster.processes(RANK='1', WORLD_SIZE='2')
+        assert rank1, 'no process of rank 1 found'
+        sent_at = time.monotonic()
+        for pid in rank1:
+            os.kill(pid, signum)
+        assert cluster.wait_idle(timeout=end_within), \
+            f'job still running {end_within} s after rank 1 got {signum!r}'
+        ended_after = time.monotonic() - sent_at
+        return finish(proc, timeout=60), ended_after
+    finally:
+        proc.kill()
+
+
 @pytest.fixture(scope='module')
 def results(tmp_path_factory, slurm_cluster, cache_dir):
     '''One var directory for the module: a good run first (the node sweep
@@ -296,19 +318,8 @@ def test_killed_rank_ends_the_job_within_a_minute(
     proc = start_suite(slurm_cluster, results, cache_dir, '-n',
                        f'^MMoCLIP%scale=2_nodes%launch_mode={mode}',
                        '-S', 'steps=1000')
-    try:
-        wait_for_training(results, since)
-        rank1 = slurm_cluster.processes(RANK='1', WORLD_SIZE='2')
-        assert rank1, 'no process of rank 1 found'
-        killed_at = time.monotonic()
-        for pid in rank1:
-            os.kill(pid, signal.SIGKILL)
-        assert slurm_cluster.wait_idle(timeout=60), \
-            'job still running 60 s after a rank was killed'
-        ended_after = time.monotonic() - killed_at
-        output = finish(proc, timeout=60)
-    finally:
-        proc.kill()
+    output, ended_after = signal_rank1_in_training(
+        slurm_cluster, proc, results, since, signal.SIGKILL, 60)
 
     assert proc.returncode == 1
     line = reason(output)
@@ -468,21 +479,9 @@ def test_a_stalled_rank_is_a_collective_timeout(slurm_cluster, results,
     proc = start_suite(slurm_cluster, results, cache_dir, '-n',
                        COSMOFLOW_2_NODES, '-S', 'steps=100000',
                        HPCML_COLLECTIVE_TIMEOUT_S='20')
-    try:
-        wait_for_training(results, since, name='rfm_job.out',
-                          marker='"key": "epoch_start"')
-        time.sleep(2)
-        rank1 = slurm_cluster.processes(RANK='1', WORLD_SIZE='2')
-        assert rank1, 'no process of rank 1 found'
-        stopped_at = time.monotonic()
-        for pid in rank1:
-            os.kill(pid, signal.SIGSTOP)
-        assert slurm_cluster.wait_idle(timeout=120), \
-            'job still running 120 s after rank 1 stalled'
-        ended_after = time.monotonic() - stopped_at
-        output = finish(proc, timeout=60)
-    finally:
-        proc.kill()
+    output, ended_after = signal_rank1_in_training(
+        slurm_cluster, proc, results, since, signal.SIGSTOP, 120,
+        name='rfm_job.out', marker='"key": "epoch_start"')
     assert proc.returncode == 1
     assert_failed_as(output, 'communication', results, since,
                      'Timed out waiting 20000ms')

@@ -121,9 +121,11 @@ class Utilisation(RegressionTestPlugin):
         data: the workload's parser's figure where its program logs its
         own, else the ``timing`` records), on GPUs ``gpu_mem_peak_MiB``
         (the largest device memory a rank held over the timed steps;
-        absent on CPUs, not zero) and, where several ranks print
+        absent on CPUs, not zero) and, where the program prints
         ``rank_compute`` records, ``rank_compute_spread`` (% of the slowest
-        rank's compute per step over the median rank's).'''
+        rank's compute per step over the median rank's; 0 for one rank).
+        Which figures a case logs depends on its check and partition only,
+        never on its scale: its cases share one perflog file.'''
         if not self.prints_device_records():
             return
         if self.reports_data_share:
@@ -132,7 +134,7 @@ class Utilisation(RegressionTestPlugin):
         if self.uses_gpus:
             self.perf_variables['gpu_mem_peak_MiB'] = \
                 sn.make_performance_function(self._gpu_memory_peak, 'MiB')
-        if self.prints_rank_compute() and self.layout.world_size > 1:
+        if self.prints_rank_compute():
             self.perf_variables['rank_compute_spread'] = \
                 sn.make_performance_function(self._rank_compute_spread, '%')
 
@@ -149,8 +151,8 @@ class Utilisation(RegressionTestPlugin):
         found = device_check.rank_compute_spread(
             self.log_records('rank_compute'))
         if found is None:
-            raise SanityError('rank_compute_spread: fewer than two ranks '
-                              'printed an [hpcml] rank_compute record')
+            raise SanityError('rank_compute_spread: no rank printed an '
+                              '[hpcml] rank_compute record')
         return found[0]
 
     @run_before('performance')
