@@ -129,9 +129,11 @@ def init_process_group(backend, env=None, **kwargs):
     dist.init_process_group(backend, **kwargs)
 
 
-def start_ranks(cpu=False, math_mode=True, env=None):
+def start_ranks(cpu=False, math_mode=True, env=None, bf16=False):
     '''(rank, world size, device) of this process: its device
-    (:func:`select_device_or_exit`, or the CPU where *cpu*), the process
+    (:func:`select_device_or_exit`, or the CPU where *cpu*; where *bf16*,
+    the run's precision is a bf16 one and an emulating device exits:
+    :func:`refuse_emulated_bf16`), the process
     group from the launcher's env:// variables where ``WORLD_SIZE`` > 1
     (NCCL on GPUs, Gloo on CPUs), the math mode (:func:`set_math_mode`,
     unless *math_mode* is False: a program that sets its own) and its
@@ -140,6 +142,7 @@ def start_ranks(cpu=False, math_mode=True, env=None):
     env = os.environ if env is None else env
     world = int(env.get('WORLD_SIZE', 1))
     device = torch.device('cpu') if cpu else select_device_or_exit(env)
+    refuse_emulated_bf16(device, bf16)
     rank = 0
     if world > 1:
         init_process_group('nccl' if device.type == 'cuda' else 'gloo',

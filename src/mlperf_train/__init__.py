@@ -5,7 +5,6 @@ timed step loop that logs one ``tracked_stats`` event per step, as MLPerf
 reference implementations do, and the evaluation.
 """
 import math
-import os
 import time
 
 import torch
@@ -13,20 +12,6 @@ import torch.distributed as dist
 
 import hpcml_log
 from mlperf_train.events import MLLog, log_header
-
-
-def init_distributed():
-    '''(rank, world size, device): a process group when WORLD_SIZE > 1
-    (nccl on GPUs, gloo on CPUs), this rank's GPU
-    (:func:`torch_device.select_device`) or the CPU.'''
-    import torch_device
-    world = int(os.environ.get('WORLD_SIZE', 1))
-    device = torch_device.select_device_or_exit()
-    if world > 1:
-        torch_device.init_process_group(
-            'nccl' if device.type == 'cuda' else 'gloo')
-        return dist.get_rank(), world, device
-    return 0, 1, device
 
 
 def wrap_ddp(model, device, world):
@@ -297,10 +282,8 @@ def start(benchmark, args, division):
     ``closed``: the benchmark's model and hyperparameters; ``open``:
     another size.'''
     import torch_device
-    rank, world, device = init_distributed()
-    torch_device.refuse_emulated_bf16(device, args.precision == 'bf16')
-    torch_device.set_math_mode(device)
-    torch_device.emit_device(device, rank)
+    rank, world, device = torch_device.start_ranks(
+        bf16=args.precision == 'bf16')
     log = MLLog(rank)
     log_header(log, benchmark, division, getattr(args, 'platform', None),
                args.seed, world, world if device.type == 'cuda' else 0)
