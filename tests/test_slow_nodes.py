@@ -102,13 +102,13 @@ def test_a_slow_node_among_many_is_named_and_only_it():
 
 
 def test_a_node_is_its_one_listed_node_or_the_distribute_parameter():
-    assert nodes.node_of(run('n2', 1.0)) == 'n2'
-    assert nodes.node_of(run('n1,n2', 1.0)) is None        # perflog
-    assert nodes.node_of(run('n[1-2]', 1.0)) is None       # results DB
+    assert run('n2', 1.0).node == 'n2'
+    assert run('n1,n2', 1.0).node is None        # perflog
+    assert run('n[1-2]', 1.0).node is None       # results DB
     # ReFrame's squeue scheduler may not learn a short job's node
-    assert nodes.node_of(run('', 1.0, display_name=f'{NAME} %.part=slurm:ci '
-                                                   f'%.nid=n3')) == 'n3'
-    assert nodes.node_of(run('', 1.0)) is None
+    assert run('', 1.0, display_name=f'{NAME} %.part=slurm:ci '
+                                                   f'%.nid=n3').node == 'n3'
+    assert run('', 1.0).node is None
 
 
 def test_a_sweep_is_one_case_s_single_node_runs_in_its_latest_window():

@@ -42,13 +42,6 @@ class Moved:
                 f'{100 * self.effect:+.0f}% since {day}{where}')
 
 
-def _single_node(runs):
-    '''Whether every run ran on one node (a node sweep's runs).'''
-    return all(r.params.get('job_nodelist') and
-               not any(c in r.params['job_nodelist'] for c in ',[')
-               for r in runs)
-
-
 def _change(runs, metric, direction, interval):
     '''The latest flagged slowdown of *metric* over *runs* (passing, in
     time order) that begins within *interval*, else None.'''
@@ -66,7 +59,7 @@ def _moved(runs, metric, direction, interval):
     change, else None: per node for a sweep's runs (one slow node of
     several is the finding, and would drown in the others' runs), else
     over all runs, with the nodes of the runs after.'''
-    if not _single_node(runs):
+    if not all(r.node for r in runs):
         found = _change(runs, metric, direction, interval)
         if not found:
             return None
@@ -75,9 +68,8 @@ def _moved(runs, metric, direction, interval):
                        - {''})
         return change.effect, change.when, nodes
     moved = {}
-    for node in sorted({r.params['job_nodelist'] for r in runs}):
-        found = _change([r for r in runs
-                         if r.params['job_nodelist'] == node],
+    for node in sorted({r.node for r in runs}):
+        found = _change([r for r in runs if r.node == node],
                         metric, direction, interval)
         if found:
             moved[node] = found[0]

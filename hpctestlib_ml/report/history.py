@@ -80,6 +80,19 @@ class Run:
         return self.display_name.split()[0]
 
     @property
+    def node(self):
+        '''The one node the run ran on, or None (several, or unknown):
+        ``job_nodelist`` (``n1,n2`` in perflogs, ``n[1-2]`` in the results
+        DB: several), else ``--distribute``'s ``.nid`` in the name.'''
+        listed = (self.params.get('job_nodelist') or '').strip()
+        if listed in ('', 'None', 'null', '[]'):
+            match = re.search(r' %\.nid=(\S+)', self.display_name)
+            listed = match[1] if match else ''
+        if not listed or re.search(r'[,\[\s]', listed):
+            return None
+        return listed
+
+    @property
     def case(self):
         '''What a case is, independent of the system it ran on: the runs
         a baseline's score and a comparison of two systems set side by

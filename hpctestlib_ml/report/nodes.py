@@ -31,7 +31,8 @@ is slower than :data:`THRESHOLD`; :data:`THRESHOLD` and :data:`MIN_SPREAD`
 come from the false alarms and detections measured on the project's Slurm
 cluster (README, "Running on a cluster").
 
-A node is a single-node run's ``job_nodelist``, else ReFrame's ``.nid``
+A node is a single-node run's :attr:`~hpctestlib_ml.report.history.Run.node`:
+its ``job_nodelist``, else ReFrame's ``.nid``
 parameter of ``--distribute`` in its name (ReFrame's ``squeue`` scheduler
 may not learn the node of a short job). Several runs of one node in the
 window count as their median. Any check joins with its headline figure
@@ -39,7 +40,6 @@ window count as their median. Any check joins with its headline figure
 declared ones, a component check's first rate.
 """
 import dataclasses
-import re
 import statistics
 
 from hpctestlib_ml.report.analysis import CaseFigure, group, headline
@@ -92,19 +92,6 @@ class Sweep(CaseFigure):
         return [n for n in self.nodes if n.slow(threshold)]
 
 
-def node_of(run):
-    '''The one node a run ran on, or None (several, or unknown):
-    ``job_nodelist`` (``n1,n2`` in perflogs, ``n[1-2]`` in the results
-    DB: several), else ``--distribute``'s ``.nid`` in the name.'''
-    listed = (run.params.get('job_nodelist') or '').strip()
-    if listed in ('', 'None', 'null', '[]'):
-        match = re.search(r' %\.nid=(\S+)', run.display_name)
-        listed = match[1] if match else ''
-    if not listed or re.search(r'[,\[\s]', listed):
-        return None
-    return listed
-
-
 def modified_z(value, others, higher_is_better=True, min_spread=MIN_SPREAD):
     '''(score, others' median) of *value* against *others* (at least one):
     Iglewicz and Hoaglin's modified z-score with the others' median and
@@ -149,7 +136,7 @@ def sweep(case_runs, chosen, min_spread=MIN_SPREAD):
     than two nodes ran it alone.'''
     figures, failed = {}, set()
     for run in case_runs:
-        node = node_of(run)
+        node = run.node
         if node is None or run.param_int('num_nodes') != 1:
             continue
         values = figures.setdefault(node, [])
