@@ -440,11 +440,10 @@ def triage_job(var_dir, since):
     return json.loads(out.stdout)
 
 
-def assert_failed_as(proc_or_output, category, var_dir, since, words):
-    '''The case failed with a reason that starts with *category* and
-    holds *words*, and ``hpcml triage`` of its job agrees.'''
-    output = (proc_or_output if isinstance(proc_or_output, str) else
-              proc_or_output.stdout + proc_or_output.stderr)
+def assert_failed_as(output, category, var_dir, since, words):
+    '''The case failed (the suite's *output*) with a reason that starts
+    with *category* and holds *words*, and ``hpcml triage`` of its job
+    agrees.'''
     line = reason(output)
     assert line.startswith(f'sanity error: {category}: '), line
     assert words in line, line
@@ -465,8 +464,8 @@ def test_a_node_s_memory_limit_is_out_of_memory(slurm_cluster, results,
     finally:
         slurm_cluster.unlimit_memory('n2')
     assert proc.returncode == 1
-    assert_failed_as(proc, 'out_of_memory', results, since,
-                     'rank 1 on n2 died: Killed (srun)')
+    assert_failed_as(proc.stdout + proc.stderr, 'out_of_memory', results,
+                     since, 'rank 1 on n2 died: Killed (srun)')
     assert_results_intact(results, node_sweep[1], 'CosmoFlow')
 
 
@@ -519,8 +518,8 @@ def test_a_full_tmpfs_is_filesystem(slurm_cluster, results, node_sweep,
                      '^Storage%scale=1_node%launch_mode=per_task',
                      '-S', f'storage_dir={full_tmpfs}')
     assert proc.returncode == 1
-    assert_failed_as(proc, 'filesystem', results, since,
-                     'No space left on device')
+    assert_failed_as(proc.stdout + proc.stderr, 'filesystem', results,
+                     since, 'No space left on device')
     assert_results_intact(results, node_sweep[1], 'Storage')
 
 
@@ -535,7 +534,8 @@ def test_a_diverging_learning_rate_is_numerics(slurm_cluster, results,
                      COSMOFLOW_2_NODES, '--mode', 'smoke',
                      '-S', f'python_path={inject}')
     assert proc.returncode == 1
-    assert_failed_as(proc, 'numerics', results, since, 'non-finite')
+    assert_failed_as(proc.stdout + proc.stderr, 'numerics', results,
+                     since, 'non-finite')
     assert_results_intact(results, node_sweep[1], 'CosmoFlow')
 
 
