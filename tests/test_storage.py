@@ -4,6 +4,7 @@ before a read, the checkpoint's size comes from the registry, the program
 on this CPU with 1 and 2 ranks, and its parser's aggregate (bytes over the
 slowest rank's time) and per-rank rates."""
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -86,6 +87,67 @@ def test_checkpoint_is_the_registrys_model_and_optimizer(tmp_path):
     assert what == ('megatron 800M: 908,759,040 parameters + adam state, '
                     'fp32')
     assert state_size.state_bytes(10, 'sgd_momentum') == 80
+
+
+#: torch as a GPU node shows it to a program that asks (a stand-in: no
+#: GPU here). A model built on the meta device must not need more: any
+#: CUDA call then fails, as it would create a CUDA context on a login node.
+GPU_NODE_STAND_IN = ('import torch\n'
+                     'torch.cuda.is_available = lambda: True\n')
+
+
+def test_checkpoint_size_on_a_gpu_node(tmp_path):
+    '''Storage's checkpoint on a GPU partition: Megatron 800M counted by
+    hpcml model-info in a child with CUDA present. On an H100 the meta
+    build ran Megatron-Core's attention dropout under the CUDA RNG
+    tracker that nothing had seeded ("cuda rng state model-parallel-rng is
+    not added"); the count is the CPU's.'''
+    stand_in = tmp_path / 'gpu_node'
+    stand_in.mkdir()
+    (stand_in / 'sitecustomize.py').write_text(GPU_NODE_STAND_IN)
+    env = {**os.environ,
+           'PYTHONPATH': os.pathsep.join([str(stand_in), str(REPO)])}
+    code = ('import sys, torch; from hpctestlib_ml import state_size\n'
+            'assert torch.cuda.is_available()\n'
+            'print(state_size.checkpoint_bytes("megatron", "800M", '
+            'sys.argv[1])[0])')
+    proc = subprocess.run([sys.executable, '-c', code, str(tmp_path)],
+                          env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == [str(908_759_040 * 12)]
+
+
+#: The end of hpcml model-info's stderr on the H100 (torchrun-style
+#: labels: the model-info child runs a one-rank process group).
+H100_MODEL_INFO_STDERR = (
+    "[rank0]: Traceback (most recent call last):\n"
+    + "[rank0]:   File \"megatron/core/transformer/module.py\", line 352, "
+      "in __call__\n[rank0]:     return super().__call__(*args, **kwargs)"
+      "\n" * 12 +
+    "[rank0]:   File \"megatron/core/transformer/dot_product_attention.py"
+    "\", line 203, in forward\n"
+    "[rank0]:     with tensor_parallel.get_cuda_rng_tracker().fork():\n"
+    "[rank0]:   File \"megatron/core/tensor_parallel/random.py\", line "
+    "248, in fork\n"
+    "[rank0]:     raise Exception('cuda rng state {} is not added'.format("
+    "name))\n"
+    "[rank0]: Exception: cuda rng state model-parallel-rng is not added\n")
+
+
+def test_a_failed_count_is_said_by_its_exception(tmp_path, monkeypatch):
+    '''The reason quotes the child's decisive line, whole, not the last
+    500 characters of its stderr (on the H100: "failed: ward" and a
+    traceback's tail).'''
+    def failed(*args, **kwargs):
+        return subprocess.CompletedProcess(args, 1, '',
+                                           H100_MODEL_INFO_STDERR)
+    monkeypatch.setattr(state_size.subprocess, 'run', failed)
+    with pytest.raises(state_size.StateSizeError) as err:
+        state_size.checkpoint_bytes('megatron', '800M', tmp_path)
+    assert str(err.value) == (
+        'hpcml model-info megatron --size 800M failed: Exception: cuda rng '
+        'state model-parallel-rng is not added')
 
 
 def test_parser_aggregates_over_the_slowest_rank():

@@ -25,11 +25,13 @@ import signal
 
 _TRACEBACK = 'Traceback (most recent call last)'
 
-# "RuntimeError: ...", "torch.distributed.DistBackendError: ...", possibly
-# behind torchrun's "[rank0]: " label.
+# "RuntimeError: ...", "torch.distributed.DistBackendError: ...", a bare
+# "Exception: ..." (Megatron-Core raises those), possibly behind torchrun's
+# "[rank0]: " label.
 _EXCEPTION_LINE = re.compile(
     r'^(?:\[(?:rank|default)(\d+)\]:\s*)?'
-    r'((?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))'
+    r'((?:[A-Za-z_][\w]*\.)*'
+    r'([A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)|Exception)'
     r'(?::.*)?)$', re.MULTILINE)
 
 #: Exceptions that report another failure (torchrun's agent relaying a
@@ -422,8 +424,19 @@ def failure_line(text, state=None, limit=300):
         lines = [ln for ln in text.splitlines() if ln.strip()]
         line = lines[-1] if lines else '(no output)'
 
+    return shorten(line, limit)
+
+
+def shorten(line, limit=300):
+    '''*line* stripped, cut to at most *limit* characters at a word's end,
+    with "..." where it was cut (a reason never ends mid-word).'''
     line = line.strip()
-    return line if len(line) <= limit else line[:limit] + '...'
+    if len(line) <= limit:
+        return line
+    cut = line[:limit]
+    if not line[limit].isspace() and ' ' in cut:
+        cut = cut.rsplit(' ', 1)[0]
+    return cut.rstrip(' ,;:') + '...'
 
 
 def failure_reason(text, state=None, exitcode=None):

@@ -602,7 +602,7 @@ def build_model_info(size, device):
     vocab = padded_vocab(shape['vocab'], shape['tp'])
     model_info.programs_importable()
     import torch
-    from gpt_pretrain import cpu_patches, mcore_train
+    from gpt_pretrain import cpu_patches, layer_spec, mcore_train
     # Always meta: RoPE's frequencies would not follow a move.
     device = 'meta'
     args = mcore_train.parse_args(
@@ -613,13 +613,18 @@ def build_model_info(size, device):
          '--tensor-model-parallel-size', str(shape['tp'])])
     cpu_patches.apply()
     seq = shape['seq_length']
-    with model_info.single_process_group():
+    # On any node the same layers, built and run on meta with no CUDA
+    # (cpu_patches.device_free): a GPU node's unseeded CUDA RNG tracker
+    # refused the attention's dropout there (Storage on an H100).
+    with model_info.single_process_group(), cpu_patches.device_free():
         from megatron.core import parallel_state
         # The whole model: tensor parallel 1, with the vocabulary padded
         # for the size's TP, which is what all TP ranks together hold.
         parallel_state.initialize_model_parallel(1, 1)
         try:
-            model = mcore_train.build_model(args, vocab, device=device)
+            model = mcore_train.build_model(
+                args, vocab, device=device,
+                choice=layer_spec.choose(args, on_gpu=False))
 
             def inputs(dev):
                 return (torch.zeros(1, seq, dtype=torch.long, device=dev),
