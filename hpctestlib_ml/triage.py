@@ -417,8 +417,8 @@ def triage(text, state=None, exitcode=None):
         # last line says it did not), or it ended well with a non-finite
         # loss: that loss is its failure.
         return (non_finite(text) or
-                Triage(None if failed is None else DEFAULT_CATEGORY,
-                       failed or 'no failure found in the log'))
+                (Triage(DEFAULT_CATEGORY, failed) if failed else
+                 no_failure(text)))
     category = classify(line)
     better = stronger_evidence(text, category)
     if better:
@@ -437,6 +437,98 @@ def triage(text, state=None, exitcode=None):
         line = (f'rank {rank} {lagging.group(2).strip()} (PyTorch\'s desync '
                 f'report); {line}')
     return Triage(category, _trim(line), rank, node)
+
+
+def no_failure(text):
+    '''The :class:`Triage` of a log that shows no failure, category None:
+    a file that holds no training log (:func:`unrecognised`), a log that
+    ends mid-run (:func:`ended_mid_run`), else a run that ended well.'''
+    why = unrecognised(text)
+    if why:
+        return Triage(None, f'{NO_LOG}: {why}')
+    return Triage(None, ended_mid_run(text) or NO_FAILURE)
+
+
+#: The reason of a log that ended well.
+NO_FAILURE = 'no failure found in the log'
+#: The start of the reason of a file that holds no training log.
+NO_LOG = 'no training log recognised'
+
+#: Lines of a training run, its launcher or its framework, beyond the
+#: error lines the tables know: MLPerf's events, the suite's records,
+#: Megatron's iteration line, HF Trainer's logged dict, OpenCLIP's "Train
+#: Epoch: 0 [...]", tf_cnn_benchmarks' and Horovod's images/sec, a loss
+#: or a step with its number; srun's, slurmstepd's, torchrun's,
+#: torch.distributed's and NCCL's lines; a Python traceback.
+_TRAINING_LOG = re.compile(
+    r':::MLLOG|\[hpcml\] |\biteration +\d+ */ *\d+ *\||'
+    r"\{'(?:loss|train_runtime|eval_loss)': |Train Epoch: \d|"
+    r'[Ii]mg/sec|images/sec|'
+    r'(?<![A-Za-z])[Ll]oss\w*\s*[:=]?\s*[-+]?(?:\d|nan\b|NaN\b|inf\b)|'
+    r'\b(?:[Ss]tep|[Ii]ter(?:ation)?|[Ee]poch)\W{0,3}\d|'
+    r'^srun: |slurmstepd|torchrun|torch\.distributed|NCCL INFO|'
+    r'Traceback \(most recent call last\)', re.MULTILINE)
+
+#: The share of undecodable characters (read as U+FFFD) and NULs above
+#: which a file is binary data, not a log.
+_BINARY_SHARE = 0.01
+
+
+def unrecognised(text):
+    '''Why *text* holds no training log (empty, binary data, or not one
+    line :data:`_TRAINING_LOG` or a table knows); None where it holds
+    one.'''
+    if _TRAINING_LOG.search(text):
+        return None
+    if not text.strip():
+        return ('the file is empty: give the job\'s output (its stdout and '
+                'stderr)')
+    odd = text.count('\ufffd') + text.count('\x00')
+    if odd > _BINARY_SHARE * len(text):
+        return ('the file is binary data, not text: give the job\'s output '
+                '(its stdout and stderr)')
+    if any(classify(line) for line in _error_lines(text)):
+        return None
+    return ('no line of a training run, its launcher or an error that '
+            'triage knows: give the job\'s output (its stdout and stderr)')
+
+
+#: Logs that write a record when the run ends: (what shows the run
+#: began, its pattern, the end record's name, its pattern). MLPerf's
+#: run_start and run_stop (every MLPerf logger, the suite's MLPerf
+#: programs); Megatron-LM's "iteration N/ M |" lines and its "[after
+#: training is done]", or its "exiting program at iteration N" where
+#: --exit-interval or --exit-duration-in-mins ends the run
+#: (megatron/training/training.py); HF Trainer's logged dicts and its
+#: train_runtime (Trainer.train's last log).
+RUN_RECORDS = (
+    ("MLPerf's run_start", re.compile(r'"key": *"run_start"'), 'run_stop',
+     re.compile(r'"key": *"run_stop"')),
+    ("Megatron's training iterations",
+     re.compile(r'\biteration +\d+ */ *\d+ *\|'),
+     '[after training is done]',
+     re.compile(r'\[after training is done\]|exiting program (?:at|after) ')),
+    ("HF Trainer's logged losses", re.compile(r"\{'loss': "),
+     'train_runtime', re.compile(r'\btrain_runtime\b')),
+)
+
+
+def ended_mid_run(text):
+    '''Why *text* is a log that ends mid-run: it shows a run began
+    (:data:`RUN_RECORDS`) and more runs began than wrote their end record;
+    None where each did, or the log has no such records.'''
+    for began, start, end_name, end in RUN_RECORDS:
+        starts = len(start.findall(text))
+        if starts and len(end.findall(text)) < (
+                starts if end_name == 'run_stop' else 1):
+            last = next((ln.strip() for ln in reversed(text.splitlines())
+                         if ln.strip()), '')
+            return _trim(
+                f'the log ends mid-run: {began} but no {end_name}: the job '
+                f'was killed without a word (SIGKILL, a lost node, a limit '
+                f'its scheduler reported elsewhere) or the log was cut; '
+                f'its last line: {last[:120]}')
+    return None
 
 
 #: PyTorch's desync report at a watchdog timeout (TORCH_NCCL_DESYNC_DEBUG=1)
