@@ -21,7 +21,8 @@ CASE = {'workload': 'cosmoflow', 'resolved_size': 'tiny', 'scale': '1_proc',
         'launch_mode': 'per_task', 'num_nodes': 1, 'procs_per_node': 1,
         'batch_size': 4, 'precision': 'fp32',
         'reference_case': 'tiny 1x1 per_task batch=4 fp32'}
-WEIGHTS = 'cosmoflow: {{metric: {metric}, better: {better}, weight: {weight}}}\n'
+WEIGHTS = ('cosmoflow: {{metric: {metric}, better: {better}, '
+           'weight: {weight}}}\n')
 
 
 @pytest.fixture
