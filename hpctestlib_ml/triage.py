@@ -619,35 +619,40 @@ def unrecognised(text):
 
 
 #: Logs that write a record when the run ends: (what shows the run
-#: began, its pattern, the end record's name, its pattern). MLPerf's
-#: run_start and run_stop (every MLPerf logger, the suite's MLPerf
-#: programs); Megatron-LM's "iteration N/ M |" lines and its "[after
-#: training is done]", or its "exiting program at iteration N" where
-#: --exit-interval or --exit-duration-in-mins ends the run
+#: began, its pattern, the end record's name, its pattern, whether each
+#: run writes both: then a log of several runs needs as many ends as
+#: beginnings). MLPerf's run_start and run_stop (every MLPerf logger, the
+#: suite's MLPerf programs); Megatron-LM's "iteration N/ M |" lines and its
+#: "[after training is done]", or its "exiting program at iteration N"
+#: where --exit-interval or --exit-duration-in-mins ends the run
 #: (megatron/training/training.py); HF Trainer's logged dicts and its
 #: train_runtime (Trainer.train's last log).
 RUN_RECORDS = (
     ("MLPerf's run_start", re.compile(r'"key": *"run_start"'), 'run_stop',
-     re.compile(r'"key": *"run_stop"')),
+     re.compile(r'"key": *"run_stop"'), True),
     ("Megatron's training iterations",
-     re.compile(r'\biteration +\d+ */ *\d+ *\|'),
+     re.compile(r'iteration +\d+ */ *\d+ *\|'),
      '[after training is done]',
-     re.compile(r'\[after training is done\]|exiting program (?:at|after) ')),
+     re.compile(r'(?:\[after training is done|exiting program (?:at|after) )'),
+     False),
     ("HF Trainer's logged losses", re.compile(r"\{'loss': "),
-     'train_runtime', re.compile(r'\btrain_runtime\b')),
+     'train_runtime', re.compile(r'train_runtime'), False),
 )
 
 
 def ended_mid_run(text):
     '''Why *text* is a log that ends mid-run: it shows a run began
-    (:data:`RUN_RECORDS`) and more runs began than wrote their end record;
-    None where each did, or the log has no such records.'''
-    for began, start, end_name, end in RUN_RECORDS:
-        starts = len(start.findall(text))
-        if starts and len(end.findall(text)) < (
-                starts if end_name == 'run_stop' else 1):
-            last = next((ln.strip() for ln in reversed(text.splitlines())
-                         if ln.strip()), '')
+    (:data:`RUN_RECORDS`) and no end record after it (fewer end records
+    than beginnings where each run writes both); None where each run
+    ended, or the log has no such records.'''
+    for began, start, end_name, end, counted in RUN_RECORDS:
+        if counted:
+            starts = len(start.findall(text))
+            cut = starts and len(end.findall(text)) < starts
+        else:
+            cut = start.search(text) and not end.search(text)
+        if cut:
+            last = text.rstrip().rsplit('\n', 1)[-1].strip()
             return _trim(
                 f'the log ends mid-run: {began} but no {end_name}: the job '
                 f'was killed without a word (SIGKILL, a lost node, a limit '
