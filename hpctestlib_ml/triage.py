@@ -271,8 +271,13 @@ BAD_INPUT = [re.compile(p) for p in (
     # 'fp32' (choose from 'no', 'fp16', 'bf16')" (StableTuner #12), "error:
     # the following arguments are required: --dataset_name", "error:
     # argument --lr: invalid float value".
+    # argparse's other refusals (Lib/argparse.py): "error: ambiguous
+    # option: --lr could match --lr-decay, --lr-warmup", "error: one of
+    # the arguments --fp16 --bf16 is required", "error: argument --bf16:
+    # not allowed with argument --fp16".
     r'error: (?:unrecognized arguments|the following arguments are '
-    r'required|argument [^:]+: (?:invalid|expected))',
+    r'required|argument [^:]+: (?:invalid|expected|not allowed with)|'
+    r'ambiguous option|one of the arguments .+ is required)',
     # Megatron-LM's checks of its arguments (megatron/training/arguments.py
     # validate_args): "AssertionError: num_layers (30) must be divisible by
     # pipeline_model_parallel_size", "world size (8) is not divisible by

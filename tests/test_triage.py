@@ -480,6 +480,14 @@ def test_the_job_state_alone():
      'bad_input'),
     ('absl.flags._exceptions.IllegalFlagValueError: flag --batch_size=abc: '
      "invalid literal for int() with base 10: 'abc'", 'bad_input'),
+    # argparse's other refusals: an option's prefix that matches two, a
+    # required choice, options that exclude each other.
+    ('train.py: error: ambiguous option: --lr could match --lr-decay, '
+     '--lr-warmup', 'bad_input'),
+    ('train.py: error: one of the arguments --fp16 --bf16 is required',
+     'bad_input'),
+    ('train.py: error: argument --bf16: not allowed with argument --fp16',
+     'bad_input'),
     # Slurm's memory enforcement, and its warning of a step that went on.
     ('slurmstepd: error: Exceeded step memory limit at some point.', None),
     ('slurmstepd: error: Exceeded job memory limit', 'out_of_memory'),
