@@ -69,13 +69,16 @@ def _references(args, out):
     since = analysis.parse_since(args.since) if args.since else None
     runs = analysis.select(data.runs, args.system, None, args.workload,
                            since)
+    skipped = (f'; {data.skipped_text()}' if data.unreadable_lines else '')
     out(f'{len(runs)} runs of {args.system} selected of {len(data.runs)} '
-        f'read from {len(data.files)} files')
+        f'read from {len(data.files)} files{skipped}')
+    if not data.runs:
+        raise ReferencesError(data.nothing_read())
     if not runs:
         raise ReferencesError(
             f'no runs of {args.system} in {", ".join(data.files) or "the input"}'
             f' (--system takes system or system:partition as the perflogs '
-            f'name them; check --since and --workload)')
+            f'name them; check --since and --workload){skipped}')
     source = ', '.join(sorted({os.path.dirname(f) if f.endswith(
         ('.log',)) or '.log.h' in f else f for f in data.files}))
     refs, notes = derive(runs, args.last, args.min_runs, source)

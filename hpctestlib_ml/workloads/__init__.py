@@ -66,6 +66,10 @@ class Workload:
     headline: Headline
     #: ``(size, device or None) -> ModelInfo`` for ``hpcml model-info``.
     model_info: object = None
+    #: The MLPerf benchmark its program names in its log
+    #: (``submission_benchmark``), where it logs MLPerf events: how
+    #: ``hpcml extract`` tells one MLPerf workload's log from another's.
+    benchmark: str = ''
     #: ``(size, layout, batch, precision) -> (ModelInfo, MemoryEstimate)``
     #: where the workload estimates its memory its own way (else the
     #: generic estimate from :attr:`optimizer`).

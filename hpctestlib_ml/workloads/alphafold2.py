@@ -106,6 +106,7 @@ WORKLOAD = Workload(
     name='alphafold2', check='AlphaFold2', program='alphafold2',
     parser=parser, headline=Headline('samples_per_second'),
     model_info=build_model_info, optimizer='adam',
+    benchmark='openfold',
     data="synthetic proteins (or a site's OpenFold data)",
     names_note='MLPerf HPC trains it with OpenFold, whose initial training '
                'the program ports',

@@ -148,6 +148,7 @@ WORKLOAD = Workload(
     name='bert', check='BERTLarge', program='bert_pretrain', parser=parser,
     headline=Headline('samples_per_second'), model_info=build_model_info,
     optimizer='lamb',
+    benchmark='bert',
     data="synthetic token batches (or a site's text and tokenizer)",
     names_note='BERT-Large is the model MLPerf Training trains',
     packages=('transformers', 'mlperf-logging'))
