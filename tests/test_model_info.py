@@ -42,7 +42,8 @@ SIZES = [(w, s) for w, declared in workloads.registered().items()
          if declared.model_info for s in ('tiny', 'benchmark')] + [('megatron', '13B'),
                                             ('megatron', '175B'),
                                             ('megatron', 'llama3-8B'),
-                                            ('megatron', 'llama3-70B')]
+                                            ('megatron', 'llama3-70B'),
+                                            ('megatron', 'gptj-6B')]
 
 
 @pytest.fixture(scope='module')
@@ -154,3 +155,4 @@ def test_command_prints_json_with_the_issue_keys(workload, params):
     assert {'params', 'analytic_forward_flops',
             'measured_forward_flops'} <= set(info)
     assert info['params'] == params
+

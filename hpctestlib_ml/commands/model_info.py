@@ -17,8 +17,8 @@ def add_arguments(parser):
     parser.add_argument('--size', default='benchmark',
                         help='tiny, benchmark (default), or a model name the '
                              'program takes (megatron: 800M, 13B, 175B, '
-                             'llama3-8B, llama3-70B; clip: an OpenCLIP '
-                             'model; gpt2_finetune: gpt2)')
+                             'llama3-8B, llama3-70B, gptj-6B; clip: an '
+                             'OpenCLIP model; gpt2_finetune: gpt2)')
     parser.add_argument('--device', choices=('cpu', 'meta'),
                         help='where to build the model (default: meta for '
                              'the large ones); FLOPs are counted on meta')
@@ -32,7 +32,8 @@ def add_arguments(parser):
                         help='with --memory: (micro) batch per device')
     parser.add_argument('--precision', choices=('fp32', 'fp16', 'bf16'),
                         help='with --memory (megatron default: CARAML\'s, '
-                             'fp16 for 800M/13B, bf16 for 175B)')
+                             'fp16 for 800M/13B, bf16 for 175B, Llama 3 '
+                             'and GPT-J)')
     parser.add_argument('--json', action='store_true',
                         help='one JSON object: params, '
                              'analytic_forward_flops, measured_forward_flops,'
