@@ -24,7 +24,8 @@ def add_arguments(parser):
                              'the large ones); FLOPs are counted on meta')
     parser.add_argument('--memory', action='store_true',
                         help='also the per-device memory estimate: weights, '
-                             'gradients, optimizer, activations (GiB)')
+                             'gradients, optimizer, activations (GiB); and '
+                             'the state at 16 B/param (fp32 Adam, MB)')
     parser.add_argument('--layout', metavar='TPxPPxDP',
                         help='with --memory, megatron: parallel layout '
                              "(default: the size's TP and PP, DP 1)")
@@ -73,10 +74,17 @@ def run(args):
     if args.json:
         data = info.as_dict()
         if estimate is not None:
-            data['memory'] = estimate.as_dict()
+            data['memory'] = {
+                **estimate.as_dict(),
+                'fp32_adam_mb': memory_estimate.fp32_adam_megabytes(
+                    info.params),
+                'published_fp32_adam_mb': [
+                    memory_estimate.fp32_adam_megabytes(count)
+                    for count, _ in info.published_params]}
         print(json.dumps(data))
     else:
         print(model_info.format_info(info))
         if estimate is not None:
             print(memory_estimate.format_estimate(estimate))
+            print(memory_estimate.format_fp32_adam(info))
     return 0
