@@ -414,6 +414,24 @@ def test_open_clip_prefixed_lines_keep_the_timed_window():
     ('vibe_finetune_tab_indented_1h31m.log',
      dict(train_samples_per_second=17.287, train_runtime=5508.89,
           train_loss=0.371, eval_loss=3.5356)),
+    # run_clm.py on a TPU v5p pod: every line behind gcloud's `[worker :11]`
+    # (tpu-vm ssh --worker=all). 20 steps x 512 (the recipe's MAX_STEPS and
+    # BATCH_SIZE) / 808.7671 s (Trainer's dict) = 12.661; the table's
+    # runtime is 0:13:28.76, its loss 9.4205 (the dict's 9.420475).
+    ('tpu_v5p_llama2_7b_run_clm_worker_label.log',
+     dict(train_samples_per_second=12.661, train_runtime=808.76,
+          train_loss=9.4205)),
+    # `[worker :0]` on Trillium: 3.65 x 0:46:45.60 (2805.6 s) = 10,240
+    # samples, Trainer's 20 steps x 512 again.
+    ('tpu_v6e_llama3_70b_worker_label.log',
+     dict(train_samples_per_second=3.65, train_runtime=2805.6,
+          train_loss=9.278)),
+    # Cloud Logging's export of a GKE job: severity, time stamp and the
+    # container's label before each line, the rows' indentation gone;
+    # 9.515 x 0:08:58.11 (538.11 s) = 5,120 samples.
+    ('tpu_v6e_llama3_8b_gke_log_explorer.log',
+     dict(train_samples_per_second=9.515, train_runtime=538.11,
+          train_loss=11.6602)),
     # transformers 4.3 printed steps/s as "train_samples_per_second" in a
     # dict: no table, so no figure rather than a wrong one.
     ('mlengineering_disable_nvlink_tf430.log',

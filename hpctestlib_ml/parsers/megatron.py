@@ -13,10 +13,11 @@ The iteration line comes in two forms seen in the wild (one line each)::
     17.927 | TFLOPs: 137.10 |
 
 upstream Megatron-LM (ms, optional ``throughput per GPU``) and the patched
-versions of BigScience/JUBE/CARAML (seconds, ``TFLOPs``). torchrun's
-``[defaultN]:`` prefixes mean nothing is anchored at line start. The model
-shape comes from Megatron's argument dump (``  seq_length ..... 2048``) and
-its vocabulary padding line, where the log has them.
+versions of BigScience/JUBE/CARAML (seconds, ``TFLOPs``). Launchers' labels
+(torchrun's ``[defaultN]:``, srun's ``0:``, ...) are taken off first
+(:mod:`~hpctestlib_ml.parsers.labels`). The model shape comes from
+Megatron's argument dump (``  seq_length ..... 2048``) and its vocabulary
+padding line, where the log has them.
 """
 import math
 import re
@@ -24,10 +25,10 @@ import statistics
 
 from hpctestlib_ml import metrics
 from hpctestlib_ml.flops import megatron_gpt_flops_per_token
-from hpctestlib_ml.parsers import timed_window
+from hpctestlib_ml.parsers import labels, timed_window
 
 _ITERATION = re.compile(r'iteration\s+(\d+)/\s*(\d+)\s*\|(.*)')
-_ARGUMENT = re.compile(r'^\S*?\s*(\w+) \.{3,} (\S+)\s*$', re.MULTILINE)
+_ARGUMENT = re.compile(r'^[^\S\n]*(\w+) \.{3,} (\S+)\s*$', re.MULTILINE)
 _PADDED_VOCAB = re.compile(r'padded vocab \(size: \d+\) with \d+ dummy '
                            r'tokens \(new size: (\d+)\)')
 
@@ -187,8 +188,10 @@ def training_log(text, seq_length=None, flops_per_token=None, gpus=None):
     (the intervals' counts summed) and :func:`_speed_figures`.
 
     *seq_length*, *flops_per_token* and *gpus* (what the per-GPU figure
-    divides by: the job's ranks) default to the log's.
+    divides by: the job's ranks) default to the log's. Launchers' labels
+    are taken off first.
     '''
+    text = labels.strip(text)
     steps = parse_iterations(text)
     losses = [s['loss'] for s in steps if s['loss'] is not None]
     figures = {
