@@ -4,8 +4,9 @@ the log (the comments say how)."""
 import pytest
 
 from conftest import read_data
-from hpctestlib_ml.parsers import (hf_trainer, megatron, mllog, open_clip,
-                                   tf_cnn_benchmarks)
+from hpctestlib_ml import flops
+from hpctestlib_ml.parsers import (hf_trainer, megatron, megatron_args, mllog,
+                                   open_clip, tf_cnn_benchmarks)
 
 approx = pytest.approx
 
@@ -328,6 +329,68 @@ def test_megatron_current_upstream_timestamps_give_the_window():
         '   10/', '   20/')
     start, stop = megatron.extract_metrics(line + later)['timed_window']
     assert stop - start == 9
+
+
+def test_megatron_gqa_swiglu_shape_from_the_arguments_block():
+    """A Llama-style model on 8 MI300X (AMD's rocm/megatron-lm v25.9):
+    --group-query-attention --num-query-groups 24 of 96 heads, --swiglu,
+    --ffn-hidden-size 21504, 56 layers, hidden 6144, sequence 8192, padded
+    vocabulary 50688, TP 4 x PP 2, global batch 512, selective
+    recomputation. The program printed 248.4-251.4 TFLOP/s/GPU in
+    iterations 2-17, 250.5 on average: its formula counts the s x s
+    attention whole, as the suite's. Read as multi-head GeLU (the parser
+    before) the figure was 12.6% low (218.8)."""
+    m = megatron.extract_metrics(megatron_log(
+        'rocm_mi300x_gqa24_swiglu_56l_2025_11.log'))
+    assert m['iterations'] == 17 and m['iteration_last'] == 17
+    # 512 x 8192 tokens / the mean of iterations 2-17 (419.809 s).
+    assert m['tokens_per_second'] == approx(512 * 8192 / 419.80869375)
+    assert m['printed_tflops_per_gpu'] == approx(250.5)
+    assert m['tflops_per_gpu'] == approx(250.5, rel=2e-3)
+    assert ('GQA 24 query groups of 96 heads, SwiGLU ffn 21504'
+            in m['flops_formula'])
+    assert 'arguments block' in m['flops_formula']
+
+
+def test_megatron_moe_shape_from_the_echoed_command_line():
+    """Megatron-Core MoE notes of 2024-10 (64 experts, top-1, EP 8, 8 A100,
+    global batch 64): the shape is in the echoed MODEL_ARGS and MOE_ARGS
+    lines (hidden 512, 24 layers, 4 heads, GQA 1 group, --swiglu, ffn
+    1792), the dump shows only MoE arguments. The vocabulary is the Llama
+    3.1 tokenizer's (a file): not in the log, so no TFLOP/s figure, and the
+    figures say so."""
+    text = megatron_log('moe64_top1_ep8_command_line_2024_10.log')
+    stated = megatron_args.stated(text)
+    assert {k: stated.get(k) for k in (
+        'num_layers', 'hidden_size', 'num_attention_heads', 'seq_length',
+        'ffn_hidden_size', 'group_query_attention', 'num_query_groups',
+        'swiglu', 'num_experts', 'moe_router_topk')} == dict(
+        num_layers=24, hidden_size=512, num_attention_heads=4,
+        seq_length=2048, ffn_hidden_size=1792, group_query_attention=True,
+        num_query_groups=1, swiglu=True, num_experts=64, moe_router_topk=1)
+    assert stated.sources['hidden_size'] == 'command line'
+    m = megatron.extract_metrics(text)
+    assert m['tflops_per_gpu'] is None
+    assert m['flops_formula'].startswith('none: the log does not state '
+                                         'padded vocabulary')
+    # 64 x 2048 / the mean of intervals 40-220 (1592.94 ms).
+    assert m['tokens_per_second'] == approx(64 * 2048 / 1.59294)
+
+
+def test_megatron_moe_formula_reproduces_the_programs_printed_tflops():
+    """The same run with the vocabulary its tokenizer has (Llama 3.1:
+    128,256 tokens, already a multiple of 128): each interval's printed
+    TFLOP/s/GPU (11.5 ... 12.7) is tokens/s x FLOPs per token / 8 GPUs to
+    its printed digit, top-1 routing to experts of ffn 1792 in every
+    layer."""
+    per_token = flops.megatron_gpt_flops_per_token(
+        24, 512, 2048, 128256, ffn_hidden=1792, query_groups_ratio=1 / 4,
+        swiglu=True, moe=flops.MoE(layers=24, routed=1, ffn_hidden=1792))
+    steps = megatron.parse_iterations(megatron_log(
+        'moe64_top1_ep8_command_line_2024_10.log'))
+    for step in steps[1:]:
+        computed = 64 * 2048 / step['time_s'] * per_token / 8 / 1e12
+        assert computed == approx(step['printed_tflops'], abs=0.05)
 
 
 @pytest.mark.parametrize('name, job, per_gpu, step, devices', [

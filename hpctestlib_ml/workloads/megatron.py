@@ -71,7 +71,6 @@ nor the fallback has (a plain 1F1B pipeline: the non-interleaved bubble);
 context parallel is 1 in both. CSCS also tokenises with the Swiss AI
 tokenizer, not Llama 3's.
 """
-import math
 
 from reframe.core.builtins import (parameter, performance_function,
                                    run_after, run_before, variable)
@@ -267,9 +266,9 @@ def forward_flops_per_sequence(shape, vocab):
             flops.TRAINING_FACTOR)
 
 
-def padded_vocab(vocab, tp, divisible_by=128):
-    multiple = divisible_by * tp
-    return int(math.ceil(vocab / multiple) * multiple)
+#: Megatron-LM's vocabulary padding: :func:`~hpctestlib_ml.flops.
+#: megatron_padded_vocab` (the log parser pads a stated vocabulary so too).
+padded_vocab = flops.megatron_padded_vocab
 
 
 def log_problems(log, train_iters, world_size):
