@@ -79,8 +79,8 @@ def training_flops(forward_flops, recompute=False):
 #: (``--moe-ffn-hidden-size``, else ``--ffn-hidden-size``);
 #: *shared_ffn_hidden*, the shared experts' width
 #: (``--moe-shared-expert-intermediate-size``, 0 for none).
-MoE = collections.namedtuple('MoE', 'layers routed ffn_hidden shared_ffn_hidden',
-                             defaults=(0,))
+MoE = collections.namedtuple(
+    'MoE', 'layers routed ffn_hidden shared_ffn_hidden', defaults=(0,))
 
 
 def megatron_padded_vocab(vocab, tp, divisible_by=128):

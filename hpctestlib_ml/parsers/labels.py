@@ -11,13 +11,13 @@ there::
      3: total images/sec: 308.45
     [rank0]: RuntimeError: CUDA error: out of memory
     [default3]: iteration       20/ 3125000 | ...
-    INFO 2024-10-28T00:56:14.082Z [resource.labels.containerName: jax-tpu] ***** train metrics *****
+    INFO 2024-10-28T00:56:14.082Z [resource.labels.containerName: x] epoch = 1
 
 respectively: ``gcloud compute tpus tpu-vm ssh --worker=all`` (the TPU
 recipes' ``benchmark.sh``), Open MPI's ``mpirun --tag-output``,
-``horovodrun``, Intel MPI's ``mpirun -l``, Slurm's ``srun --label`` (right-aligned task numbers),
-PyTorch's ranked error lines (2.2 and later), ``torchrun --tee`` and
-Google Cloud Logging's export of a GKE job. A label may sit behind another
+``horovodrun``, Intel MPI's ``mpirun -l``, Slurm's ``srun --label``
+(right-aligned task numbers), PyTorch's ranked error lines (2.2 and
+later), ``torchrun --tee`` and Google Cloud Logging's export of a GKE job. A label may sit behind another
 (``srun --label`` around ``torchrun``: ``0: [default1]: ...``).
 
 :func:`strip` takes them off before a parser reads the text, so that a
