@@ -127,7 +127,6 @@ then (NVIDIA/Megatron-LM 260c4f2; CARAML's pin, f772743 of October 2023,
 has none); ``--no-rope-fusion`` goes with it, since the fused RoPE takes
 interleaved pairs only with Transformer Engine 2.3 or newer.
 """
-import math
 
 from reframe.core.builtins import (parameter, performance_function,
                                    run_after, run_before, variable)
@@ -375,9 +374,9 @@ def forward_flops_per_sequence(shape, vocab):
             flops.TRAINING_FACTOR)
 
 
-def padded_vocab(vocab, tp, divisible_by=128):
-    multiple = divisible_by * tp
-    return int(math.ceil(vocab / multiple) * multiple)
+#: Megatron-LM's vocabulary padding: :func:`~hpctestlib_ml.flops.
+#: megatron_padded_vocab` (the log parser pads a stated vocabulary so too).
+padded_vocab = flops.megatron_padded_vocab
 
 
 def log_problems(log, train_iters, world_size):
