@@ -75,7 +75,8 @@ def select_device(env=None):
         index = device_choice.device_index(
             int(env.get('LOCAL_RANK', 0)), torch.cuda.device_count(),
             device_choice.local_world_size(env),
-            device_choice.visibility(env))
+            device_choice.visibility(env),
+            device_choice.may_be_bound(env))
         torch.cuda.set_device(index)
         return torch.device('cuda', index)
     if env.get(EXPECTED_KIND) == 'gpu':
