@@ -132,7 +132,8 @@ _cpu_partition = {
     'launcher': 'local',
     'environs': ['python'],
     # One job at a time: concurrent jobs would share these CPUs and
-    # distort every figure.
+    # distort every figure. This holds per partition: across the cpu and
+    # gpu partitions, ``hpcml suite`` runs reframe --exec-policy=serial.
     'max_jobs': 1,
     'processor': {'num_cpus': _num_cpus},
     'features': ['cpu'],
