@@ -124,3 +124,25 @@ def test_the_data_sheet_peaks_of_each_precision():
         'A100 data sheet: bf16 312.0, tf32 156.0, fp32 19.5 TFLOP/s per GPU'
     assert workload.peak_table('nope', ('bf16',)) == {}
 
+
+def test_a_tf32_rate_that_ran_ieee_fp32_is_a_problem():
+    # NVIDIA_TF32_OVERRIDE=0: the tf32 line says tf32 False; its rate is
+    # fp32's, judged against the TF32 peak (an H100's 494.7 TFLOP/s).
+    line = ('[matmul_rate] rank 0 precision {} n 8192 iterations 10 '
+            'products 10 tflops 50 min 50 max 50 tf32 {}\n')
+    overridden = parser.training_log(line.format('tf32', False) +
+                                     line.format('fp32', False)).figures
+    problems = workload.math_mode_problems(overridden, 'H100-SXM', 'nvidia')
+    assert len(problems) == 1 and 'NVIDIA_TF32_OVERRIDE' in problems[0]
+    # As it should run: no problem; nor where nothing has TF32 (V100, an
+    # AMD GPU, the CPU).
+    right = parser.training_log(line.format('tf32', True) +
+                                line.format('fp32', False)).figures
+    assert workload.math_mode_problems(right, 'H100-SXM', 'nvidia') == []
+    assert workload.math_mode_problems(overridden, 'V100', 'nvidia') == []
+    assert workload.math_mode_problems(overridden, 'MI300X', 'amd') == []
+    assert workload.math_mode_problems(overridden, None, None) == []
+    # fp32 on TF32 is one too, wherever it happens.
+    tf32_fp32 = parser.training_log(line.format('fp32', True)).figures
+    assert 'fp32_tflops ran on TF32' in workload.math_mode_problems(
+        tf32_fp32, 'A100', 'nvidia')[0]

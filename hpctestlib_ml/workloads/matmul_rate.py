@@ -27,6 +27,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.logging import getlogger
 
 from hpctestlib_ml import peaks
+from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS, GPU_VENDORS
 from hpctestlib_ml.base import ComponentTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.parsers import matmul_rate as parser
@@ -58,6 +59,30 @@ def describe_peaks(source, table, unit='TFLOP/s per GPU'):
     '''``<source>: bf16 989.4, ... TFLOP/s per GPU`` (``mfu_peak``).'''
     rates = ', '.join(f'{p} {v / 1e12:.1f}' for p, v in table.items())
     return f'{source}: {rates} {unit}'
+
+
+def math_mode_problems(figures, model, vendor):
+    '''Why the log's ``tf32``/``fp32`` rates did not run in their math
+    mode (the ``<precision>_tf32`` figures: what each rank's flags said):
+    ``tf32`` on IEEE fp32 products on an NVIDIA GPU with a TF32 peak
+    (``NVIDIA_TF32_OVERRIDE=0`` in the job's environment turns TF32 off in
+    cuBLAS whatever torch asks), whose rate would be judged against the
+    TF32 peak; ``fp32`` on TF32. *model*: the peak table's key, *vendor*
+    the GPUs' (``nvidia``, ``amd``; None on CPUs).'''
+    problems = []
+    has_tf32 = 'tf32' in DEVICE_PEAK_FLOPS.get(model, {})
+    if (figures.get('tf32_tf32') is False and vendor == 'nvidia' and
+            has_tf32):
+        problems.append(
+            'tf32_tflops ran IEEE fp32 products, not TF32 (is '
+            'NVIDIA_TF32_OVERRIDE=0 set for the job?): unset it, or leave '
+            'tf32 out (-S precisions=bf16,fp16,fp32)')
+    if figures.get('fp32_tf32') is True:
+        problems.append(
+            'fp32_tflops ran on TF32, not IEEE fp32: remove what turns '
+            'TF32 on for the job (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 with '
+            'an older torch)')
+    return problems
 
 
 class MatmulRateBenchmark(ComponentTest):
@@ -214,8 +239,13 @@ class MatmulRateBenchmark(ComponentTest):
     def component_problems(self, log):
         missing = [p for p in self.precisions
                    if log.figures.get(f'{p}_tflops') is None]
+        model = self.partition_gpu_model()
+        vendor = (GPU_VENDORS.get(model) or
+                  self.current_partition.extras.get('gpu_vendor')
+                  if self.uses_gpus else None)
         return ([f'no rate of {", ".join(missing)} in the log']
-                if missing else [])
+                if missing else []) + math_mode_problems(log.figures,
+                                                         model, vendor)
 
     @performance_function('TFLOP/s')
     def fp32_tflops(self):
