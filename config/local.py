@@ -18,10 +18,14 @@ import subprocess
 import sys
 
 from hpctestlib_ml import cpu_peak, peaks, tensorflow_build
-from hpctestlib_ml.paths import CACHE_DIR
+from hpctestlib_ml.paths import CACHE_DIR, SRC_DIR
 from hpctestlib_ml.siteconfig import (container_environment, local_general,
                                       make_site_configuration, system_dirs,
                                       with_apptainer)
+
+if str(SRC_DIR) not in sys.path:
+    sys.path.insert(0, str(SRC_DIR))
+import node_gpus  # noqa: E402  (src/: the visibility variables' one reader)
 
 #: The product name in ``amd-smi static --asic`` (``MARKET_NAME: AMD
 #: Instinct MI300X``) and ``rocm-smi --showproductname`` (``GPU[0] : Card
@@ -46,31 +50,58 @@ def _model(names):
     return peaks.model_key(names[0]) if names else None
 
 
-def local_gpus():
-    '''(count, model, vendor) of this machine's GPUs: NVIDIA's from
-    nvidia-smi, else AMD's from amd-smi or rocm-smi; (0, None, None)
-    without any.'''
-    text = _run(['nvidia-smi', '--query-gpu=name', '--format=csv,noheader'])
-    names = [n.strip() for n in (text or '').split('\n') if n.strip()]
+def _lines(text):
+    return [n.strip() for n in (text or '').split('\n') if n.strip()]
+
+
+def _nvidia_query(field, env):
+    '''nvidia-smi's *field* (``--query-gpu``), one line per GPU that the
+    jobs will see: where ``CUDA_VISIBLE_DEVICES`` is set (the jobs inherit
+    it), only those it lists (``-i``, which takes indices and UUIDs alike;
+    where nvidia-smi rejects the list, the first as many GPUs as it
+    names).'''
+    query = ['nvidia-smi', f'--query-gpu={field}',
+             '--format=csv,noheader,nounits']
+    visible = node_gpus.visible_ids(env, 'nvidia')
+    if visible is None:
+        return _lines(_run(query))
+    ids = visible[0]
+    if not ids:
+        return []
+    chosen = _run(query + ['-i', ','.join(ids)])
+    if chosen is not None:
+        return _lines(chosen)
+    return _lines(_run(query))[:len(ids)]
+
+
+def local_gpus(env=os.environ):
+    '''(count, model, vendor) of the GPUs this machine's jobs see: NVIDIA's
+    from nvidia-smi, else AMD's from amd-smi or rocm-smi; (0, None, None)
+    without any. A visibility variable set here (``CUDA_VISIBLE_DEVICES``,
+    ``ROCR_VISIBLE_DEVICES``, ``HIP_VISIBLE_DEVICES``) limits them to
+    those it lists, as it limits the jobs, which inherit it.'''
+    names = _nvidia_query('name', env)
     if names:
         return len(names), _model(names), 'nvidia'
     for command in (['amd-smi', 'static', '--asic'],
                     ['rocm-smi', '--showproductname']):
         names = [n.strip() for n in _AMD_PRODUCT.findall(_run(command) or '')]
+        visible = node_gpus.visible_ids(env, 'amd')
+        if visible is not None:
+            names = names[:len(visible[0])]
         if names:
             return len(names), _model(names), 'amd'
     return 0, None, None
 
 
-def local_gpu_memory_gib():
-    '''GiB of memory of this machine's smallest NVIDIA GPU (nvidia-smi's
-    memory.total); None without one, or where it says none.'''
-    text = _run(['nvidia-smi', '--query-gpu=memory.total',
-                 '--format=csv,noheader,nounits'])
+def local_gpu_memory_gib(env=os.environ):
+    '''GiB of memory of the smallest NVIDIA GPU this machine's jobs see
+    (nvidia-smi's memory.total); None without one, or where it says
+    none.'''
     sizes = []
-    for line in (text or '').split('\n'):
+    for line in _nvidia_query('memory.total', env):
         try:
-            sizes.append(float(line.strip()) / 1024)
+            sizes.append(float(line) / 1024)
         except ValueError:
             pass
     return min(sizes) if sizes else None
@@ -101,7 +132,8 @@ _cpu_partition = {
     'launcher': 'local',
     'environs': ['python'],
     # One job at a time: concurrent jobs would share these CPUs and
-    # distort every figure.
+    # distort every figure. This holds per partition: across the cpu and
+    # gpu partitions, ``hpcml suite`` runs reframe --exec-policy=serial.
     'max_jobs': 1,
     'processor': {'num_cpus': _num_cpus},
     'features': ['cpu'],

@@ -267,14 +267,29 @@ def test_jubench_reference_holds_for_its_own_batch_only():
     assert not re.fullmatch(key, default) and not re.fullmatch(key, fallback)
 
 
-def fake_nvidia_smi(tmp_path, monkeypatch, names):
-    '''Put an nvidia-smi that lists *names* first on PATH.'''
+def fake_nvidia_smi(tmp_path, monkeypatch, names, select=True):
+    '''Put an nvidia-smi that lists *names* first on PATH; with ``-i
+    IDS`` (where *select*; else it fails, as for ids it does not know), one
+    of them per id, as nvidia-smi lists the GPUs it is given.
+    CUDA_VISIBLE_DEVICES unset, as on a box where nobody set it.'''
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()
     script = bin_dir / 'nvidia-smi'
-    script.write_text('#!/bin/sh\n' + ''.join(f'echo "{n}"\n' for n in names))
+    listing = ''.join(f'echo "{n}"\n' for n in names)
+    first = names[0] if names else ''
+    script.write_text(
+        '#!/bin/sh\n'
+        'for arg; do\n'
+        '  if [ "$prev" = -i ]; then\n' +
+        ('    echo "$arg" | tr , "\\n" | while read -r _; do '
+         f'echo "{first}"; done; exit 0\n' if select else
+         '    echo "No devices were found" >&2; exit 6\n') +
+        '  fi\n'
+        '  prev="$arg"\n'
+        'done\n' + listing)
     script.chmod(0o755)
     monkeypatch.setenv('PATH', f'{bin_dir}:{os.environ["PATH"]}')
+    monkeypatch.delenv('CUDA_VISIBLE_DEVICES', raising=False)
 
 
 def test_local_gpu_partition_appears_with_gpus(tmp_path, monkeypatch):
@@ -285,6 +300,28 @@ def test_local_gpu_partition_appears_with_gpus(tmp_path, monkeypatch):
     assert gpu['devices'] == [{'type': 'gpu', 'num_devices': 4,
                                'model': 'H100-SXM'}]
     assert gpu['devices'][0]['model'] in DEVICE_PEAK_FLOPS
+
+
+@pytest.mark.parametrize('visible, select, expected', [
+    ('0', True, 1), ('2,3', True, 2),
+    ('GPU-8f6c1b7e-0c4e-4f4c-9b8e-1d2a3b4c5d6e', True, 1),
+    ('1,-1,2', True, 1),                 # CUDA reads up to the -1
+    ('0,1', False, 2),                   # nvidia-smi -i fails: 2 of its 4
+    ('', True, 0), ('-1', True, 0),      # every GPU hidden
+])
+def test_local_gpu_partition_counts_only_the_visible_gpus(
+        tmp_path, monkeypatch, visible, select, expected):
+    # The jobs inherit CUDA_VISIBLE_DEVICES: with 0 exported on a 4-GPU
+    # box they see one GPU, so the partition must say 1, or the 4-rank
+    # cases would put 4 ranks on it.
+    fake_nvidia_smi(tmp_path, monkeypatch, ['NVIDIA H100 80GB HBM3'] * 4,
+                    select=select)
+    monkeypatch.setenv('CUDA_VISIBLE_DEVICES', visible)
+    partitions = load('config/local.py', 'local').get(
+        'systems/0/partitions')
+    gpus = [p['devices'][0]['num_devices'] for p in partitions
+            if p['name'] == 'gpu']
+    assert gpus == ([expected] if expected else [])
 
 
 #: build_info.py as TensorFlow's build writes it (a CUDA wheel's; the

@@ -24,12 +24,41 @@ def _has_option(argv, *names):
     return any(a in names or a.split('=', 1)[0] in names for a in argv)
 
 
+#: The embedded default configuration.
+LOCAL_CONFIG = CONFIG_DIR / 'local.py'
+
+
+def _config_files(argv):
+    '''The files given with -C/--config-file in *argv*.'''
+    files = []
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition('=')
+        if name in ('-C', '--config-file'):
+            files.append(value if eq else
+                         argv[i + 1] if i + 1 < len(argv) else '')
+        elif arg.startswith('-C') and len(arg) > 2:
+            files.append(arg[2:])
+    return files
+
+
 def suite_command(argv, report_file):
     '''The reframe command line of ``hpcml suite``: the local config, the
-    suite's checks and ``-r`` unless *argv* says otherwise.'''
+    suite's checks and ``-r`` unless *argv* says otherwise; with the local
+    config, ``--exec-policy=serial`` unless *argv* names a policy: its
+    ``max_jobs: 1`` holds per partition only (ReFrame's asynchronous
+    policy counts jobs per partition, and has no limit across them), so
+    on a GPU host a ``cpu`` and a ``gpu`` case would run at once, sharing
+    the CPUs, the Storage directory and the package power that the GPU
+    case's energy counts.'''
     command = [os.path.join(os.path.dirname(sys.executable), 'reframe')]
-    if not _has_option(argv, '-C', '--config-file'):
-        command += ['-C', str(CONFIG_DIR / 'local.py')]
+    configs = _config_files(argv)
+    if not configs:
+        command += ['-C', str(LOCAL_CONFIG)]
+    local = not configs or any(
+        c and os.path.realpath(c) == os.path.realpath(LOCAL_CONFIG)
+        for c in configs)
+    if local and not _has_option(argv, '--exec-policy'):
+        command.append('--exec-policy=serial')
     if not _has_option(argv, '-c', '--checkpath'):
         command += ['-c', str(CHECKS_DIR)]
     actions = ('-r', '--run', '-l', '--list', '-L', '--list-detailed',

@@ -65,6 +65,10 @@ class StorageBenchmark(ComponentTest):
          - ``storage_dir``
     '''
 
+    #: It moves data only: its ranks hold no device memory (Gloo, no
+    #: CUDA context), so no ``gpu_mem_peak_MiB`` on any partition.
+    reports_gpu_memory = False
+
     workload = 'storage'
     program = 'storage_bench'
     sizes = {
