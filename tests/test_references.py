@@ -4,6 +4,7 @@ tests on generated histories, and the loop for real with ReFrame: history,
 references, an unchanged rerun that passes, a real slowdown (half the
 threads) and a changed loss curve that fail with their reasons."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -43,6 +44,22 @@ def test_threshold_is_max_of_floor_and_k_robust_spreads():
     # One odd run does not widen it: the median absolute deviation.
     odd = quiet[:-1] + [20.0]
     assert derive.threshold(odd)[1] == derive.FLOOR
+
+
+@pytest.mark.parametrize('value, floor', [
+    (None, None), ('', None), ('None', None), (30, 0.3), ('2.5', 0.025),
+    (' 10 ', 0.1)])
+def test_noise_floor_reads_a_percentage(value, floor):
+    assert lookup.noise_floor(value) == (pytest.approx(floor) if floor
+                                         else None)
+
+
+@pytest.mark.parametrize('value', ['abc', 0, '-5', 100, '250', True, [30],
+                                   'nan'])
+def test_noise_floor_refuses_what_is_not_one(value):
+    with pytest.raises(ValueError, match='reference_noise_pct must be a '
+                                         'percentage above 0 and below 100'):
+        lookup.noise_floor(value)
 
 
 def test_derive_per_case_with_directions_and_notes():
@@ -169,6 +186,25 @@ def test_cli_previews_writes_and_names_bad_input(tmp_path):
 
 SELECT = ('-n', 'MegatronGPT', '-x', 'Container', '-x', '2_procs', '-x',
           'torchrun')
+
+
+@pytest.mark.integration
+def test_a_bad_noise_floor_fails_each_case_at_setup(run_reframe):
+    '''A partition's extras['reference_noise_pct'] that is not a
+    percentage: each case fails at setup, before a job exists, in one line
+    naming the fix.'''
+    proc, var = run_reframe(BIN / 'reframe', '-C', REPO / 'config/local.py',
+                            '-c', REPO / 'checks', *SELECT, '--dry-run',
+                            env={'HPCML_REFERENCE_NOISE_PCT': '3O'})
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    reason = re.search(r'\* Reason: (.*)', proc.stdout).group(1)
+    assert reason == (
+        "bad_input: extras['reference_noise_pct'] of local:cpu: "
+        "reference_noise_pct must be a percentage above 0 and below 100 "
+        "(e.g. 10), got '3O': fix the partition's extras in the site config "
+        "(config/local.py and config/slurm.py take HPCML_REFERENCE_NOISE_PCT)")
+    assert 'Traceback' not in proc.stdout + proc.stderr
+    assert not list((var / 'stage').rglob('rfm_job.sh'))
 
 
 @pytest.mark.integration
