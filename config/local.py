@@ -8,7 +8,10 @@ Jobs use the Python that runs ReFrame (the project's virtual environment).
 Everything a run writes goes under ``var/`` in the project (or
 ``$HPCML_VAR_DIR``); the Storage component measures the stage directory
 there, or ``$HPCML_STORAGE_DIR`` (``extras['storage_dir']`` of both
-partitions: e.g. a scratch file system mounted here).
+partitions: e.g. a scratch file system mounted here). The ``cpu``
+partition's figures are taken to move by up to :data:`CPU_NOISE_PCT` from
+run to run; ``$HPCML_REFERENCE_NOISE_PCT`` says otherwise for both
+partitions (``extras['reference_noise_pct']``).
 """
 import os
 import platform
@@ -121,6 +124,21 @@ def host_memory_gib():
     return None
 
 
+#: How far, in percent, the cpu partition's figures move from run to run
+#: with nothing changed (its ``extras['reference_noise_pct']``: no
+#: threshold of ``hpcml references`` is narrower), measured on the 2-core
+#: VM this suite is developed on: 20 unchanged sessions back to back,
+#: nothing else running, moved three cases by robust spreads of 1.8-4.7 %
+#: and at worst -6.0 % (bench/results/regression_noise_2026-11-25.txt);
+#: with two other sessions' small tests beside them, a case's robust spread
+#: from session to session was 7.1-7.8 % (bench/README.md, "The slow
+#: node"), which the threshold rule's K = 4 makes 28-31 %; and a clean CI
+#: run of MegatronGPT tiny, nothing else running, came out 15.2 % below the
+#: median of the five runs before it (issue 30). 30 % covers all of them,
+#: the last nearly twice over. ``$HPCML_REFERENCE_NOISE_PCT`` replaces it (a
+#: quieter machine, or a GPU partition, which has none by default).
+CPU_NOISE_PCT = 30
+
 _num_cpus = os.cpu_count()
 _num_gpus, _gpu_model, _gpu_vendor = local_gpus()
 _python_bin = os.path.dirname(sys.executable)
@@ -154,6 +172,9 @@ _cpu_partition = {
 _storage = ({'storage_dir': os.environ['HPCML_STORAGE_DIR']}
             if os.environ.get('HPCML_STORAGE_DIR') else {})
 _cpu_partition['extras'].update(_storage)
+_noise_pct = os.environ.get('HPCML_REFERENCE_NOISE_PCT')
+_cpu_partition['extras']['reference_noise_pct'] = _noise_pct or CPU_NOISE_PCT
+_gpu_noise = {'reference_noise_pct': _noise_pct} if _noise_pct else {}
 
 _partitions = [_cpu_partition]
 if _num_gpus:
@@ -169,7 +190,7 @@ if _num_gpus:
                      **({'model': _gpu_model} if _gpu_model else {})}],
         'features': ['gpu'],
         'extras': {'max_nodes': 1, 'rendezvous_address': '127.0.0.1',
-                   'gpu_vendor': _gpu_vendor, **_storage,
+                   'gpu_vendor': _gpu_vendor, **_storage, **_gpu_noise,
                    **({'device_memory_gib': _gpu_memory}
                       if (_gpu_memory := local_gpu_memory_gib()) else {})},
     })

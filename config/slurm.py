@@ -37,6 +37,11 @@
                               system's scratch (e.g. '$SCRATCH', expanded
                               by the job) or a node-local disk
                               ('/tmp'); default: the stage directory
+    HPCML_REFERENCE_NOISE_PCT how far, in percent, the partition's figures
+                              move from night to night with nothing
+                              changed (extras['reference_noise_pct']): no
+                              threshold of hpcml references is narrower;
+                              default: none (3 %)
 
 ``reframe -C config/slurm.py -c checks -r`` then runs the suite there.
 """
@@ -71,6 +76,8 @@ if _cpu_peak:
     _extras['cpu_peak_flops'] = float(_cpu_peak)
 if os.environ.get('HPCML_STORAGE_DIR'):
     _extras['storage_dir'] = os.environ['HPCML_STORAGE_DIR']
+if os.environ.get('HPCML_REFERENCE_NOISE_PCT'):
+    _extras['reference_noise_pct'] = os.environ['HPCML_REFERENCE_NOISE_PCT']
 
 _part = {
     'name': _partition or 'default',

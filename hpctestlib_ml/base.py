@@ -45,7 +45,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
            ``framework_versions``, ``gpu_driver``, ``cuda_version``,
            ``nccl_version``, ``env_switches``; Energy:
            ``energy_counter``; References: ``reference_case``,
-           ``loss_curve``, ``references_file``; WorkloadInterface:
+           ``loss_curve``, ``references_file``, ``reference_noise_pct``,
+           ``session_id``; WorkloadInterface:
            ``workload``, ``program``, ``sizes``, ``framework``,
            ``departures``, ``reference_precision``
        * - Metrics
@@ -57,7 +58,9 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
          - ``max_nodes``, ``scales``, ``rendezvous_address``,
            ``device_peak_flops``, ``cpu_peak_flops``,
            ``device_memory_gib``, ``container_images``, ``gpu_vendor``,
-           and each workload's data and program keys
+           ``reference_noise_pct`` (the noise floor of references from
+           history, percent; default 3), and each workload's data and
+           program keys
        * - System features
          - ``gpu`` (size ``auto`` is ``benchmark`` there, else ``tiny``)
        * - Environment features

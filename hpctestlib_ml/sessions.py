@@ -15,9 +15,13 @@ What the sessions share stays whole: perflog lines are appended under
 ReFrame's file lock (``locking_enable`` of the perflog handler) and the
 results database is written under ReFrame's own lock
 (``tests/test_sessions.py`` runs two sessions at once and reads both back).
+
+Each result logs the session it came from (:func:`session_id`), so that
+``hpcml references`` can tell runs of one sitting from runs of many.
 """
 import fcntl
 import os
+import socket
 import sys
 import time
 
@@ -32,6 +36,22 @@ _USER_DIR_VARIABLES = ('RFM_PREFIX', 'RFM_STAGE_DIR', 'RFM_OUTPUT_DIR')
 #: more than once, and a second flock on another descriptor of this same
 #: process would find the lock taken.
 _held = {}
+
+#: This process's session name, made once (:func:`session_id`).
+_session = {}
+
+
+def session_id():
+    '''The name of this process's ReFrame session, the same for every
+    case it runs: its first call's time (UTC), pid and host, e.g.
+    ``20261126T144750Z-1234@n1``. Logged with every result
+    (``session_id``), it tells the runs of one sitting (``--repeat 5``)
+    from those of several.'''
+    if not _session:
+        stamp = time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())
+        host = socket.gethostname().split('.')[0]
+        _session['id'] = f'{stamp}-{os.getpid()}@{host}'
+    return _session['id']
 
 
 def _in_reframe_session():

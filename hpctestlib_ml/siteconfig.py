@@ -28,8 +28,9 @@ PERFLOG_FIELDS = (
     # the slowest rank and its node, where the ranks' own compute spreads
     # beyond the noise (the programs' [hpcml] rank_compute records)
     'slowest_rank',
-    # references from history (hpctestlib_ml.history_refs)
-    'reference_case', 'loss_curve',
+    # references from history (hpctestlib_ml.history_refs): the case, its
+    # first losses, the partition's noise floor and the ReFrame session
+    'reference_case', 'loss_curve', 'reference_noise_pct', 'session_id',
 )
 
 _PERFLOG_FORMAT = '|'.join(

@@ -538,6 +538,25 @@ def test_storage_dir_from_the_environment(monkeypatch, path, system):
                for p in site.get('systems/0/partitions'))
 
 
+def test_noise_floor_of_references(monkeypatch):
+    '''config/local.py declares its cpu partition's noise (30 %, this
+    VM's); HPCML_REFERENCE_NOISE_PCT replaces it, and gives config/slurm.py
+    one (extras['reference_noise_pct']).'''
+    monkeypatch.setenv('HPCML_CPUS_PER_NODE', '4')
+    monkeypatch.delenv('HPCML_REFERENCE_NOISE_PCT', raising=False)
+    cpu = load('config/local.py', 'local').get('systems/0/partitions')[0]
+    assert cpu['extras']['reference_noise_pct'] == 30
+    slurm, = load('config/slurm.py', 'slurm').get('systems/0/partitions')
+    assert 'reference_noise_pct' not in slurm['extras']
+    monkeypatch.setenv('HPCML_REFERENCE_NOISE_PCT', '8')
+    for path, system in (('config/local.py', 'local'),
+                         ('config/slurm.py', 'slurm')):
+        forget_config_modules()
+        site = load(path, system)
+        assert all(p['extras']['reference_noise_pct'] == '8'
+                   for p in site.get('systems/0/partitions'))
+
+
 def test_juwels_storage_is_its_gpfs_scratch(monkeypatch):
     site = load('config/systems/juwels_booster.py', 'juwels-booster')
     booster, = site.get('systems/0/partitions')
