@@ -72,12 +72,6 @@ class BERTLargeTraining(MLLogTraining):
     tokenizer = variable(str, type(None), value=None)
 
     def finalize_settings(self):
-        if self.model not in MODELS:
-            raise BadInputError(f'unknown BERT model {self.model!r}: use '
-                                f'-S model= one of {", ".join(MODELS)}')
-        if self.optimizer not in ('lamb', 'adamw'):
-            raise BadInputError(f'unknown optimizer {self.optimizer!r}: use '
-                                f'-S optimizer=lamb or adamw')
         site = self.current_partition.extras.get('bert_data', {})
         if self.data is None:
             self.data = site.get('data', 'synthetic')
@@ -150,4 +144,5 @@ WORKLOAD = Workload(
     optimizer='lamb',
     data="synthetic token batches (or a site's text and tokenizer)",
     names_note='BERT-Large is the model MLPerf Training trains',
-    packages=('transformers', 'mlperf-logging'))
+    packages=('transformers', 'mlperf-logging'),
+    precisions=precisions.PROGRAM)

@@ -86,4 +86,4 @@ WORKLOAD = Workload(
     headline=Headline('samples_per_second'), model_info=build_model_info,
     optimizer='sgd_momentum',
     data="synthetic cubes (or a site's NumPy samples)",
-    packages=('mlperf-logging',))
+    packages=('mlperf-logging',), precisions=precisions.PROGRAM)

@@ -15,7 +15,7 @@ import tempfile
 
 from reframe.core.builtins import parameter, performance_function, variable
 
-from hpctestlib_ml import flops, model_info, paths, prepare
+from hpctestlib_ml import flops, model_info, paths, precisions, prepare
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.constants import GPU_FEATURE
@@ -99,7 +99,7 @@ class GPT2FineTuneTraining(MLTrainingTest):
     #:
     #: :type: :class:`float`
     #: :default: ``3.0``
-    epochs = variable(float, value=3.0)
+    epochs = variable(str, float, value=3.0)
 
     def fixed_work(self):
         return (f'the benchmark fine-tunes {self.epochs:g} epochs of '
@@ -219,4 +219,5 @@ WORKLOAD = Workload(
     parser=parser, headline=Headline('samples_per_second'),
     model_info=build_model_info, optimizer='adamw',
     prepare=prepare.prepare_gpt2_finetune,
-    packages=('transformers', 'accelerate', 'datasets'))
+    packages=('transformers', 'accelerate', 'datasets'),
+    precisions=precisions.PROGRAM)

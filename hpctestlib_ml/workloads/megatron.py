@@ -76,7 +76,8 @@ import math
 from reframe.core.builtins import (parameter, performance_function,
                                    run_after, run_before, variable)
 
-from hpctestlib_ml import caraml, flops, memory_estimate, model_info
+from hpctestlib_ml import (caraml, flops, memory_estimate, model_info,
+                           precisions)
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError, positive_int
 from hpctestlib_ml.plugins.placement import partition_facts
@@ -450,7 +451,7 @@ class MegatronGPTTraining(MLTrainingTest):
     #:
     #: :type: :class:`bool`
     #: :default: :obj:`False`
-    untie_embeddings = variable(bool, value=False)
+    untie_embeddings = variable(str, bool, value=False)
 
     #: Megatron indexed dataset (path prefix); default: the partition's
     #: ``extras['megatron_data']['data_path']``; none: mock data.
@@ -675,4 +676,4 @@ WORKLOAD = Workload(
     data="Megatron's mock data (or a site's indexed dataset)",
     names_note='gpt_pretrain runs Megatron-LM\'s pretrain_gpt.py, or '
                'Megatron-Core where no checkout is configured',
-    packages=('megatron-core',))
+    packages=('megatron-core',), precisions=precisions.PROGRAM)
