@@ -11,7 +11,7 @@ import re
 import pytest
 
 from conftest import BIN, REPO
-from hpctestlib_ml import settings, workloads
+from hpctestlib_ml import workloads
 
 #: One case of each check: its file and -n pattern (1 rank, per task).
 ONE = {name: (f'checks/{file}.py', f'^{name}%scale=1_proc%'
@@ -127,6 +127,7 @@ def test_gpu_sizes_on_a_cpu_partition_are_skipped_with_the_reason(
 # The declarations
 
 def test_convert_names_what_is_allowed_and_the_fix():
+    from hpctestlib_ml import settings
     declared = settings.variable('threads_per_rank', 'cosmoflow')
     assert settings.convert(declared, ' 4 ', 'fix -S x') == 4
     assert settings.convert(declared, None, 'fix -S x') is None
@@ -148,6 +149,7 @@ def test_every_variable_of_every_check_is_declared_or_recorded():
     '''One declaration each: every variable of the suite's checks (beyond
     ReFrame's own) is a declared setting or a value the suite records,
     and each declaration's default is the variable's.'''
+    from hpctestlib_ml import settings
     import reframe.core.pipeline as pipeline
     reframe_own = set(pipeline.RegressionTest.var_space)
     declared = set()
@@ -221,6 +223,7 @@ def test_declared_precisions_of_upstream_programs():
 
 
 def test_rows_for_the_settings_page():
+    from hpctestlib_ml import settings
     rows = list(settings.rows())
     kinds = {row[0] for row in rows}
     assert kinds == {settings.VARIABLE, settings.ENVIRONMENT,
