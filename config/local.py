@@ -19,9 +19,9 @@ import sys
 
 from hpctestlib_ml import cpu_peak, peaks, tensorflow_build
 from hpctestlib_ml.paths import CACHE_DIR
-from hpctestlib_ml.siteconfig import (container_environment, local_general,
-                                      make_site_configuration, system_dirs,
-                                      with_apptainer)
+from hpctestlib_ml.siteconfig import (container_environment, env,
+                                      local_general, make_site_configuration,
+                                      system_dirs, with_apptainer)
 
 #: The product name in ``amd-smi static --asic`` (``MARKET_NAME: AMD
 #: Instinct MI300X``) and ``rocm-smi --showproductname`` (``GPU[0] : Card
@@ -119,8 +119,8 @@ _cpu_partition = {
 
 #: Where the Storage component reads and writes: the stage directory
 #: unless HPCML_STORAGE_DIR names another.
-_storage = ({'storage_dir': os.environ['HPCML_STORAGE_DIR']}
-            if os.environ.get('HPCML_STORAGE_DIR') else {})
+_storage = ({'storage_dir': env('HPCML_STORAGE_DIR')}
+            if env('HPCML_STORAGE_DIR') else {})
 _cpu_partition['extras'].update(_storage)
 
 _partitions = [_cpu_partition]

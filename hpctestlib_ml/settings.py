@@ -19,6 +19,7 @@ given, what is allowed (the closest name, for a typo) and where to fix
 it. :func:`rows` yields the declarations for the documentation's page of
 settings. This module imports no ReFrame.
 """
+import copy
 import dataclasses
 import difflib
 import os
@@ -60,8 +61,8 @@ class Setting:
     #: space-separated words), ``path``, ``dict`` or ``assignments``
     #: (shell words ``NAME=value``).
     type: str
-    #: Its value where unset (None: unset means the reader's own default,
-    #: said in :attr:`doc`).
+    #: Its value where unset; None where unset means something the reader
+    #: decides (said in :attr:`doc`: ``default: ...``).
     default: object
     #: One line.
     doc: str
@@ -182,12 +183,35 @@ _CONVERT = {'int': _as_int, 'float': _as_float, 'bool': _as_bool,
             'dict': _as_dict, 'assignments': _as_assignments}
 
 
-def closest(name, names):
-    '''`` (did you mean X?)`` for the name in *names* closest to *name*,
-    or ''.'''
-    found = difflib.get_close_matches(str(name), [str(n) for n in names],
-                                      n=1, cutoff=0.6)
-    return f' (did you mean {found[0]}?)' if found else ''
+def _edits(a, b):
+    '''Levenshtein distance: the fewest characters inserted, deleted or
+    replaced that make *a* into *b*.'''
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1,
+                                           previous + (x != y))
+    return row[-1]
+
+
+def closest(name, names, prefix=''):
+    '''`` (did you mean X?)`` for the names in *names* closest to *name*
+    (difflib's close matches, the fewest edits away: ``X or Y`` where
+    they tie), or ''. *prefix*, which all share, is not compared.'''
+    name, names = str(name), [str(n) for n in names]
+    strip = (lambda n: n[len(prefix):] if n.startswith(prefix) else n)
+    found = difflib.get_close_matches(strip(name), [strip(n) for n in names],
+                                      n=3, cutoff=0.6)
+    if not found:
+        return ''
+    # The fewest edits away, then the longest prefix in common (a typo is
+    # more often late in a name: 1_nodes is 1_node, not 16_nodes).
+    given = strip(name)
+    key = {f: (_edits(given, f), -len(os.path.commonprefix([given, f])))
+           for f in found}
+    best = [prefix + f for f in found if key[f] == min(key.values())]
+    return f' (did you mean {" or ".join(best)}?)'
 
 
 def convert(setting, value, fix, choices=None, label=None):
@@ -432,19 +456,21 @@ LOG_LEVELS = ('critical', 'error', 'warning', 'info', 'verbose', 'debug',
 #: The ``HPCML_*`` environment variables, by name.
 ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
     **_declare(ENVIRONMENT, _SITE_DIRS, [
-        ('HPCML_VAR_DIR', 'path', 'var/ in the repository', 'where runs '
-         'write: stage, output, perflogs, results.db, reports, reframe.log',
+        ('HPCML_VAR_DIR', 'path', None, 'where runs write: stage, output, '
+         'perflogs, results.db, reports, reframe.log; default: var/ in the '
+         'repository',
          {'allowed': 'a directory'}),
-        ('HPCML_CACHE_DIR', 'path', '$HPCML_VAR_DIR/cache', 'measurements '
-         'kept between runs (the CPU peak)', {'allowed': 'a directory'}),
-        ('HPCML_PREPARED_DIR', 'path', '$HPCML_VAR_DIR/prepared', 'what '
-         'hpcml prepare fetched', {'allowed': 'a directory'}),
-        ('HPCML_REFERENCES_DIR', 'path', 'config/references', 'the '
-         'per-workload reference files the checks read',
+        ('HPCML_CACHE_DIR', 'path', None, 'measurements kept between runs '
+         '(the CPU peak); default: $HPCML_VAR_DIR/cache',
+         {'allowed': 'a directory'}),
+        ('HPCML_PREPARED_DIR', 'path', None, 'what hpcml prepare fetched; '
+         'default: $HPCML_VAR_DIR/prepared', {'allowed': 'a directory'}),
+        ('HPCML_REFERENCES_DIR', 'path', None, 'the per-workload reference '
+         'files the checks read; default: config/references',
          {'allowed': 'an existing directory'}),
     ]),
-    **_declare(ENVIRONMENT, 'hpctestlib_ml/siteconfig.py (every '
-               'configuration)', [
+    **_declare(ENVIRONMENT, 'hpctestlib_ml/siteconfig.py, for every '
+               'configuration', [
         ('HPCML_LOG_LEVEL', 'str', 'info', "level of ReFrame's reframe.log",
          {'choices': LOG_LEVELS}),
         ('HPCML_POLL_RATE_MIN', 'float', 4.0, 'job polls per second at '
@@ -492,13 +518,15 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
         ('HPCML_ENV', 'assignments', [], 'variables every job exports, '
          "e.g. 'NCCL_SOCKET_IFNAME=ib0 GLOO_SOCKET_IFNAME=ib0'",
          {'allowed': 'shell words NAME=value'}),
-        ('HPCML_VENV', 'path', 'the one running ReFrame', 'virtual '
-         'environment to activate in jobs', {'allowed': 'a directory'}),
+        ('HPCML_VENV', 'path', None, 'virtual environment to activate in '
+         'jobs; default: the one running ReFrame',
+         {'allowed': 'a directory'}),
         ('HPCML_CPU_PEAK_FLOPS', 'float', None, "a node's fp32 peak FLOP/s, "
          "for MFU on CPUs", {'minimum': 0, 'exclusive': True}),
-        ('HPCML_CONTAINER_DIR', 'path', 'containers/', 'directory of the '
-         'built images (<framework>.sif); enables the *Container checks; '
-         'config/systems/*.py read it too', {'allowed': 'a directory'}),
+        ('HPCML_CONTAINER_DIR', 'path', None, 'directory of the built '
+         'images (<framework>.sif), which enables the *Container checks; '
+         'default: containers/; config/systems/*.py read it too',
+         {'allowed': 'a directory'}),
         ('HPCML_APPTAINER_MODULES', 'list', [], 'modules that provide '
          'apptainer in jobs', {'allowed': 'module names'}),
     ]),
@@ -636,7 +664,7 @@ def env(name, environ=None):
     environ = os.environ if environ is None else environ
     raw = environ.get(name)
     if raw is None or not raw.strip():
-        return setting.default
+        return copy.copy(setting.default)
     return convert(setting, raw, env_fix(name))
 
 
@@ -646,7 +674,8 @@ def unknown_environment(environ=None):
     ('' where none is close).'''
     environ = os.environ if environ is None else environ
     known = ENVIRONMENT_VARIABLES
-    return [(name, closest(name, known)) for name in sorted(environ)
+    return [(name, closest(name, known, 'HPCML_'))
+            for name in sorted(environ)
             if name.startswith('HPCML_') and name not in known]
 
 

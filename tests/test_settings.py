@@ -235,3 +235,161 @@ def test_rows_for_the_settings_page():
     for kind, name, type_, default, allowed, reader, doc in rows:
         assert doc and reader and allowed, name
         assert '\n' not in doc, name
+
+
+# Site settings: HPCML_* variables and partition extras, as the
+# configuration loads
+
+#: config/slurm.py as the review ran it (SL): a GPU partition of 4 A100s.
+SLURM_ENV = {'HPCML_GPUS_PER_NODE': '4', 'HPCML_CPUS_PER_NODE': '64',
+             'HPCML_GPU_MODEL': 'A100'}
+
+ANSI = re.compile(r'\x1b\[[0-9;]*m')
+
+
+def config_error(proc):
+    '''The one line ReFrame printed for a configuration that did not load.'''
+    text = ANSI.sub('', proc.stdout + proc.stderr)
+    assert 'Traceback' not in text, text[-3000:]
+    lines = [line for line in text.splitlines() if 'ERROR' in line]
+    assert len(lines) == 1, text[-3000:]
+    prefix = 'ERROR: failed to load configuration: '
+    assert lines[0].startswith(prefix), lines
+    return lines[0][len(prefix):]
+
+
+def slurm_dry_run(run_reframe, config='config/slurm.py', **env):
+    return run_reframe(
+        BIN / 'reframe', '-C', REPO / config, '-c',
+        REPO / 'checks/cosmoflow.py', '-n',
+        '^CosmoFlow%scale=1_node%launch_mode=per_task', '--dry-run',
+        env={**SLURM_ENV, **env})[0]
+
+
+@pytest.mark.parametrize('env, message', [
+    # Row 25: a 30-line traceback.
+    ({'HPCML_GPUS_PER_NODE': 'abc'}, "HPCML_GPUS_PER_NODE must be an integer "
+     ">= 0, got 'abc': fix the environment variable HPCML_GPUS_PER_NODE "
+     "(read by config/slurm.py)"),
+    # Row 27: 0 cases, rc 0, nothing said.
+    ({'HPCML_GPUS_PER_NODE': '-4'}, "HPCML_GPUS_PER_NODE must be an integer "
+     ">= 0, got '-4'"),
+    # Rows 30, 31: tracebacks.
+    ({'HPCML_ENV': 'NCCL_SOCKET_IFNAME'}, "HPCML_ENV must be shell words "
+     "NAME=value, got 'NCCL_SOCKET_IFNAME' ('NCCL_SOCKET_IFNAME' is not "
+     "NAME=value): fix the environment variable HPCML_ENV"),
+    ({'HPCML_ENV': 'NCCL_SOCKET_IFNAME="ib0'}, "(not shell words (No "
+     "closing quotation))"),
+    # Row 32: 0 cases, the unknown scale not named.
+    ({'HPCML_SCALES': '1_nodes'}, "HPCML_SCALES must be a comma-separated "
+     "list of 1_proc, 2_procs, 1_node, 2_nodes, 4_nodes, 8_nodes, 16_nodes, "
+     "got '1_nodes' (did you mean 1_node?)"),
+    # Row 34: 0 cases, nothing said.
+    ({'HPCML_MAX_NODES': '0'}, "HPCML_MAX_NODES must be an integer >= 1, "
+     "got '0'"),
+    # Scales that are known but that the partition cannot run.
+    ({'HPCML_SCALES': '4_nodes,8_nodes'}, "partition slurm:default can run "
+     "no test case: its extras['scales'] (4_nodes, 8_nodes) misfit: "
+     "4_nodes: 4 nodes requested but partition slurm:default allows 2"),
+    ({'HPCML_GPU_PER_NODE': '4'}, 'HPCML_GPU_PER_NODE is set, but the suite '
+     'reads no such variable (did you mean HPCML_GPUS_PER_NODE?)'),
+    ({'HPCML_CPU_PEAK_FLOPS': 'fast'}, 'HPCML_CPU_PEAK_FLOPS must be a '
+     "number > 0, got 'fast'"),
+    ({'HPCML_LOG_LEVEL': 'loud'}, 'HPCML_LOG_LEVEL must be one of critical, '
+     'error, warning, info, verbose, debug, debug2, undefined'),
+    # Row 36 (clear before, stays clear).
+    ({'HPCML_SCHEDULER': 'slurmm'}, "HPCML_SCHEDULER must be one of slurm, "
+     "squeue, got 'slurmm' (did you mean slurm?)"),
+])
+def test_bad_site_variable_stops_the_config_in_one_line(run_reframe, env,
+                                                        message):
+    proc = slurm_dry_run(run_reframe, **env)
+    assert proc.returncode == 1
+    assert message in config_error(proc)
+
+
+def test_gpu_partition_without_cpus_or_sinfo_in_one_line(run_reframe):
+    '''Row 26: a traceback ending in the right message.'''
+    import os
+    path = ':'.join(p for p in os.environ['PATH'].split(':')
+                    if not os.path.exists(os.path.join(p, 'sinfo')))
+    proc = slurm_dry_run(run_reframe, HPCML_CPUS_PER_NODE='', PATH=path)
+    assert proc.returncode == 1
+    assert config_error(proc).startswith(
+        'CPUs per node of the GPU partition (default) unknown (sinfo is not '
+        'on PATH): set HPCML_CPUS_PER_NODE')
+
+
+def test_hpcml_suite_names_the_unknown_scale(run_reframe):
+    '''Row 33: hpcml suite gave a checklist of where 0 cases may come
+    from.'''
+    proc, _ = run_reframe(BIN / 'hpcml', 'suite', '-C', REPO /
+                          'config/slurm.py', '--dry-run', '-n', '^CosmoFlow',
+                          env={**SLURM_ENV, 'HPCML_SCALES': '1_nodes'})
+    assert proc.returncode == 1
+    assert "got '1_nodes' (did you mean 1_node?)" in config_error(proc)
+
+
+def local_config_with(tmp_path, old, new):
+    '''A copy of config/local.py with *old* replaced by *new*.'''
+    text = (REPO / 'config/local.py').read_text()
+    assert old in text
+    path = tmp_path / 'site.py'
+    path.write_text(text.replace(old, new))
+    return path
+
+
+@pytest.mark.parametrize('new, message', [
+    # Row 37: 3 cases listed, not the 1 asked for.
+    ("'scale': ['2_procs']", "extras key 'scale' of partition local:cpu is "
+     "not one the suite reads (did you mean scales?): fix it in "),
+    ("'scales': ['2_proc']", "extras['scales'] of partition local:cpu must "
+     "be a comma-separated list of 1_proc, 2_procs, 1_node, 2_nodes, "
+     "4_nodes, 8_nodes, 16_nodes, got ['2_proc'] (did you mean 2_procs?)"),
+    ("'scales': ['4_nodes']", "partition local:cpu can run no test case: "
+     "its extras['scales'] (4_nodes) misfit: 4_nodes: 4 nodes requested but "
+     "partition local:cpu allows 1"),
+])
+def test_bad_partition_extras_stop_the_config_in_one_line(run_reframe,
+                                                          tmp_path, new,
+                                                          message):
+    config = local_config_with(tmp_path, "'scales': ['1_proc', '2_procs']",
+                               new)
+    proc, _ = run_reframe(BIN / 'reframe', '-C', config, '-c',
+                          REPO / 'checks/cosmoflow.py', '-l')
+    assert proc.returncode == 1
+    assert message in config_error(proc)
+    assert f'fix it in {config}' in config_error(proc)
+
+
+@pytest.mark.parametrize('env', [
+    {'HPCML_RENDEZVOUS_ADDRESS': '{hostname}-ib'},
+    {'HPCML_SCALES': '1_node', 'HPCML_MAX_NODES': '4'},
+    {'HPCML_GPUS_PER_NODE': '0', 'HPCML_CPUS_PER_NODE': ''},
+])
+def test_good_site_settings_still_load(run_reframe, env):
+    proc = slurm_dry_run(run_reframe, **env)
+    assert proc.returncode == 0, ANSI.sub('', proc.stdout)[-2000:]
+
+
+def code_files():
+    for folder in ('hpctestlib_ml', 'config', 'checks', 'src', 'tests',
+                   'bench'):
+        for path in (REPO / folder).rglob('*'):
+            if path.suffix in ('.py', '.sh') and path.is_file():
+                yield path
+
+
+def test_every_hpcml_variable_and_extras_key_in_the_code_is_declared():
+    '''One declaration each: an HPCML_* name or an extras key the code
+    reads without a declaration would be refused as unknown.'''
+    from hpctestlib_ml import settings
+    names, keys = set(), set()
+    for path in code_files():
+        text = path.read_text(errors='replace')
+        names |= set(re.findall(r'\bHPCML_[A-Z0-9_]*[A-Z0-9]\b', text))
+        if path.suffix == '.py' and 'tests' not in path.parts:
+            keys |= set(re.findall(r"extras(?:\.get\(|\[)'(\w+)'", text))
+    names -= {'HPCML_FOO', 'HPCML_GPU_PER_NODE'}   # this file's typos
+    assert names - set(settings.ENVIRONMENT_VARIABLES) == set()
+    assert keys - set(settings.EXTRAS_KEYS) == set()
