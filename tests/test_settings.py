@@ -393,3 +393,157 @@ def test_every_hpcml_variable_and_extras_key_in_the_code_is_declared():
     names -= {'HPCML_FOO', 'HPCML_GPU_PER_NODE'}   # this file's typos
     assert names - set(settings.ENVIRONMENT_VARIABLES) == set()
     assert keys - set(settings.EXTRAS_KEYS) == set()
+
+
+# hpcml suite: ReFrame's warnings that hide a mistake are errors
+
+def suite(run_reframe, *args, env=None):
+    proc, var = run_reframe(BIN / 'hpcml', 'suite', *args, env=env)
+    return proc, var
+
+
+def suite_error(proc):
+    '''The lines hpcml suite said of what is wrong (no traceback).'''
+    text = ANSI.sub('', proc.stdout + proc.stderr)
+    assert 'Traceback' not in text, text[-3000:]
+    return [line for line in text.splitlines()
+            if line.startswith('hpcml suite: ')]
+
+
+COSMOFLOW = ['-c', REPO / 'checks/cosmoflow.py', '-n',
+             '^CosmoFlow%scale=1_proc%launch_mode=per_task$']
+MEGATRON = ['-c', REPO / 'checks/megatron.py', '-n',
+            '^MegatronGPT%scale=1_proc%launch_mode=per_task%model_size=tiny$']
+
+
+@pytest.mark.parametrize('args, message', [
+    # Row 11: ReFrame's bare "invalid mode: 'huge'".
+    ([*COSMOFLOW, '--mode', 'huge', '-l'], "--mode huge: no such mode: use "
+     "one of smoke, short, benchmark (the modes of the site configuration)"),
+    ([*COSMOFLOW, '--mode=smok', '-l'], "--mode smok: no such mode (did you "
+     "mean smoke?)"),
+    # Row 13: a warning, then model_size=tiny ran and passed.
+    ([*MEGATRON, '-S', 'model_size=7B', '-l'], "-S model_size: model_size is "
+     "a parameter of MegatronGPT, not a variable: select its value with -n "
+     "'MegatronGPT%model_size=7B'"),
+    # Row 18: a warning, then the default ran and passed.
+    ([*COSMOFLOW, '-S', 'batchsize=4', '-l'], '-S batchsize: no variable '
+     'batchsize in any selected test (did you mean batch_size?)'),
+    ([*COSMOFLOW, '-S', 'CosmoFlow.batchsize=4', '-l'], '-S '
+     'CosmoFlow.batchsize: no variable batchsize in CosmoFlow (did you mean '
+     'batch_size?)'),
+    ([*COSMOFLOW, '-S', 'global_batch_size=64', '-l'], '-S global_batch_size: '
+     'no variable global_batch_size in any selected test (a variable of the '
+     'megatron checks, none selected)'),
+    ([*COSMOFLOW, '-S', 'device=cuda', '-l'], '-S device: device is set by '
+     'the suite itself (logged with every result), not a setting'),
+    # Row 86: "check path ... does not exist", then Ran 0/0 and exit 0.
+    (['-c', 'checks', '-n', 'CosmoFlow', '-l'], 'check path {cwd}/checks '
+     "does not exist: fix -c (the suite's checks: {repo}/checks)"),
+])
+def test_suite_refuses_what_reframe_only_warns_of(run_reframe, tmp_path,
+                                                  args, message):
+    proc, var = suite(run_reframe, *args)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    said, = suite_error(proc)
+    assert said.startswith('hpcml suite: ' + message.format(
+        cwd=tmp_path, repo=REPO)), said
+    assert not (var / 'stage').exists() or not list(
+        (var / 'stage').rglob('rfm_job.sh'))
+
+
+def broken_references(tmp_path):
+    '''A copy of config/references whose cosmoflow.yaml does not parse.'''
+    import shutil
+    refs = tmp_path / 'refs'
+    shutil.copytree(REPO / 'config/references', refs)
+    (refs / 'cosmoflow.yaml').write_text('CosmoFlow:\n  $index: [unclosed\n')
+    return refs
+
+
+def test_suite_refuses_a_test_that_does_not_load(run_reframe, tmp_path):
+    '''Row 76: a broken references file dropped CosmoFlow with warnings,
+    the other workload ran, and the session exited 0.'''
+    refs = broken_references(tmp_path)
+    proc, _ = suite(run_reframe, '-c', REPO / 'checks/cosmoflow.py', '-c',
+                    REPO / 'checks/alphafold2.py', '-n',
+                    '^(CosmoFlow|AlphaFold2)%scale=1_proc%'
+                    'launch_mode=per_task$', '--dry-run',
+                    env={'HPCML_REFERENCES_DIR': str(refs)})
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    said = suite_error(proc)
+    assert said[0].startswith(
+        'hpcml suite: test CosmoFlow did not load: parser error: while '
+        f'parsing a flow sequence in "{refs}/cosmoflow.yaml", line 2')
+    assert said[0].endswith(': fix it, or leave it out with -x CosmoFlow')
+    assert 'Ran ' not in proc.stdout      # nothing ran
+
+
+def test_suite_refuses_a_test_file_that_does_not_load(run_reframe,
+                                                      tmp_path):
+    checks = tmp_path / 'checks'
+    checks.mkdir()
+    (checks / 'broken.py').write_text(
+        'import reframe as rfm\nimport hpcml_no_such_module\n')
+    proc, _ = suite(run_reframe, '-c', checks, '-l')
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert suite_error(proc) == [
+        "hpcml suite: test file checks/broken.py did not load: module not "
+        "found error: No module named 'hpcml_no_such_module' "
+        f"({checks}/broken.py:2): fix it, or leave it out of -c"]
+
+
+@pytest.mark.parametrize('args', [
+    [*COSMOFLOW, '-S', 'batch_size=4', '-l'],
+    [*COSMOFLOW, '-S', 'MegatronGPT.global_batch_size=16', '-l'],
+    [*MEGATRON, '-S', 'global_batch_size=8', '-S', 'time_limit=5m', '-l'],
+    [*COSMOFLOW, '--mode', 'smoke', '-l'],
+])
+def test_suite_takes_what_sets_a_variable(run_reframe, args):
+    proc, _ = suite(run_reframe, *args)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    assert suite_error(proc) == []
+
+
+def test_plain_reframe_keeps_its_warnings(run_reframe):
+    proc, _ = run_reframe(BIN / 'reframe', '-C', REPO / 'config/local.py',
+                          *COSMOFLOW, '-S', 'batchsize=4', '-l')
+    assert proc.returncode == 0
+    assert ("WARNING: test 'CosmoFlow': the following variables were not "
+            "set: 'batchsize'") in ANSI.sub('', proc.stdout + proc.stderr)
+
+
+def test_suite_help_is_not_a_failed_run(run_reframe):
+    '''Row 24: reframe's help, then "no test case was selected" and exit
+    2.'''
+    proc, _ = suite(run_reframe, '--help')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith('usage: hpcml suite [REFRAME OPTION...]')
+    assert 'a -S name\nthat sets no variable' in proc.stdout or \
+        'a -S name that sets no variable' in ' '.join(proc.stdout.split())
+    assert '--performance-report' in proc.stdout and '--mode' in proc.stdout
+    assert 'no test case was selected' not in proc.stderr
+
+
+@pytest.mark.integration
+def test_suite_fails_when_the_results_database_is_damaged(run_reframe,
+                                                          tmp_path):
+    '''Row 61: a corrupt results.db was a warning without its path or a
+    fix, and the session exited 0. The perflog line is written, and the
+    database left as it was.'''
+    var = tmp_path / 'var'
+    var.mkdir()
+    garbage = bytes(range(256)) * 32
+    (var / 'results.db').write_bytes(garbage)
+    proc, _ = suite(run_reframe, *COSMOFLOW)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    db = var / 'results.db'
+    assert suite_error(proc) == [
+        f'hpcml suite: the results of this session could not be stored in '
+        f'{db} (file is not a database); they are in the perflogs and the '
+        f'run report; it is damaged: move it aside (mv {db} {db}.broken) '
+        f'and the next session starts a new one']
+    assert 'Ran 1/1 test case(s)' in proc.stdout
+    perflog = var / 'perflogs' / 'local' / 'cpu' / 'CosmoFlow.log'
+    assert len(perflog.read_text().splitlines()) == 2    # header, one run
+    assert db.read_bytes() == garbage

@@ -1,6 +1,11 @@
 """``hpcml suite``: run the suite with reframe (the local config, the
 suite's checks, ``-r`` and a performance report unless the options say
-otherwise); exit status 2 when no test case was selected."""
+otherwise); exit status 2 when no test case was selected.
+
+ReFrame runs with the warnings that hide a mistake made errors
+(:mod:`hpctestlib_ml.strict_reframe`): a check path that does not exist,
+a test that fails to load, a ``-S`` name that sets nothing, an unknown
+``--mode``, results the database could not store."""
 import json
 import os
 import subprocess
@@ -12,6 +17,19 @@ from hpctestlib_ml.paths import CHECKS_DIR, CONFIG_DIR, REPORTS_DIR
 #: The command's line in ``hpcml --help``.
 HELP = ('run the suite with reframe (options are passed on); fails when no '
         'test case was selected')
+
+
+#: What ``hpcml suite --help`` says before reframe's help.
+HELP_HEADER = f'''usage: hpcml suite [REFRAME OPTION...]
+
+Runs reframe with the suite's defaults (-C {CONFIG_DIR / 'local.py'},
+-c {CHECKS_DIR}, -r, --performance-report) unless the options name
+their own, and fails (exit status 1) where plain reframe only warns: a
+check path that does not exist, a test that fails to load, a -S name
+that sets no variable of the selected tests, an unknown --mode, results
+the results database could not store. Exit status 2: no test case was
+selected. reframe's options follow.
+'''
 
 
 def add_arguments(parser):
@@ -27,7 +45,7 @@ def _has_option(argv, *names):
 def suite_command(argv, report_file):
     '''The reframe command line of ``hpcml suite``: the local config, the
     suite's checks and ``-r`` unless *argv* says otherwise.'''
-    command = [os.path.join(os.path.dirname(sys.executable), 'reframe')]
+    command = [sys.executable, '-m', 'hpctestlib_ml.strict_reframe']
     if not _has_option(argv, '-C', '--config-file'):
         command += ['-C', str(CONFIG_DIR / 'local.py')]
     if not _has_option(argv, '-c', '--checkpath'):
@@ -46,6 +64,11 @@ def run(args):
     report_file = os.path.join(
         REPORTS_DIR, f'suite-{time.strftime("%Y%m%dT%H%M%S")}-'
                      f'{os.getpid()}.json')
+    if _has_option(args.reframe_args, '-h', '--help'):
+        print(HELP_HEADER)
+        sys.stdout.flush()
+        return subprocess.call(suite_command(args.reframe_args,
+                                             report_file)[:3] + ['--help'])
     command = suite_command(args.reframe_args, report_file)
     status = subprocess.call(command)
     if status != 0 or not _has_option(command, '-r', '--run', '--dry-run'):
