@@ -19,8 +19,7 @@ from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
                                      FRAMEWORKS, LAUNCH_MODES, SCALES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
-from hpctestlib_ml.paths import (CONTAINERS_DIR, REPO_ROOT, REPORTS_DIR,
-                                 VAR_DIR)
+from hpctestlib_ml.paths import CONTAINERS_DIR, REPO_ROOT, VAR_DIR, user_path
 
 
 class SiteConfigError(ConfigError, ValueError):
@@ -136,6 +135,18 @@ def system_dirs():
     return {'prefix': VAR_DIR, **sessions.session_dirs(VAR_DIR)}
 
 
+def results_dir(in_session=None, argv=None, environ=None):
+    '''Where a session's results go, together: its perflogs (under
+    ReFrame's prefix), ``results.db``, the run reports and
+    ``reframe.log``. That is ReFrame's ``--prefix`` (or ``RFM_PREFIX``)
+    where the session is given one, else VAR_DIR; ``hpcml report --prefix
+    DIR`` reads them there.'''
+    in_session = (sessions.in_reframe_session() if in_session is None
+                  else in_session)
+    prefix = sessions.prefix_asked(argv, environ) if in_session else None
+    return user_path(prefix) if prefix else VAR_DIR
+
+
 def log_level():
     '''Level of ReFrame's own log file (``reframe.log``): ``info`` unless
     ``HPCML_LOG_LEVEL`` says otherwise (``debug`` to follow ReFrame's every
@@ -147,14 +158,16 @@ def log_level():
     return env('HPCML_LOG_LEVEL')
 
 
-def logging_config():
+def logging_config(results=VAR_DIR):
+    '''ReFrame's logging: ``reframe.log`` in *results*
+    (:func:`results_dir`), and the perflogs under ReFrame's prefix.'''
     level = log_level()
     return [{
         'level': level,
         'handlers': [
             {'type': 'stream', 'name': 'stdout', 'level': 'info',
              'format': '%(message)s'},
-            {'type': 'file', 'name': os.path.join(VAR_DIR, 'reframe.log'),
+            {'type': 'file', 'name': os.path.join(results, 'reframe.log'),
              'level': level, 'append': True,
              'format': '[%(asctime)s] %(levelname)s: %(check_info)s: '
                        '%(message)s'},
@@ -224,15 +237,17 @@ def make_site_configuration(systems, environments, general=None):
     (:mod:`hpctestlib_ml.var_full`). The ``HPCML_*`` variables set and
     every partition are checked first (:func:`check_site`).'''
     check_site(systems, _caller_file())
+    results = results_dir()
     os.makedirs(VAR_DIR, exist_ok=True)
+    os.makedirs(results, exist_ok=True)
     var_full.install(VAR_DIR)
     return {
         'systems': systems,
         'environments': environments,
-        'logging': logging_config(),
+        'logging': logging_config(results),
         'modes': modes(),
         'general': [{
-            'report_file': os.path.join(REPORTS_DIR,
+            'report_file': os.path.join(results, 'reports',
                                         'run-report-{sessionid}.json'),
             'topology_prefix': os.path.join(VAR_DIR, 'topology'),
             'check_search_recursive': True,
@@ -243,7 +258,7 @@ def make_site_configuration(systems, environments, general=None):
         }],
         'storage': [{
             'enable': True,
-            'sqlite_db_file': os.path.join(VAR_DIR, 'results.db'),
+            'sqlite_db_file': os.path.join(results, 'results.db'),
         }],
     }
 

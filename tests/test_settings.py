@@ -547,3 +547,70 @@ def test_suite_fails_when_the_results_database_is_damaged(run_reframe,
     perflog = var / 'perflogs' / 'local' / 'cpu' / 'CosmoFlow.log'
     assert len(perflog.read_text().splitlines()) == 2    # header, one run
     assert db.read_bytes() == garbage
+
+
+# Results stay together: --prefix moves them all
+
+def test_prefix_is_where_a_sessions_results_go(monkeypatch, tmp_path):
+    from hpctestlib_ml import paths, sessions, siteconfig
+    monkeypatch.setenv('PWD', str(tmp_path))
+    monkeypatch.delenv('RFM_PREFIX', raising=False)
+    assert sessions.prefix_asked(['-r', '--prefix', 'out']) == 'out'
+    assert sessions.prefix_asked(['--prefix=/x', '-r']) == '/x'
+    assert sessions.prefix_asked(['-r'], {'RFM_PREFIX': '/y'}) == '/y'
+    assert sessions.prefix_asked(['-r'], {}) is None
+    assert siteconfig.results_dir(True, ['--prefix', 'out'], {}) == \
+        str(tmp_path / 'out')
+    assert siteconfig.results_dir(True, ['-r'], {}) == paths.VAR_DIR
+    # A tool that loads a configuration is no session of its own.
+    assert siteconfig.results_dir(False, ['--prefix', 'out'], {}) == \
+        paths.VAR_DIR
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize('command', ['reframe', 'suite'])
+def test_prefix_moves_perflogs_db_reports_and_log_together(
+        run_reframe, tmp_path, command):
+    '''Row 84: --prefix moved the perflogs only; results.db, the run
+    reports and reframe.log stayed in the var directory, and hpcml report
+    said "no perflogs" there.'''
+    if command == 'reframe':
+        out = tmp_path / 'out'
+        proc, var = run_reframe(BIN / 'reframe', '-C', REPO /
+                                'config/local.py', *COSMOFLOW, '-r',
+                                '--prefix', out)
+    else:
+        # hpcml suite takes a --prefix relative to where it runs.
+        out = tmp_path / 'nightly'
+        proc, var = run_reframe(BIN / 'hpcml', 'suite', *COSMOFLOW,
+                                '--prefix', 'nightly')
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    assert (out / 'perflogs' / 'local' / 'cpu' / 'CosmoFlow.log').is_file()
+    assert (out / 'results.db').stat().st_size > 0
+    assert (out / 'reframe.log').stat().st_size > 0
+    assert list((out / 'reports').glob('*.json'))
+    for name in ('perflogs', 'results.db', 'reframe.log', 'reports'):
+        assert not (var / name).exists(), name
+    report = run_reframe(BIN / 'hpcml', 'report', '--prefix', out)[0]
+    assert report.returncode == 0, report.stderr
+    assert '1 runs selected of 1 read' in report.stdout
+    report = run_reframe(BIN / 'hpcml', 'report')[0]
+    assert report.returncode == 2
+    assert report.stderr.strip() == (
+        f'hpcml report: error: no perflogs at {var}/perflogs: run the suite '
+        f'first, or pass --prefix DIR (where reframe --prefix DIR wrote) or '
+        f'--perflogs DIR')
+
+
+@pytest.mark.parametrize('command', ['reframe', 'suite'])
+def test_var_dir_under_a_file_stays_one_line(run_reframe, tmp_path,
+                                             command):
+    '''Row 82 (clear, stays clear): HPCML_VAR_DIR under a regular file.'''
+    afile = tmp_path / 'afile'
+    afile.write_text('')
+    args = ([BIN / 'reframe', '-C', REPO / 'config/local.py'] if
+            command == 'reframe' else [BIN / 'hpcml', 'suite'])
+    proc, _ = run_reframe(*args, *COSMOFLOW, '-l',
+                          env={'HPCML_VAR_DIR': str(afile / 'var')})
+    assert proc.returncode == 1
+    assert f"[Errno 20] Not a directory: '{afile}/var'" in config_error(proc)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+from hpctestlib_ml import sessions
 from hpctestlib_ml.paths import CHECKS_DIR, CONFIG_DIR, REPORTS_DIR
 
 #: The command's line in ``hpcml --help``.
@@ -59,17 +60,35 @@ def suite_command(argv, report_file):
     return command + ['--report-file', report_file] + list(argv)
 
 
+def absolute_prefix(argv):
+    '''*argv* with the directory of ``--prefix`` made absolute here: the
+    site configuration, which ReFrame imports from inside its own
+    directory, puts the results database, run reports and reframe.log
+    there too (:func:`hpctestlib_ml.siteconfig.results_dir`).'''
+    argv = list(argv)
+    for i, arg in enumerate(argv):
+        if arg == '--prefix' and i + 1 < len(argv):
+            argv[i + 1] = os.path.abspath(argv[i + 1])
+        elif arg.startswith('--prefix='):
+            argv[i] = '--prefix=' + os.path.abspath(arg.split('=', 1)[1])
+    return argv
+
+
 def run(args):
     '''``hpcml suite``: run reframe; exit status 2 when nothing ran.'''
+    argv = absolute_prefix(args.reframe_args)
+    prefix = sessions.prefix_asked(argv)
+    reports = (os.path.join(os.path.abspath(prefix), 'reports') if prefix
+               else REPORTS_DIR)
     report_file = os.path.join(
-        REPORTS_DIR, f'suite-{time.strftime("%Y%m%dT%H%M%S")}-'
-                     f'{os.getpid()}.json')
-    if _has_option(args.reframe_args, '-h', '--help'):
+        reports, f'suite-{time.strftime("%Y%m%dT%H%M%S")}-'
+                 f'{os.getpid()}.json')
+    if _has_option(argv, '-h', '--help'):
         print(HELP_HEADER)
         sys.stdout.flush()
-        return subprocess.call(suite_command(args.reframe_args,
-                                             report_file)[:3] + ['--help'])
-    command = suite_command(args.reframe_args, report_file)
+        return subprocess.call(suite_command(argv, report_file)[:3] +
+                               ['--help'])
+    command = suite_command(argv, report_file)
     status = subprocess.call(command)
     if status != 0 or not _has_option(command, '-r', '--run', '--dry-run'):
         return status
