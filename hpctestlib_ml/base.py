@@ -78,12 +78,14 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
     @run_after('setup')
     def configure_job(self):
         '''The setup steps, in the order they depend on each other: the
-        user's settings checked, the layout, then the size (which the workload's settings follow), the
-        memory fit, the case key, the job's resources, the launch command
-        and environment, the container, and the figures.'''
+        user's settings checked, the layout, then the size (which the
+        workload's settings follow), the input paths, the memory fit, the
+        case key, the job's resources, the launch command and
+        environment, the container, and the figures.'''
         self.check_settings()
         self.resolve_layout()
         self.resolve_size()
+        self.check_inputs()
         self.skip_if_it_cannot_fit()
         self.reference_case = self.reference_case_key()
         self.set_job_layout()

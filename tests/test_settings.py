@@ -24,6 +24,7 @@ ONE = {name: (f'checks/{file}.py', f'^{name}%scale=1_proc%'
            ('BERTLarge', 'bert', ''),
            ('GPT2FineTune', 'gpt2_finetune', '%train_precision=fp32'),
            ('Storage', 'storage', ''),
+           ('DeepLabV3Plus', 'deeplabv3plus', ''),
        ]}
 
 
@@ -614,3 +615,133 @@ def test_var_dir_under_a_file_stays_one_line(run_reframe, tmp_path,
                           env={'HPCML_VAR_DIR': str(afile / 'var')})
     assert proc.returncode == 1
     assert f"[Errno 20] Not a directory: '{afile}/var'" in config_error(proc)
+
+
+# A missing input file: filesystem (or bad_input where the value is no
+# path), at setup where ReFrame's machine sees the path, else at the job's
+# start in the same words
+
+def megatron_checkout(tmp_path):
+    '''A directory as a Megatron-LM checkout is to the check: it holds
+    pretrain_gpt.py.'''
+    checkout = tmp_path / 'Megatron-LM'
+    checkout.mkdir()
+    (checkout / 'pretrain_gpt.py').write_text('')
+    return checkout
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize('check, options, category, message', [
+    # Row 39: found only in the job, and as software.
+    ('MegatronGPT', ['megatron_lm=/nonexistent/Megatron-LM'], 'filesystem',
+     "-S megatron_lm /nonexistent/Megatron-LM: No such file or directory: "
+     "'/nonexistent/Megatron-LM' (the directory the job reads): fix -S "
+     "megatron_lm"),
+    ('MegatronGPT', ['megatron_lm={tmp}'], 'filesystem',
+     "No such file or directory: '{tmp}/pretrain_gpt.py'"),
+    ('MegatronGPT', ['megatron_lm={checkout}',
+                     'data_path=/nonexistent/oscar_text_document'],
+     'filesystem', "-S data_path /nonexistent/oscar_text_document: No such "
+     "file or directory: '/nonexistent/oscar_text_document.bin' (the "
+     "indexed dataset (.bin and .idx) the job reads)"),
+    # Row 38 (clear, stays clear).
+    ('MegatronGPT', ['data_path=/nonexistent/oscar_text_document'],
+     'bad_input', 'an indexed dataset needs Megatron-LM itself: set -S '
+     'megatron_lm='),
+    # Row 40: blamed on software, found in the job; the typo taken as a
+    # path.
+    ('CosmoFlow', ['data=/nonexistent/cosmoUniverse'], 'filesystem',
+     "-S data /nonexistent/cosmoUniverse: No such file or directory: "
+     "'/nonexistent/cosmoUniverse' (the directory the job reads): fix -S "
+     "data"),
+    ('CosmoFlow', ['data=synthetc'], 'bad_input', "-S data 'synthetc' is "
+     "neither 'synthetic' nor an absolute path (the job runs in its stage "
+     "directory) (did you mean synthetic?): fix -S data"),
+    ('DeepLabV3Plus', ['data=deepcam/train'], 'bad_input', "-S data "
+     "'deepcam/train' is neither 'synthetic' nor an absolute path"),
+    ('BERTLarge', ['data=/nonexistent/wiki.txt', 'tokenizer={tmp}'],
+     'filesystem', "-S data /nonexistent/wiki.txt: No such file or "
+     "directory: '/nonexistent/wiki.txt' (the file the job reads)"),
+])
+def test_missing_input_fails_at_setup(run_reframe, tmp_path, check, options,
+                                      category, message):
+    checkout = megatron_checkout(tmp_path)
+    fill = {'tmp': tmp_path / 'empty', 'checkout': checkout}
+    (tmp_path / 'empty').mkdir()
+    args = [a for o in options for a in ('-S', o.format(**fill))]
+    proc = dry_run(run_reframe, check, *args)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert reason(proc).startswith(f'{category}: '), reason(proc)
+    assert message.format(**fill) in reason(proc)
+    assert 'Failing phase: setup' in proc.stdout
+    assert 'Traceback' not in proc.stdout + proc.stderr
+
+
+@pytest.mark.integration
+def test_missing_site_data_fails_at_setup_naming_the_config(run_reframe,
+                                                            tmp_path):
+    config = local_config_with(
+        tmp_path, "'scales': ['1_proc', '2_procs'],",
+        "'scales': ['1_proc', '2_procs'], 'cosmoflow_data': "
+        "'/nonexistent/cosmoUniverse',")
+    path, pattern = ONE['CosmoFlow']
+    proc, _ = run_reframe(BIN / 'reframe', '-C', config, '-c', REPO / path,
+                          '-n', pattern, '--dry-run')
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert reason(proc) == (
+        "filesystem: extras['cosmoflow_data'] /nonexistent/cosmoUniverse: "
+        "No such file or directory: '/nonexistent/cosmoUniverse' (the "
+        "directory the job reads): fix it in the site configuration, or put "
+        "the data there")
+
+
+def test_inputs_seen_from_here_are_checked_at_setup(tmp_path):
+    from hpctestlib_ml import inputs
+    present = tmp_path / 'data'
+    present.mkdir()
+    # Its parent is on a file system seen here (not node-local /tmp).
+    on_shared = str(REPO / 'no-such-data')
+    assert inputs.visible_here(on_shared, local=False)
+    assert not inputs.visible_here('/nonexistent/data', local=False)
+    assert inputs.visible_here('/nonexistent/data', local=True)
+    assert not inputs.visible_here('/tmp/node-local-copy', local=False)
+    assert not inputs.visible_here('$SCRATCH/data', local=True)
+    item = inputs.Input('-S data', on_shared, 'dir', words=('synthetic',))
+    category, why = inputs.problem(item, local=False)
+    assert category == 'filesystem' and why.startswith(
+        f"-S data {on_shared}: No such file or directory: '{on_shared}'")
+    # Not visible from here: the job's start says it.
+    assert inputs.problem(inputs.Input('-S data', '/nonexistent/x', 'dir'),
+                          local=False) is None
+    assert inputs.problem(inputs.Input('-S data', str(present), 'dir'),
+                          local=True) is None
+
+
+@pytest.mark.parametrize('program, args, missing', [
+    ('cosmoflow', ['--data', '/nonexistent/cosmoUniverse'],
+     '/nonexistent/cosmoUniverse'),
+    ('deepcam', ['--data', '/nonexistent/deepcam'], '/nonexistent/deepcam'),
+    ('bert_pretrain', ['--data', '/nonexistent/wiki.txt'],
+     '/nonexistent/wiki.txt'),
+    ('gpt_pretrain', ['--megatron-lm', '/nonexistent/Megatron-LM'],
+     '/nonexistent/Megatron-LM'),
+    ('gpt_pretrain', ['--data-path', '/nonexistent/oscar'],
+     '/nonexistent/oscar.bin'),
+])
+def test_missing_input_at_the_jobs_start_is_filesystem_too(program, args,
+                                                           missing):
+    '''Where ReFrame's machine cannot see the path (a compute node's
+    file system), the program says it at its start, in the words triage
+    files under filesystem, as the check's setup would.'''
+    import os
+    import subprocess
+    import sys
+    from hpctestlib_ml import triage
+    proc = subprocess.run(
+        [sys.executable, '-m', program, *args], capture_output=True,
+        text=True, env={**os.environ, 'PYTHONPATH': str(REPO / 'src'),
+                        'HPCML_DEVICE_KIND': 'cpu'}, timeout=300)
+    assert proc.returncode == 1
+    line = proc.stderr.strip().splitlines()[-1]
+    assert f"No such file or directory: '{missing}'" in line, proc.stderr
+    assert triage.triage(proc.stderr).category == 'filesystem'

@@ -9,8 +9,8 @@ value.
 """
 from reframe.core.pipeline import RegressionTestPlugin
 
-from hpctestlib_ml import settings
-from hpctestlib_ml.errors import BadInputError
+from hpctestlib_ml import inputs, settings
+from hpctestlib_ml.errors import BadInputError, FilesystemError
 
 
 class Settings(RegressionTestPlugin):
@@ -36,6 +36,26 @@ class Settings(RegressionTestPlugin):
             except settings.SettingError as err:
                 raise BadInputError(str(err)) from None
             setattr(self, name, value)
+
+    def check_inputs(self):
+        '''The case's input paths (:meth:`input_paths`), at setup, where
+        ReFrame's machine sees them as the job will
+        (:func:`hpctestlib_ml.inputs.visible_here`): a missing one fails
+        the case as ``filesystem``, a value that is no path as
+        ``bad_input``, naming the path and the fix.'''
+        local = self.current_partition.scheduler.registered_name == 'local'
+        for item in self.input_paths():
+            found = inputs.problem(item, local)
+            if found:
+                category, why = found
+                raise (FilesystemError if category == 'filesystem' else
+                       BadInputError)(why)
+
+    def input_paths(self):
+        '''The :class:`~hpctestlib_ml.inputs.Input` paths the case's job
+        reads (after ``finalize_settings``); a workload with inputs says
+        them.'''
+        return []
 
     def device_kind(self):
         '''``gpu`` on a partition with GPUs, else ``cpu``.'''

@@ -76,8 +76,8 @@ import math
 from reframe.core.builtins import (parameter, performance_function,
                                    run_after, run_before, variable)
 
-from hpctestlib_ml import (caraml, flops, memory_estimate, model_info,
-                           precisions)
+from hpctestlib_ml import (caraml, flops, inputs, memory_estimate,
+                           model_info, precisions)
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError, positive_int
 from hpctestlib_ml.plugins.placement import partition_facts
@@ -496,12 +496,34 @@ class MegatronGPTTraining(MLTrainingTest):
             self.model_size, self.layout.world_size, self.batch_size,
             self.tensor_parallel, self.pipeline_parallel,
             self.global_batch_size)
+        self.input_sources = {
+            'megatron_lm': ('-S megatron_lm' if self.megatron_lm else
+                            "extras['megatron_lm']"),
+            'data_path': ('-S data_path' if self.data_path else
+                          "extras['megatron_data']['data_path']")}
         self.megatron_lm, self.data = program_and_data(
             self.model_size, self.current_partition.extras,
             self.megatron_lm, self.data_path)
         self.vocab = padded_vocab(model['vocab'], self.tp)
         self.train_iters = self.steps
         self.env_vars.update(caraml.ENVIRONMENT)
+
+    def input_paths(self):
+        '''The Megatron-LM checkout (its ``pretrain_gpt.py``) and the
+        indexed dataset with its vocabulary, where set.'''
+        found = []
+        if self.megatron_lm:
+            found.append(inputs.Input(self.input_sources['megatron_lm'],
+                                      self.megatron_lm, 'dir',
+                                      holds=('pretrain_gpt.py',)))
+        if self.data.get('data_path'):
+            found.append(inputs.Input(self.input_sources['data_path'],
+                                      self.data['data_path'], 'prefix'))
+            found += [inputs.Input(f"extras['megatron_data'][{name!r}]",
+                                   self.data[name], 'file')
+                      for name in ('vocab_file', 'merge_file')
+                      if self.data.get(name)]
+        return found
 
     def memory_estimate(self):
         '''Per-device memory of the first pipeline stage, as this case

@@ -22,7 +22,7 @@ import os
 
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, model_info, precisions, settings
+from hpctestlib_ml import flops, inputs, model_info, precisions, settings
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.metrics import common_problems
@@ -106,7 +106,9 @@ class ResNet50TFTraining(MLTrainingTest):
 
     def finalize_settings(self):
         extras = self.current_partition.extras
+        self.data_source = '-S data'
         if self.data is None:
+            self.data_source = "extras['imagenet_tfrecords']"
             self.data = extras.get('imagenet_tfrecords', 'synthetic')
         if self.implementation == 'tf_cnn_benchmarks':
             directory = extras.get('tf_cnn_benchmarks')
@@ -123,6 +125,17 @@ class ResNet50TFTraining(MLTrainingTest):
                     f'fp16, or -S implementation=keras')
             self.python_path = [directory]
             self.program = 'tf_cnn_benchmarks'
+
+    def input_paths(self):
+        '''The TFRecords' directory (unless the data are synthetic) and
+        tf_cnn_benchmarks' own.'''
+        found = [] if self.data == 'synthetic' else [inputs.Input(
+            self.data_source, self.data, 'dir', words=('synthetic',))]
+        if self.implementation == 'tf_cnn_benchmarks':
+            found.append(inputs.Input("extras['tf_cnn_benchmarks']",
+                                      self.python_path[0], 'dir',
+                                      holds=('tf_cnn_benchmarks.py',)))
+        return found
 
     def program_args(self):
         if self.implementation == 'tf_cnn_benchmarks':
