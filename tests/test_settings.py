@@ -745,3 +745,28 @@ def test_missing_input_at_the_jobs_start_is_filesystem_too(program, args,
     line = proc.stderr.strip().splitlines()[-1]
     assert f"No such file or directory: '{missing}'" in line, proc.stderr
     assert triage.triage(proc.stderr).category == 'filesystem'
+
+
+def test_read_only_var_dir_stays_one_line(tmp_path):
+    '''Row 81 (clear, stays clear): the var directory on a read-only bind
+    mount (root ignores permissions, so a mount namespace makes it).'''
+    import os
+    import shutil
+    import subprocess
+    var = tmp_path / 'var'
+    var.mkdir()
+    if os.geteuid() != 0 or not shutil.which('unshare') or subprocess.run(
+            ['unshare', '-m', 'true'], capture_output=True).returncode:
+        pytest.skip('needs root and unshare -m for a read-only mount')
+    import shlex
+    script = (f'mount --bind {var} {var} && '
+              f'mount -o remount,ro,bind {var} && exec ' +
+              shlex.join(map(str, [BIN / 'hpcml', 'suite', *COSMOFLOW,
+                                   '-l'])))
+    proc = subprocess.run(['unshare', '-m', 'sh', '-c', script],
+                          env={**os.environ, 'HPCML_VAR_DIR': str(var),
+                               'HPCML_CACHE_DIR': ''},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert config_error(proc) == (f'[Errno 30] Read-only file system: '
+                                  f"'{var}/cache'")
