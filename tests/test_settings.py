@@ -57,6 +57,11 @@ def reason(proc):
     ('TorchvisionResNet50', 'precision=fp16', 'precision of '
      'torchvision_resnet50 on cpus must be one of fp32, bf16'),
     ('MMoCLIP', 'precision=amp_bf17', "(did you mean amp_bf16?)"),
+    # GPT-2's precision is its parameter: the case trained fp32 and
+    # logged fp32, whatever -S said.
+    ('GPT2FineTune', 'precision=fp16', "precision is the parameter "
+     "train_precision of GPT2FineTune: select it with -n "
+     "'GPT2FineTune%train_precision=fp16', not -S precision"),
     # Rows 19-21: a traceback, then 0 dropped and -1 exported as
     # OMP_NUM_THREADS=-1 into the case's history.
     ('CosmoFlow', 'threads_per_rank=abc', "threads_per_rank must be an "

@@ -19,8 +19,19 @@ class Settings(RegressionTestPlugin):
     partition's device); a value that cannot work fails the case as
     ``bad_input``, naming what is allowed and the ``-S`` to fix.'''
 
+    #: The parameter that is a check's precision, where one is (GPT-2's
+    #: ``train_precision``): ``-S precision=`` would not change it.
+    precision_parameter = None
+
     def check_settings(self):
         '''Every declared variable of this check, converted and checked.'''
+        param = self.precision_parameter
+        if param and self.precision not in (None, getattr(self, param)):
+            name = type(self).__name__
+            raise BadInputError(
+                f'precision is the parameter {param} of {name}: select it '
+                f"with -n '{name}%{param}={self.precision}', not -S "
+                f'precision')
         for name in type(self).var_space:
             declared = settings.variable(name, self.workload)
             if declared is None:

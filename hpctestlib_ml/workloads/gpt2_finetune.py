@@ -24,7 +24,7 @@ from hpctestlib_ml.parsers import hf_trainer as parser
 from hpctestlib_ml.workloads import Headline, Workload
 
 #: Training precisions, a parameter of the check.
-PRECISIONS = ('fp32', 'fp16', 'bf16')
+PRECISIONS = precisions.PROGRAM
 
 
 def log_problems(log, world_size):
@@ -78,6 +78,7 @@ class GPT2FineTuneTraining(MLTrainingTest):
     #: Training precision: fp32, fp16 or bf16 (mixed, Trainer's --fp16 and
     #: --bf16); only fp32 on partitions without the ``gpu`` feature.
     train_precision = parameter(list(PRECISIONS))
+    precision_parameter = 'train_precision'
 
     #: ``tiny`` or a Hugging Face model name in the cache (``gpt2``).
     #:
