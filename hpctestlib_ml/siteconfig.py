@@ -19,7 +19,8 @@ from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
                                      FRAMEWORKS, LAUNCH_MODES, SCALES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
-from hpctestlib_ml.paths import CONTAINERS_DIR, REPO_ROOT, VAR_DIR, user_path
+from hpctestlib_ml.paths import (CONTAINERS_DIR, REFERENCES_DIR, REPO_ROOT,
+                                 VAR_DIR, user_path)
 
 
 class SiteConfigError(ConfigError, ValueError):
@@ -292,6 +293,12 @@ def check_site(systems, where):
             _warned.add(name)
             print(f'hpcml: {name} is set, but the suite reads no such '
                   f'variable: it is ignored', file=sys.stderr)
+    if os.environ.get('HPCML_REFERENCES_DIR') and not REFERENCES_DIR.is_dir():
+        # Every check would run without references, and pass.
+        raise SiteConfigError(
+            f'HPCML_REFERENCES_DIR {REFERENCES_DIR}: No such directory (the '
+            f'reference files the checks read): '
+            f'{settings.env_fix("HPCML_REFERENCES_DIR")}')
     for system in systems:
         for part in system.get('partitions', []):
             fullname = f'{system["name"]}:{part["name"]}'

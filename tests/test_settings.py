@@ -303,6 +303,11 @@ def slurm_dry_run(run_reframe, config='config/slurm.py', **env):
      "number > 0, got 'fast'"),
     ({'HPCML_LOG_LEVEL': 'loud'}, 'HPCML_LOG_LEVEL must be one of critical, '
      'error, warning, info, verbose, debug, debug2, undefined'),
+    # Every check would have run without its references, and passed.
+    ({'HPCML_REFERENCES_DIR': '/nonexistent/references'},
+     'HPCML_REFERENCES_DIR /nonexistent/references: No such directory (the '
+     'reference files the checks read): fix the environment variable '
+     'HPCML_REFERENCES_DIR'),
     # Row 36 (clear before, stays clear).
     ({'HPCML_SCHEDULER': 'slurmm'}, "HPCML_SCHEDULER must be one of slurm, "
      "squeue, got 'slurmm' (did you mean slurm?)"),
