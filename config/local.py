@@ -22,9 +22,9 @@ import sys
 
 from hpctestlib_ml import cpu_peak, peaks, tensorflow_build
 from hpctestlib_ml.paths import CACHE_DIR, SRC_DIR
-from hpctestlib_ml.siteconfig import (container_environment, local_general,
-                                      make_site_configuration, system_dirs,
-                                      with_apptainer)
+from hpctestlib_ml.siteconfig import (container_environment, env,
+                                      local_general, make_site_configuration,
+                                      system_dirs, with_apptainer)
 
 if str(SRC_DIR) not in sys.path:
     sys.path.insert(0, str(SRC_DIR))
@@ -169,10 +169,10 @@ _cpu_partition = {
 
 #: Where the Storage component reads and writes: the stage directory
 #: unless HPCML_STORAGE_DIR names another.
-_storage = ({'storage_dir': os.environ['HPCML_STORAGE_DIR']}
-            if os.environ.get('HPCML_STORAGE_DIR') else {})
+_storage = ({'storage_dir': env('HPCML_STORAGE_DIR')}
+            if env('HPCML_STORAGE_DIR') else {})
 _cpu_partition['extras'].update(_storage)
-_noise_pct = os.environ.get('HPCML_REFERENCE_NOISE_PCT')
+_noise_pct = env('HPCML_REFERENCE_NOISE_PCT')
 _cpu_partition['extras']['reference_noise_pct'] = _noise_pct or CPU_NOISE_PCT
 _gpu_noise = {'reference_noise_pct': _noise_pct} if _noise_pct else {}
 

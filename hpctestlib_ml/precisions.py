@@ -17,6 +17,20 @@ default do (``src/device_choice.set_math_mode``).
 """
 import dataclasses
 
+#: The precisions of the suite's own programs (their ``--precision``
+#: choices: ``src/mlperf_train``, ``bert_pretrain``, ``gpt2_finetune``,
+#: ``resnet50_tf``, ``collectives``; ``gpt_pretrain``'s ``--fp16`` and
+#: ``--bf16``, fp32 without either).
+PROGRAM = ('fp32', 'fp16', 'bf16')
+
+#: OpenCLIP's ``--precision`` choices (open_clip_train/params.py).
+OPEN_CLIP = ('amp', 'amp_bf16', 'amp_bfloat16', 'bf16', 'fp16', 'pure_bf16',
+             'pure_fp16', 'fp32')
+
+#: What the torchvision program trains in by device: fp32, or with
+#: ``--use-amp`` autocast's default type (fp16 on GPUs, bf16 on CPUs).
+TORCHVISION = {'cpu': ('fp32', 'bf16'), 'gpu': ('fp32', 'fp16')}
+
 
 @dataclasses.dataclass(frozen=True)
 class PrecisionChoice:

@@ -54,10 +54,24 @@ def session_id():
     return _session['id']
 
 
-def _in_reframe_session():
+def in_reframe_session():
     '''Whether this process is ReFrame's command (not a test or a tool
     that loads a config file to read it).'''
     return 'reframe.frontend.cli' in sys.modules
+
+
+def prefix_asked(argv=None, environ=None):
+    '''The prefix ReFrame's ``--prefix DIR`` (or ``RFM_PREFIX``) gives
+    this session, as given; None without one.'''
+    argv = sys.argv[1:] if argv is None else argv
+    environ = os.environ if environ is None else environ
+    prefix = environ.get('RFM_PREFIX') or None
+    for i, arg in enumerate(argv):
+        if arg == '--prefix' and i + 1 < len(argv):
+            prefix = argv[i + 1]
+        elif arg.startswith('--prefix='):
+            prefix = arg.split('=', 1)[1]
+    return prefix
 
 
 def _user_chose_dirs(argv=None, environ=None):
@@ -101,7 +115,7 @@ def session_dirs(var_dir, in_session=None, user_chose=None):
     '''``stagedir``/``outputdir`` settings of a system on *var_dir*: none
     (ReFrame's defaults under the prefix) unless another session is
     running there, then this session's own, announced on stderr.'''
-    in_session = _in_reframe_session() if in_session is None else in_session
+    in_session = in_reframe_session() if in_session is None else in_session
     user_chose = _user_chose_dirs() if user_chose is None else user_chose
     if not in_session or user_chose:
         return {}

@@ -1,5 +1,6 @@
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -51,7 +52,9 @@ def test_extract_bad_input(tmp_path):
 
 def test_suite_command_defaults_and_overrides():
     cmd = suite.suite_command([], '/tmp/r.json')
-    assert cmd[1:] == ['-C', str(REPO_ROOT / 'config' / 'local.py'),
+    # ReFrame, with the warnings that hide a mistake made errors.
+    assert cmd[:3] == [sys.executable, '-m', 'hpctestlib_ml.strict_reframe']
+    assert cmd[3:] == ['-C', str(REPO_ROOT / 'config' / 'local.py'),
                        '--exec-policy=serial',
                        '-c', str(REPO_ROOT / 'checks'), '-r',
                        '--performance-report', '--report-file', '/tmp/r.json']

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from reframe.core import config as rfm_config
+from reframe.core.exceptions import ConfigError
 
 from hpctestlib_ml import siteconfig, tensorflow_build
 from hpctestlib_ml.paths import REPO_ROOT
@@ -158,7 +159,7 @@ def test_slurm_cpus_per_node_says_why_not():
 
 def test_gpu_partition_without_a_cpu_count_refuses_to_load():
     unknown = lambda partition: (None, 'sinfo is not on PATH')
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ConfigError) as err:
         siteconfig.cpus_per_node(None, 4, 'gpus', unknown)
     assert str(err.value) == (
         'CPUs per node of the GPU partition gpus unknown (sinfo is not on '
@@ -217,24 +218,28 @@ def test_generic_slurm_exports_hpcml_env(monkeypatch):
 
 
 @pytest.mark.parametrize('value, message', [
-    ('NCCL_SOCKET_IFNAME', "got 'NCCL_SOCKET_IFNAME' in"),
-    ('1X=2', "got '1X=2' in"),
-    ("A='unclosed", 'is not shell words (No closing quotation)'),
+    ('NCCL_SOCKET_IFNAME', "got 'NCCL_SOCKET_IFNAME' ('NCCL_SOCKET_IFNAME' "
+                           "is not NAME=value)"),
+    ('1X=2', "got '1X=2' ('1X=2' is not NAME=value)"),
+    ("A='unclosed", 'not shell words (No closing quotation)'),
 ])
 def test_generic_slurm_bad_hpcml_env_names_the_variable(monkeypatch, value,
                                                         message):
     monkeypatch.setenv('HPCML_ENV', value)
-    with pytest.raises(ValueError, match=r'^environment variable HPCML_ENV '):
+    with pytest.raises(ConfigError,
+                       match=r'^HPCML_ENV must be shell words NAME=value, '):
         load('config/slurm.py', 'slurm')
-    with pytest.raises(ValueError) as err:
-        siteconfig.env_assignments('HPCML_ENV')
+    with pytest.raises(ConfigError) as err:
+        siteconfig.env('HPCML_ENV')
     assert message in str(err.value)
+    assert str(err.value).endswith(': fix the environment variable '
+                                   'HPCML_ENV (read by config/slurm.py)')
 
 
 def test_generic_slurm_bad_env_names_the_variable(monkeypatch):
     monkeypatch.setenv('HPCML_GPUS_PER_NODE', 'four')
-    with pytest.raises(Exception, match='HPCML_GPUS_PER_NODE must be an '
-                                        'integer'):
+    with pytest.raises(ConfigError,
+                       match='HPCML_GPUS_PER_NODE must be an integer >= 0'):
         load('config/slurm.py', 'slurm')
 
 
@@ -553,7 +558,7 @@ def test_noise_floor_of_references(monkeypatch):
                          ('config/slurm.py', 'slurm')):
         forget_config_modules()
         site = load(path, system)
-        assert all(p['extras']['reference_noise_pct'] == '8'
+        assert all(p['extras']['reference_noise_pct'] == 8
                    for p in site.get('systems/0/partitions'))
 
 

@@ -146,16 +146,25 @@ def test_reference_at_8_nodes(job_scripts):
     assert 'total_time_secs: None s (r:1260, l:None, u:0.0)' in stdout
 
 
-@pytest.mark.parametrize('mode, expected', [
-    ('smoke', '--model CLIP-tiny'),
-    ('benchmark', '--train-num-samples 3200000 --epochs 1 --batch-size=512 '
-                  '--model ViT-L-14'),
-])
-def test_local_modes_select_the_size(run_reframe, mode, expected):
+def test_local_modes_select_the_size(run_reframe):
+    '''--mode smoke runs the tiny size; --mode benchmark is for GPU
+    partitions: on the CPU partition its cases are skipped with the reason
+    (the benchmark's job on a GPU partition:
+    test_local_gpu_partition_runs_the_benchmark_size).'''
     proc, var = run_reframe(BIN / 'reframe', '-C', REPO / 'config/local.py',
                             '-c', REPO / 'checks', '-n', '^MMoCLIP%',
-                            '--mode', mode, '--dry-run')
+                            '--mode', 'benchmark', '--dry-run')
     assert proc.returncode == 0, proc.stdout[-2000:]
+    assert 'Ran 0/3 test case(s)' in proc.stdout and '3 skipped' in \
+        proc.stdout
+    assert 'it is meant for GPU partitions' in proc.stdout
+    assert not list((var / 'stage').rglob('rfm_job.sh'))
+
+    proc, var = run_reframe(BIN / 'reframe', '-C', REPO / 'config/local.py',
+                            '-c', REPO / 'checks', '-n', '^MMoCLIP%',
+                            '--mode', 'smoke', '--dry-run')
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    expected = '--model CLIP-tiny'
     scripts = list((var / 'stage').rglob('rfm_job.sh'))
     assert len(scripts) == 3
     for script in scripts:

@@ -22,8 +22,11 @@ def add_history_arguments(parser, system_required=False):
     :func:`~hpctestlib_ml.report.analysis.select`).'''
     parser.add_argument('--perflogs', nargs='+', metavar='PATH',
                         help='perflog files or directories (default: '
-                             '$HPCML_VAR_DIR/perflogs, else var/perflogs '
-                             'in the repository)')
+                             'PREFIX/perflogs)')
+    parser.add_argument('--prefix', metavar='DIR', default=paths.VAR_DIR,
+                        help="where the suite wrote: reframe's --prefix "
+                             'DIR, else $HPCML_VAR_DIR, else var/ in the '
+                             'repository (its perflogs and baselines)')
     parser.add_argument('--db', metavar='FILE',
                         help="ReFrame's results database (results.db); "
                              'alone, or with --perflogs')
@@ -69,15 +72,18 @@ def add_arguments(parser):
 
 def load(args):
     '''The :class:`~hpctestlib_ml.report.history.History` the arguments
-    name: the suite's perflogs (:data:`~hpctestlib_ml.paths.PERFLOG_DIR`)
-    unless they name perflogs or a results DB.'''
+    name: the suite's perflogs (``perflogs`` under ``--prefix``, by
+    default :data:`~hpctestlib_ml.paths.PERFLOG_DIR`) unless they name
+    perflogs or a results DB.'''
     data = history.History()
     if args.perflogs or not args.db:
-        sources = args.perflogs or [paths.PERFLOG_DIR]
+        sources = args.perflogs or [os.path.join(args.prefix, 'perflogs')]
         for source in sources:
             if not os.path.exists(source):
                 raise ReportError(f'no perflogs at {source}: run the suite '
-                                  f'first, or pass --perflogs DIR')
+                                  f'first, or pass --prefix DIR (where '
+                                  f'reframe --prefix DIR wrote) or '
+                                  f'--perflogs DIR')
         data.extend(history.read_perflogs(sources))
     if args.db:
         if not os.path.exists(args.db):
@@ -153,7 +159,7 @@ def _baselines(args, runs, headlines, summary, out):
     sections = []
     stats = analysis.case_stats(runs, headlines)
     if args.save_baseline:
-        path = analysis.baseline_path(args.save_baseline, paths.VAR_DIR)
+        path = analysis.baseline_path(args.save_baseline, args.prefix)
         try:
             analysis.save_baseline(path, stats, summary, headlines)
         except OSError as err:
@@ -162,7 +168,7 @@ def _baselines(args, runs, headlines, summary, out):
                               f'you may write') from None
         out(f'\nbaseline {args.save_baseline!r}: {len(stats)} cases -> {path}')
     if args.baseline:
-        path = analysis.baseline_path(args.baseline, paths.VAR_DIR)
+        path = analysis.baseline_path(args.baseline, args.prefix)
         baseline, data = analysis.load_baseline(path)
         headlines, stats = _baseline_headlines(args, headlines, runs,
                                                baseline, data, path)

@@ -95,7 +95,7 @@ class Placement(RegressionTestPlugin):
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None`
-    threads_per_rank = variable(int, type(None), value=None)
+    threads_per_rank = variable(str, int, type(None), value=None)
 
     @run_after('init')
     def keep_partitions_that_fit(self):

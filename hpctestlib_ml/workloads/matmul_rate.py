@@ -26,10 +26,9 @@ from reframe.core.builtins import performance_function, variable
 import reframe.utility.typecheck as typ
 from reframe.core.logging import getlogger
 
-from hpctestlib_ml import peaks
+from hpctestlib_ml import peaks, settings
 from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS, GPU_VENDORS
 from hpctestlib_ml.base import ComponentTest
-from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.parsers import matmul_rate as parser
 from hpctestlib_ml.workloads import Headline, Workload
 
@@ -37,8 +36,8 @@ from hpctestlib_ml.workloads import Headline, Workload
 DEVICE_PRECISIONS = {'cuda': ('bf16', 'fp16', 'tf32', 'fp32'),
                      'cpu': ('fp32',)}
 
-#: Every precision the program knows.
-KNOWN = ('bf16', 'fp16', 'tf32', 'fp32')
+#: Every precision the program knows (the variable's choices).
+KNOWN = settings.MATMUL_PRECISIONS
 
 
 def peak_table(model, precisions):
@@ -132,27 +131,27 @@ class MatmulRateBenchmark(ComponentTest):
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 8192, ``tiny`` 512)
-    matrix_size = variable(int, type(None), value=None)
+    matrix_size = variable(str, int, type(None), value=None)
 
     #: Products timed together in one iteration (``steps`` iterations per
     #: precision).
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 10, ``tiny`` 8)
-    products_per_iteration = variable(int, type(None), value=None)
+    products_per_iteration = variable(str, int, type(None), value=None)
 
     #: Untimed products before each precision's timed ones.
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 3, ``tiny`` 4)
-    warmup_products = variable(int, type(None), value=None)
+    warmup_products = variable(str, int, type(None), value=None)
 
     #: Least seconds of untimed products before each precision's timed
     #: ones (more than ``warmup_products`` where these take less).
     #:
     #: :type: :class:`float` or :obj:`None`
     #: :default: :obj:`None` (the size's: 1.0, ``tiny`` 0.0)
-    warmup_seconds = variable(float, type(None), value=None)
+    warmup_seconds = variable(str, float, type(None), value=None)
 
     #: Least seconds that each precision's timed iterations last together:
     #: more products per iteration than ``products_per_iteration`` where
@@ -160,7 +159,7 @@ class MatmulRateBenchmark(ComponentTest):
     #:
     #: :type: :class:`float` or :obj:`None`
     #: :default: :obj:`None` (the size's: 2.0, ``tiny`` 0.0)
-    measure_seconds = variable(float, type(None), value=None)
+    measure_seconds = variable(str, float, type(None), value=None)
 
     #: Precisions to measure, of ``bf16``, ``fp16``, ``tf32``, ``fp32``.
     #:
@@ -171,10 +170,6 @@ class MatmulRateBenchmark(ComponentTest):
     def finalize_settings(self):
         '''The precisions of the device, the figures of each and the
         peaks they are set against (:attr:`mfu_peak`).'''
-        unknown = [p for p in self.precisions if p not in KNOWN]
-        if unknown:
-            raise BadInputError(f'unknown precisions {unknown}: use -S '
-                                f'precisions= of {", ".join(KNOWN)}')
         self.precisions = list(self.precisions or
                                DEVICE_PRECISIONS[self.device])
         for precision in KNOWN:

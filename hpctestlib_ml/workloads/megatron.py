@@ -131,7 +131,8 @@ interleaved pairs only with Transformer Engine 2.3 or newer.
 from reframe.core.builtins import (parameter, performance_function,
                                    run_after, run_before, variable)
 
-from hpctestlib_ml import caraml, flops, memory_estimate, model_info
+from hpctestlib_ml import (caraml, flops, inputs, memory_estimate,
+                           model_info, precisions)
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError, positive_int
 from hpctestlib_ml.plugins.placement import partition_facts
@@ -573,7 +574,7 @@ class MegatronGPTTraining(MLTrainingTest):
     #:
     #: :type: :class:`bool`
     #: :default: :obj:`False`
-    untie_embeddings = variable(bool, value=False)
+    untie_embeddings = variable(str, bool, value=False)
 
     #: Megatron indexed dataset (path prefix); default: the partition's
     #: ``extras['megatron_data']['data_path']``; none: mock data.
@@ -618,12 +619,34 @@ class MegatronGPTTraining(MLTrainingTest):
             self.model_size, self.layout.world_size, self.batch_size,
             self.tensor_parallel, self.pipeline_parallel,
             self.global_batch_size)
+        self.input_sources = {
+            'megatron_lm': ('-S megatron_lm' if self.megatron_lm else
+                            "extras['megatron_lm']"),
+            'data_path': ('-S data_path' if self.data_path else
+                          "extras['megatron_data']['data_path']")}
         self.megatron_lm, self.data = program_and_data(
             self.model_size, self.current_partition.extras,
             self.megatron_lm, self.data_path)
         self.vocab = padded_vocab(model['vocab'], self.tp)
         self.train_iters = self.steps
         self.env_vars.update(caraml.ENVIRONMENT)
+
+    def input_paths(self):
+        '''The Megatron-LM checkout (its ``pretrain_gpt.py``) and the
+        indexed dataset with its vocabulary, where set.'''
+        found = []
+        if self.megatron_lm:
+            found.append(inputs.Input(self.input_sources['megatron_lm'],
+                                      self.megatron_lm, 'dir',
+                                      holds=('pretrain_gpt.py',)))
+        if self.data.get('data_path'):
+            found.append(inputs.Input(self.input_sources['data_path'],
+                                      self.data['data_path'], 'prefix'))
+            found += [inputs.Input(f"extras['megatron_data'][{name!r}]",
+                                   self.data[name], 'file')
+                      for name in ('vocab_file', 'merge_file')
+                      if self.data.get(name)]
+        return found
 
     def memory_estimate(self):
         '''Per-device memory of the first pipeline stage, as this case
@@ -811,4 +834,4 @@ WORKLOAD = Workload(
     data="Megatron's mock data (or a site's indexed dataset)",
     names_note='gpt_pretrain runs Megatron-LM\'s pretrain_gpt.py, or '
                'Megatron-Core where no checkout is configured',
-    packages=('megatron-core',))
+    packages=('megatron-core',), precisions=precisions.PROGRAM)

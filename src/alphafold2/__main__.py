@@ -27,6 +27,7 @@ import torch
 
 from alphafold2.proteins import build_model, synthetic_proteins
 from alphafold2.sizes import SIZES
+import input_paths
 from mlperf_train import argument_parser, run_main
 
 #: Learning rate, Adam's epsilon, the gradient clip and the weight
@@ -65,6 +66,7 @@ def lddt_ca(out, target):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    input_paths.require_data('alphafold2', args.data)
     from alphafold2 import losses
     from mlperf_train import (Batches, autocast, grad_scaler,
                               log_evaluation, log_setup, start, stop, train,
