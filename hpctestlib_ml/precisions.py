@@ -1,6 +1,6 @@
 """The precision each MLPerf-style workload trains in at benchmark size,
 and the precision its upstream reference program trains in: one home for
-the choice and its sources (README, "Precision").
+the choice and its sources (docs/guide/fidelity.md, "Precision").
 
 The reference programs (mlcommons/hpc 2c627d4, mlcommons/training's BERT
 aa344c7) train in fp32; the closed-division submissions that centres

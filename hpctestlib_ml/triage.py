@@ -1,7 +1,8 @@
 """Which kind of failure a training run had, and why, in one line.
 
 A failed case's message starts with its category, so that whoever reads it
-knows at once who acts on it (README.md, "Failures and who acts on them"):
+knows at once who acts on it (docs/guide/regression.md, "Triage: failures
+and who acts on them"):
 
 ``out_of_memory``  device or host memory ran out (the user's sizes)
 ``communication``  NCCL, RCCL, Gloo, MPI, collective timeouts, watchdogs
@@ -43,7 +44,7 @@ import re
 
 from hpctestlib_ml.parsers import failures, labels
 
-#: The categories, in README's order.
+#: The categories, in the order of the docs' table of them.
 CATEGORIES = ('out_of_memory', 'communication', 'hardware', 'filesystem',
               'scheduler', 'numerics', 'software', 'bad_input')
 

@@ -16,13 +16,14 @@ import sys
 from hpctestlib_ml.siteconfig import (make_site_configuration,
                                       slurm_sched_options, system_dirs)
 
-# -- 1. The Python environment the jobs run in ------------------------------
+# -- 1. The Python environment the jobs run in --------------------------
 # The suite's .venv (make setup), on a file system the nodes see. A site
 # with PyTorch from modules loads them first (see config/systems/
 # juwels_booster.py).
-VENV = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
+VENV = os.path.dirname(os.path.dirname(os.path.abspath(
+    sys.executable)))
 
-# -- 2. The partition ----------------------------------------------------------
+# -- 2. The partition ---------------------------------------------------
 PARTITION = {
     'name': 'ci',
     'descr': '2 nodes, 1 CPU each',
@@ -56,11 +57,11 @@ PARTITION = {
     },
 }
 
-# -- 4. The system and its environment ---------------------------------------
+# -- 4. The system and its environment ----------------------------------
 site_configuration = make_site_configuration(
     systems=[{
         'name': 'mycluster',
-        'descr': "The project's two-node Slurm cluster (tests/slurm/cluster.sh)",
+        'descr': "The project's 2-node Slurm cluster (tests/slurm/cluster.sh)",
         # The host names where this file applies ('.*': wherever it is
         # loaded with -C).
         'hostnames': ['.*'],

@@ -9,7 +9,7 @@ model-info``, what ``hpcml prepare`` fetches for it, and its headline
 metric for the report's score. ``hpcml extract``, ``hpcml model-info``,
 ``hpcml prepare``, the report's score and the references' directions read
 the declarations found here (:func:`registered`); a new workload adds a
-module here and touches no shared file (README, "Adding a workload").
+module here and touches no shared file (docs/developer/adding_a_workload.rst).
 
 The component benchmarks (``collectives``, ``matmul_rate``, ``storage``:
 what training leans on, measured alone) are declared here the same way,
