@@ -10,9 +10,8 @@ import pathlib
 import sys
 
 DOCS = pathlib.Path(__file__).resolve().parent
+# The checkout's library (autodoc, the generated pages) and extension.
 sys.path[:0] = [str(DOCS.parent), str(DOCS / '_ext')]
-
-import hpctestlib_ml  # noqa: E402  (after the path)
 
 project = 'hpcml'
 author = 'the hpcml developers'
@@ -37,8 +36,6 @@ exclude_patterns = ['_build', 'Thumbs.db', '.DS_Store']
 
 # Links to headings of other pages ([text](page.md#a-heading)).
 myst_heading_anchors = 3
-# Markdown code blocks marked for tests/test_docs.py carry an HTML comment.
-suppress_warnings = []
 
 autodoc_member_order = 'bysource'
 autodoc_default_options = {'show-inheritance': True}
