@@ -31,9 +31,18 @@ def forget_config_modules():
 
 @pytest.fixture(autouse=True)
 def isolated_var(tmp_path, monkeypatch, cache_dir):
+    '''Each test's own var directory; after it, the modules as they were
+    before (a paths module imported under this test's HPCML_VAR_DIR left
+    in sys.modules gave later test files its VAR_DIR).'''
+    saved = {name: sys.modules[name] for name in
+             ('hpctestlib_ml.siteconfig', 'hpctestlib_ml.paths')
+             if name in sys.modules}
     monkeypatch.setenv('HPCML_VAR_DIR', str(tmp_path / 'var'))
     monkeypatch.setenv('HPCML_CACHE_DIR', str(cache_dir))
     forget_config_modules()
+    yield
+    forget_config_modules()
+    sys.modules.update(saved)
 
 
 def load(path, system):
