@@ -62,7 +62,7 @@ def files(tmp_path):
     paths = {'VAR': var, 'PERFLOGS': var / 'perflogs', 'DB': db,
              'CORRUPTDB': corrupt, 'SHORTHEAD': tmp_path / 'shorthead',
              'CFLOG': CFLOG, 'OPENFOLD': OPENFOLD, 'FILE': tmp_path / 'file',
-             'BASELINE': tmp_path / 'b1.json'}
+             'BASELINE': tmp_path / 'b1.json', 'PERFLOG': perflog}
     texts = {
         'CUT': ''.join(CFLOG.read_text().splitlines(True)[:40]),
         'EMPTY': '', 'PROSE': 'Dear admin,\nthe job did not finish.\n',
@@ -182,6 +182,15 @@ ROWS = [
      'cannot write', ),
     ('75', ('report', '--perflogs', 'PERFLOGS', '--save-baseline',
             'FILE/b.json'), 2, '--save-baseline: cannot write'),
+    # --save-baseline onto results already written: refused, kept.
+    ('LOST', ('report', '--perflogs', 'PERFLOGS', '--no-plots',
+              '--save-baseline', 'PERFLOG'), 2,
+     'is there and is not a baseline of hpcml report, so saving would '
+     'destroy it: give another name or path (nothing was written)'),
+    ('LOST', ('report', '--perflogs', 'PERFLOGS', '--no-plots',
+              '--save-baseline', 'PROSE'), 2, 'is not a baseline'),
+    ('LOST', ('report', '--perflogs', 'PERFLOGS', '--no-plots',
+              '--save-baseline', 'VAR'), 2, 'is not a baseline'),
 ]
 
 

@@ -113,6 +113,10 @@ def _report(args, out):
     '''The report (:func:`run`), raising :class:`ReportError` on bad
     input.'''
     started = time.perf_counter()
+    if args.save_baseline:
+        analysis.check_baseline_target(
+            args.save_baseline,
+            analysis.baseline_path(args.save_baseline, args.prefix))
     headlines = analysis.load_weights(args.weights)
     data = load(args)
     if args.weights:
