@@ -282,3 +282,24 @@ def test_73_a_closed_pipe_ends_quietly(files, args):
         os.close(write_end)
     assert proc.stderr == ''
     assert proc.returncode == cli.CLOSED_PIPE_STATUS
+
+
+@pytest.mark.parametrize('args', [
+    ('model-info', 'cosmoflow', '--size', 'tiny', '--memory', '--batch',
+     '-4'),
+    ('model-info', 'cosmoflow', '--size', 'tiny', '--memory', '--batch', '0'),
+    ('report', '--perflogs', 'PERFLOGS', '--last', '0'),
+    ('references', '--system', 'local:cpu', '--perflogs', 'PERFLOGS',
+     '--min-runs', '-1'),
+    ('cpu-peak', '--threads', '0'),
+], ids=lambda args: ' '.join(args))
+def test_a_count_below_one_is_refused(files, capsys, args):
+    '''The bad-input rerun: model-info --batch -4 estimated the memory of
+    a negative batch.'''
+    with pytest.raises(SystemExit) as stop:
+        cli.main([path(files, a) for a in args])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert f"must be an integer >= 1, got '{args[-1]}'" in err
+    assert err.splitlines()[-1].startswith(f'hpcml {args[0]}: error: '
+                                           f'argument {args[-2]}: ')
