@@ -632,10 +632,15 @@ def unrecognised(text):
 #: "[after training is done]", or its "exiting program at iteration N"
 #: where --exit-interval or --exit-duration-in-mins ends the run
 #: (megatron/training/training.py); HF Trainer's logged dicts and its
-#: train_runtime (Trainer.train's last log).
+#: train_runtime (Trainer.train's last log). MLPerf's init_start with
+#: neither run_start nor run_stop after it is a run cut while it
+#: initialised.
 RUN_RECORDS = (
     ("MLPerf's run_start", re.compile(r'"key": *"run_start"'), 'run_stop',
      re.compile(r'"key": *"run_stop"'), True),
+    # A log cut while the run initialised: begun, never timed.
+    ("MLPerf's init_start", re.compile(r'"key": *"init_start"'),
+     'run_start', re.compile(r'"key": *"run_(?:start|stop)"'), False),
     ("Megatron's training iterations",
      re.compile(r'iteration +\d+ */ *\d+ *\|'),
      '[after training is done]',

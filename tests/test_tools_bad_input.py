@@ -65,6 +65,7 @@ def files(tmp_path):
              'BASELINE': tmp_path / 'b1.json', 'PERFLOG': perflog}
     texts = {
         'CUT': ''.join(CFLOG.read_text().splitlines(True)[:40]),
+        'CUTINIT': ''.join(CFLOG.read_text().splitlines(True)[:15]),
         'EMPTY': '', 'PROSE': 'Dear admin,\nthe job did not finish.\n',
         'BROKEN': '[unclosed\n', 'REFS_BROKEN': 'CosmoFlow: [unclosed\n',
         'HIHGER': WEIGHTS.format(metric='samples_per_second',
@@ -129,6 +130,12 @@ ROWS = [
      "the log ends mid-run: MLPerf's run_start but no run_stop"),
     ('50', ('extract', 'cosmoflow', 'CUT'), 0,
      'warning: its figures are of part of a run'),
+    # The bad-input rerun: cut before run_start, it said "no failure".
+    ('50', ('triage', 'CUTINIT'), 0,
+     "the log ends mid-run: MLPerf's init_start but no run_start"),
+    ('50', ('extract', 'cosmoflow', 'CUTINIT'), 0,
+     "warning: its figures are of part of a run: the log ends mid-run: "
+     "MLPerf's init_start but no run_start"),
     # 56-58: the unreadable lines are what is wrong, not a missing -r or
     # --system.
     ('56', ('report', '--perflogs', 'SHORTHEAD'), 2,
