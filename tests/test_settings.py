@@ -497,6 +497,38 @@ def test_suite_refuses_a_test_that_does_not_load(run_reframe, tmp_path):
     assert 'Ran ' not in proc.stdout      # nothing ran
 
 
+def test_suite_refuses_a_references_file_of_the_wrong_shape(run_reframe,
+                                                            tmp_path):
+    '''The bad-input rerun: "CosmoFlow: 3" stopped the test on a bare
+    "argument of type 'int' is not iterable", naming no file.'''
+    refs = broken_references(tmp_path)
+    (refs / 'cosmoflow.yaml').write_text('CosmoFlow: 3\n')
+    proc, _ = suite(run_reframe, *COSMOFLOW, '--dry-run',
+                    env={'HPCML_REFERENCES_DIR': str(refs)})
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert suite_error(proc) == [
+        f'hpcml suite: test CosmoFlow did not load: bad_input: '
+        f'{refs}/cosmoflow.yaml: CosmoFlow: 3 is no mapping of $index and '
+        f"partitions (its comment shows an entry, and config/references "
+        f"holds the suite's own): fix it, or leave it out with -x CosmoFlow"]
+
+
+@pytest.mark.parametrize('text, words', [
+    ('- CosmoFlow\n', 'is a list, not a mapping of test names'),
+    ('CosmoFlow: {$index: 3}\n', '$index 3 is no list of names'),
+    ('CosmoFlow: {$index: [$partition, 4]}\n', 'is no list of names'),
+])
+def test_references_of_the_wrong_shape_are_named(tmp_path, text, words):
+    from hpctestlib_ml.history_refs import lookup
+    path = tmp_path / 'cosmoflow.yaml'
+    path.write_text(text)
+    assert words in lookup.shape_problem(path, 'CosmoFlow')
+    for fine in ('', 'Other: 3\n', 'CosmoFlow: {$index: [$partition]}\n',
+                 'CosmoFlow: [unclosed\n'):
+        path.write_text(fine)
+        assert lookup.shape_problem(path, 'CosmoFlow') is None
+
+
 def test_suite_refuses_a_test_file_that_does_not_load(run_reframe,
                                                       tmp_path):
     checks = tmp_path / 'checks'

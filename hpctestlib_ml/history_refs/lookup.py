@@ -87,6 +87,38 @@ def loss_curve_departure(losses, reference):
     return None
 
 
+def shape_problem(path, entry):
+    '''What is wrong with the shape of references file *path* where
+    ReFrame would read it for test *entry* and stop on a bare type error
+    (the file not a mapping of test names, the test's entry not a mapping,
+    its ``$index`` not a list of names); None where the shape is right or
+    the file does not parse (ReFrame names the file and line then).'''
+    try:
+        with open(path) as fp:
+            data = yaml.safe_load(fp)
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    fix = ('its comment shows an entry, and config/references holds the '
+           "suite's own")
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        return (f'{path} is a {type(data).__name__}, not a mapping of test '
+                f'names to their references ({fix})')
+    if entry not in data:
+        return None
+    block = data[entry]
+    if not isinstance(block, dict):
+        return (f'{path}: {entry}: {block!r} is no mapping of $index and '
+                f'partitions ({fix})')
+    index = block.get('$index', [])
+    if not (isinstance(index, list) and
+            all(isinstance(name, str) for name in index)):
+        return (f'{path}: {entry}: $index {index!r} is no list of names '
+                f'such as [$partition, reference_case] ({fix})')
+    return None
+
+
 def references_file(workload, directory=None):
     '''The references file of *workload*: in *directory*, else in the one
     the checks read (:data:`~hpctestlib_ml.paths.REFERENCES_DIR`).'''

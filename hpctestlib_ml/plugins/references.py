@@ -74,6 +74,10 @@ class References(RegressionTestPlugin):
     @run_after('init')
     def use_reference_file(self):
         self.references_file = lookup.references_file(self.workload)
+        problem = lookup.shape_problem(self.references_file,
+                                       type(self).__name__)
+        if problem:
+            raise BadInputError(problem)
         if os.path.isfile(self.references_file):
             self.reference = {'$ref': self.references_file}
         self.session_id = sessions.session_id()
