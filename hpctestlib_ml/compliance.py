@@ -92,6 +92,13 @@ def check(text, benchmark=None, usage=None, ruleset=None):
     *benchmark* is None) unless *usage*/*ruleset* say otherwise.'''
     from mlperf_logging.compliance_checker import mlp_compliance
     lines = mllog_lines(text)
+    if not lines:
+        from hpctestlib_ml import triage
+        why = triage.unrecognised(text) or ''
+        if not why.startswith('the file is'):       # not empty, not binary
+            why = (f'no {MARKER.strip()} line: give the output of an MLPerf '
+                   f"program (the suite's {', '.join(sorted(RULESETS))})")
+        raise ValueError(f'not an MLPerf log: {why}')
     if benchmark is None:
         benchmark = next((_value(line) for line in lines
                           if '"submission_benchmark"' in line), None)
@@ -99,9 +106,17 @@ def check(text, benchmark=None, usage=None, ruleset=None):
         try:
             usage, ruleset = RULESETS[benchmark]
         except KeyError:
-            raise ValueError(f'no MLPerf rules known for benchmark '
-                             f'{benchmark!r}: pass usage and ruleset') \
-                from None
+            named = (f'names benchmark {benchmark!r}, whose rules are not '
+                     f'known here' if benchmark else
+                     'names no submission_benchmark')
+            rules = {}
+            for name, pair in sorted(RULESETS.items()):
+                rules.setdefault(pair, []).append(name)
+            known = '; '.join(f'--usage {u} --ruleset {r} for '
+                              f'{", ".join(names)}'
+                              for (u, r), names in sorted(rules.items()))
+            raise ValueError(f'the log {named}: pass --usage and --ruleset '
+                             f'({known})') from None
     checker = mlp_compliance.make_checker(usage, ruleset, quiet=True,
                                           werror=False)
     with tempfile.TemporaryDirectory() as tmp:

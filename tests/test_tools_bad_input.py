@@ -189,6 +189,14 @@ ROWS = [
      'cannot write', ),
     ('75', ('report', '--perflogs', 'PERFLOGS', '--save-baseline',
             'FILE/b.json'), 2, '--save-baseline: cannot write'),
+    # The bad-input rerun: compliance on what is no MLPerf log.
+    ('rerun', ('compliance', 'EMPTY'), 2,
+     'not an MLPerf log: the file is empty'),
+    ('rerun', ('compliance', 'BINARY'), 2,
+     'not an MLPerf log: the file is binary data'),
+    ('rerun', ('compliance', 'PROSE'), 2,
+     'not an MLPerf log: no :::MLLOG line: give the output of an MLPerf '
+     'program'),
     # --save-baseline onto results already written: refused, kept.
     ('LOST', ('report', '--perflogs', 'PERFLOGS', '--no-plots',
               '--save-baseline', 'PERFLOG'), 2,
