@@ -24,9 +24,13 @@ def cached_value(cache_dir, filename, key, field, compute):
             return None
         cache[key] = {field: value,
                       'measured': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
-        os.makedirs(cache_dir, exist_ok=True)
-        tmp = f'{path}.{os.getpid()}.tmp'
-        with open(tmp, 'w') as fp:
-            json.dump(cache, fp, indent=2)
-        os.replace(tmp, path)
+        try:
+            os.makedirs(cache_dir, exist_ok=True)
+            tmp = f'{path}.{os.getpid()}.tmp'
+            with open(tmp, 'w') as fp:
+                json.dump(cache, fp, indent=2)
+            os.replace(tmp, path)
+        except OSError:
+            pass        # kept for this process only; what needs the
+            #             directory to be writable says so itself
     return cache[key][field]

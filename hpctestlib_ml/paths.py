@@ -31,6 +31,33 @@ CHECKS_DIR = REPO_ROOT / 'checks'
 CONTAINERS_DIR = REPO_ROOT / 'containers'
 
 
+class UnwritableDirError(OSError):
+    '''A directory the suite must write in and cannot, said in one line
+    with the fix (ReFrame prints it as "failed to load configuration:
+    ..." when a config file meets it).'''
+
+    def __str__(self):
+        return self.args[0]
+
+
+#: How to move the results somewhere writable: said with
+#: :class:`UnwritableDirError`.
+MOVE_RESULTS = ('make it writable, or set HPCML_VAR_DIR (or give the '
+                'session --prefix) to a directory you may write')
+
+
+def writable_dir(path, fix=MOVE_RESULTS):
+    '''Make directory *path* (and its parents); an
+    :class:`UnwritableDirError` naming it and *fix* where that fails.'''
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        raise UnwritableDirError(
+            f'cannot write in {err.filename or path} ({err.strerror}): '
+            f'{fix}') from None
+    return path
+
+
 def user_path(path):
     '''*path* made absolute against the directory the user ran the command
     in. That is the shell's ``PWD``, not ``os.getcwd()``: ReFrame imports

@@ -7,9 +7,10 @@ ReFrame session on a VAR_DIR holds an exclusive lock on
 ``VAR_DIR/stage`` and ``VAR_DIR/output``. A session that starts while
 another holds it gets directories of its own,
 ``VAR_DIR/stage/session-<time>-<pid>`` and ``VAR_DIR/output/session-...``
-(the layout of ReFrame's ``--timestamp``), and says so in one line. Where
-the user chose the directories (``--prefix``, ``--stage``, ``--output`` or
-their ``RFM_*`` variables), they are left as chosen.
+(the layout of ReFrame's ``--timestamp``), and says so in one line. A
+session given ``--prefix DIR`` (or ``RFM_PREFIX``) does the same in DIR.
+Where the user chose the stage or output directory itself (``--stage``,
+``--output`` or their ``RFM_*`` variables), it is left as chosen.
 
 What the sessions share stays whole: perflog lines are appended under
 ReFrame's file lock (``locking_enable`` of the perflog handler) and the
@@ -25,11 +26,15 @@ import socket
 import sys
 import time
 
+from hpctestlib_ml.paths import (MOVE_RESULTS, UnwritableDirError,
+                                 user_path, writable_dir)
+
 LOCK_NAME = '.session.lock'
 
-#: Options and variables with which the user chose the directories.
-_USER_DIR_OPTIONS = ('--prefix', '--stage', '-s', '--output', '-o')
-_USER_DIR_VARIABLES = ('RFM_PREFIX', 'RFM_STAGE_DIR', 'RFM_OUTPUT_DIR')
+#: Options and variables with which the user chose the stage or output
+#: directory itself.
+_USER_DIR_OPTIONS = ('--stage', '-s', '--output', '-o')
+_USER_DIR_VARIABLES = ('RFM_STAGE_DIR', 'RFM_OUTPUT_DIR')
 
 #: The lock of this process's session: (VAR_DIR, open file), or None. Kept
 #: here, not in a config file, because ReFrame may import a config file
@@ -93,9 +98,13 @@ def claim_var_dir(var_dir):
     the session that holds it.'''
     if var_dir in _held:
         return None
-    os.makedirs(var_dir, exist_ok=True)
+    writable_dir(var_dir)
     path = os.path.join(var_dir, LOCK_NAME)
-    fp = open(path, 'a+')
+    try:
+        fp = open(path, 'a+')
+    except OSError as err:
+        raise UnwritableDirError(f'cannot take the session lock {path} '
+                                 f'({err.strerror}): {MOVE_RESULTS}') from None
     try:
         fcntl.flock(fp, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -111,14 +120,19 @@ def claim_var_dir(var_dir):
     return None
 
 
-def session_dirs(var_dir, in_session=None, user_chose=None):
-    '''``stagedir``/``outputdir`` settings of a system on *var_dir*: none
-    (ReFrame's defaults under the prefix) unless another session is
-    running there, then this session's own, announced on stderr.'''
+def session_dirs(var_dir, in_session=None, user_chose=None, argv=None,
+                 environ=None):
+    '''``stagedir``/``outputdir`` settings of a system on *var_dir*, or on
+    the session's ``--prefix`` where it has one: none (ReFrame's defaults
+    under the prefix) unless another session is running there, then this
+    session's own, announced on stderr.'''
     in_session = in_reframe_session() if in_session is None else in_session
-    user_chose = _user_chose_dirs() if user_chose is None else user_chose
+    user_chose = (_user_chose_dirs(argv, environ) if user_chose is None
+                  else user_chose)
     if not in_session or user_chose:
         return {}
+    prefix = prefix_asked(argv, environ)
+    var_dir = user_path(prefix) if prefix else var_dir
     holder = claim_var_dir(var_dir)
     if holder is None:
         return {}

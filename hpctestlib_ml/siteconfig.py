@@ -20,7 +20,7 @@ from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
 from hpctestlib_ml.paths import (CONTAINERS_DIR, REFERENCES_DIR, REPO_ROOT,
-                                 VAR_DIR, user_path)
+                                 VAR_DIR, user_path, writable_dir)
 
 
 class SiteConfigError(ConfigError, ValueError):
@@ -240,8 +240,8 @@ def make_site_configuration(systems, environments, general=None):
     every partition are checked first (:func:`check_site`).'''
     check_site(systems, _caller_file())
     results = results_dir()
-    os.makedirs(VAR_DIR, exist_ok=True)
-    os.makedirs(results, exist_ok=True)
+    writable_dir(VAR_DIR)
+    writable_dir(results)
     var_full.install(VAR_DIR)
     return {
         'systems': systems,

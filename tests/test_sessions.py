@@ -144,7 +144,50 @@ def test_only_reframe_itself_takes_the_session_lock(tmp_path):
 
 def test_directories_the_user_chose_are_left_alone():
     chose = sessions._user_chose_dirs
-    assert chose(['-r', '--prefix', '/p'], {})
     assert chose(['--stage=/s'], {}) and chose(['-o/out'], {})
-    assert chose(['-r'], {'RFM_PREFIX': '/p'})
+    assert chose(['-r'], {'RFM_STAGE_DIR': '/s'})
     assert not chose(['-r', '-n', 'x', '-S', 'steps=4'], {})
+    # A prefix is a var directory of the session's own: it is locked.
+    assert not chose(['-r', '--prefix', '/p'], {})
+    assert not chose(['-r'], {'RFM_PREFIX': '/p'})
+
+
+def test_two_sessions_with_one_prefix_stage_apart(tmp_path):
+    '''The bad-input rerun: two sessions given the same --prefix took
+    no lock and staged into one directory (each cleans a test's stage
+    directory before it uses it).'''
+    import shutil
+    if not shutil.which('flock'):
+        pytest.skip('needs flock(1)')
+    prefix = tmp_path / 'p'
+    argv = ['-r', '--prefix', str(prefix)]
+    prefix.mkdir()
+    lock = prefix / sessions.LOCK_NAME
+    # Another session holds the prefix's lock.
+    holder = subprocess.Popen(['flock', str(lock), 'sleep', '60'])
+    try:
+        for _ in range(100):
+            if subprocess.run(['flock', '-n', str(lock), 'true']).returncode:
+                break
+            time.sleep(0.1)
+        dirs = sessions.session_dirs(str(tmp_path / 'var'), in_session=True,
+                                     argv=argv, environ={})
+    finally:
+        holder.kill()
+        holder.wait()
+    assert dirs['stagedir'].startswith(f'{prefix}/stage/session-')
+    assert dirs['outputdir'].startswith(f'{prefix}/output/session-')
+    assert not (tmp_path / 'var').exists()
+
+
+def test_an_unwritable_var_dir_names_the_fix(tmp_path):
+    '''Rows 80-82: the var directory where nothing may be written (a
+    file in the way here): one line, the directory and the fix.'''
+    from hpctestlib_ml.paths import UnwritableDirError
+    (tmp_path / 'file').write_text('x')
+    with pytest.raises(UnwritableDirError) as err:
+        sessions.claim_var_dir(str(tmp_path / 'file' / 'var'))
+    assert str(err.value) == (
+        f"cannot write in {tmp_path / 'file' / 'var'} (Not a directory): "
+        'make it writable, or set HPCML_VAR_DIR (or give the session '
+        '--prefix) to a directory you may write')

@@ -817,8 +817,10 @@ def test_read_only_var_dir_stays_one_line(tmp_path):
                                'HPCML_CACHE_DIR': ''},
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert config_error(proc) == (f'[Errno 30] Read-only file system: '
-                                  f"'{var}/cache'")
+    assert config_error(proc) == (
+        f'cannot take the session lock {var}/.session.lock (Read-only file '
+        f'system): make it writable, or set HPCML_VAR_DIR (or give the '
+        f'session --prefix) to a directory you may write')
 
 
 def test_a_dotted_setting_of_a_suite_test_not_loaded_is_no_mistake():
