@@ -42,7 +42,7 @@ import time
 REPO = pathlib.Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / '.venv' / 'bin'
 sys.path.insert(0, str(REPO))
-from hpctestlib_ml import workloads  # noqa: E402
+from hpctestlib_ml import registry  # noqa: E402
 
 #: The framework modules of the PyTorch programs: torch._dynamo comes in
 #: with the first torch.optim optimizer (torch._disable_dynamo).
@@ -218,7 +218,7 @@ def measure_pair(check, steps, extra_env, reframe_first):
     '''One ReFrame run and one bare run of the check's smoke case, in
     the order given: the figures of both.'''
     _, workload, metric, _ = CHECKS[check]
-    extract = workloads.get(workload).parser.extract_metrics
+    extract = registry.get(workload).parser.extract_metrics
 
     def reframe():
         with tempfile.TemporaryDirectory() as var:

@@ -133,20 +133,3 @@ def sized_corpus(tokenizer, files, blocks, directory, block_size=1024):
                          validation_lines=sentences['validation'])
     return {'data_files': paths}
 
-
-def prepare(names, root):
-    '''Prepare the workloads *names* (all if empty) under *root*:
-    [(workload, directories written or why there is nothing to fetch)],
-    from each workload's declaration (:mod:`hpctestlib_ml.workloads`).'''
-    from hpctestlib_ml import workloads
-    done = []
-    for name in names or list(workloads.registered()):
-        try:
-            declared = workloads.get(name)
-        except workloads.UnknownWorkload as err:
-            raise PrepareError(str(err)) from None
-        if declared.prepare:
-            done.append((name, declared.prepare(root)))
-        else:
-            done.append((name, f'nothing to fetch: {declared.data}'))
-    return done

@@ -457,13 +457,15 @@ VARIABLES = {
 #: Test variables the suite sets itself, logged with every result (or
 #: set by the check classes): ``-S`` does not set them.
 RECORDED = (
-    'workload', 'program', 'sizes', 'framework', 'departures',
+    'workload', 'program', 'framework', 'departures',
     'reference_precision', 'runs_in_container', 'resolved_size', 'device',
     'memory_estimated', 'gpus_per_node', 'device_ran', 'slowest_rank',
     'mfu_peak', 'suite_version', 'framework_versions', 'gpu_driver',
     'cuda_version', 'nccl_version', 'env_switches', 'energy_counter',
     'reference_case', 'loss_curve', 'references_file',
     'reference_noise_pct', 'session_id',
+    # Megatron's layout and data, derived at setup from its settings
+    'data_parallel', 'model_shape', 'vocab', 'dataset', 'input_sources',
 )
 
 _SLURM = 'config/slurm.py'

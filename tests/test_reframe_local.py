@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from conftest import BIN, local_case_count, local_cases
-from hpctestlib_ml import workloads
+from hpctestlib_ml import registry
 from perflog import read_perflog
 
 pytestmark = pytest.mark.integration
@@ -15,15 +15,15 @@ HPCML = BIN / 'hpcml'
 
 
 #: Every training workload, by its check: the suite's local run covers
-#: each one (hpctestlib_ml.workloads; a new workload is in by declaring
+#: each one (hpctestlib_ml.registry; a new workload is in by declaring
 #: itself).
 WORKLOADS = {declared.check: declared
-             for declared in workloads.registered().values()
+             for declared in registry.registered().values()
              if declared.kind == 'workload'}
 
 #: Every component benchmark, by its check: in the local run too.
 COMPONENTS = {declared.check: declared
-              for declared in workloads.registered().values()
+              for declared in registry.registered().values()
               if declared.kind == 'component'}
 
 

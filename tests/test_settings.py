@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from conftest import BIN, REPO
-from hpctestlib_ml import workloads
+from conftest import BIN, REPO, check_class
+from hpctestlib_ml import registry
 
 #: One case of each check: its file and -n pattern (1 rank, per task).
 ONE = {name: (f'checks/{file}.py', f'^{name}%scale=1_proc%'
@@ -159,8 +159,8 @@ def test_every_variable_of_every_check_is_declared_or_recorded():
     import reframe.core.pipeline as pipeline
     reframe_own = set(pipeline.RegressionTest.var_space)
     declared = set()
-    for declaration in workloads.registered().values():
-        cls = declaration.test_class()
+    for declaration in registry.registered().values():
+        cls = check_class(declaration)
         for name in set(cls.var_space) - reframe_own:
             setting = settings.variable(name, declaration.name)
             if setting is None:
@@ -207,7 +207,7 @@ def program_precisions(path):
     ('collectives', 'collectives/__main__.py'),
 ])
 def test_declared_precisions_are_the_programs_own(workload, program):
-    declared = workloads.get(workload).precisions_on('gpu')
+    declared = registry.get(workload).precisions_on('gpu')
     assert sorted(declared) == sorted(program_precisions(program))
 
 
@@ -215,7 +215,7 @@ def test_declared_precisions_of_upstream_programs():
     '''OpenCLIP's --precision choices; Megatron's --fp16/--bf16 (fp32
     without either), in Megatron-Core's fallback as in Megatron-LM.'''
     import open_clip_train.params
-    clip = workloads.get('clip').precisions_on('gpu')
+    clip = registry.get('clip').precisions_on('gpu')
     for choice in clip:
         assert open_clip_train.params.parse_args(
             ['--precision', choice]).precision == choice
@@ -224,7 +224,7 @@ def test_declared_precisions_of_upstream_programs():
     source = (REPO / 'src/gpt_pretrain/mcore_train.py').read_text()
     assert "p.add_argument('--bf16', action='store_true')" in source
     assert "p.add_argument('--fp16', action='store_true')" in source
-    assert workloads.get('megatron').precisions_on('cpu') == (
+    assert registry.get('megatron').precisions_on('cpu') == (
         'fp32', 'fp16', 'bf16')
 
 

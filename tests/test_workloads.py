@@ -1,32 +1,39 @@
-"""One declaration per workload (hpctestlib_ml.workloads), and the names it
+"""One declaration per workload (hpctestlib_ml.registry), and the names it
 declares agree with every layer: a workload is its check, its test class,
 its program, its parser, its references file and its model builder, each
 where the declaration says, and nothing else lists the workloads."""
 import ast
-import pathlib
 
 import pytest
 
-from conftest import REPO
-from hpctestlib_ml import workloads
+from conftest import REPO, check_class
+from hpctestlib_ml import registry
 
-DECLARED = workloads.registered()
+DECLARED = registry.registered()
+
+
+def modules(package):
+    '''The modules and packages of ``hpctestlib_ml/<package>``, but its
+    ``__init__`` and the MLPerf-style workloads' shared ``mlperf``.'''
+    folder = REPO / 'hpctestlib_ml' / package
+    found = {p.stem for p in folder.glob('*.py')}
+    found |= {p.parent.name for p in folder.glob('*/__init__.py')}
+    return found - {'__init__', 'mlperf'}
 
 
 def test_every_workload_module_declares_itself():
-    modules = {p.stem for p in (REPO / 'hpctestlib_ml' / 'workloads')
-               .glob('*.py') if p.stem not in ('__init__', 'mlperf')}
-    assert modules == set(DECLARED)
+    assert modules('registry') == set(DECLARED)
+    assert modules('workloads') == set(DECLARED)
     assert len(DECLARED) >= 9
 
 
 @pytest.mark.parametrize('name', list(DECLARED))
 def test_the_names_agree_across_layers(name):
     declared = DECLARED[name]
-    cls = declared.test_class()
+    cls = check_class(declared)
     suffix = 'Benchmark' if declared.kind == 'component' else 'Training'
     assert cls.__name__ == f'{declared.check}{suffix}'
-    assert cls.workload == name and cls.program == declared.program
+    assert cls.workload == name
     leaf = REPO / 'checks' / f'{name}.py'
     classes = {node.name for node in ast.parse(leaf.read_text()).body
                if isinstance(node, ast.ClassDef)}
@@ -46,14 +53,16 @@ def test_a_workload_has_a_model_a_component_has_none(name):
     and derives from the component base (no MFU, no loss asked for).'''
     from hpctestlib_ml.base import ComponentTest
     declared = DECLARED[name]
-    assert declared.kind in workloads.KINDS
-    is_component = issubclass(declared.test_class(), ComponentTest)
+    assert declared.kind in registry.KINDS
+    is_component = issubclass(check_class(declared), ComponentTest)
     assert is_component == (declared.kind == 'component')
     if is_component:
         assert declared.model_info is None and declared.optimizer is None
-        assert declared.test_class().throughput_metric is None
+        assert declared.throughput_metric is None
     else:
         assert declared.model_info is not None
+        assert declared.throughput_metric in check_class(
+            declared)._rfm_perf_fns
 
 
 def test_the_components_are_declared():
@@ -62,10 +71,10 @@ def test_the_components_are_declared():
 
 
 def test_unknown_names_list_the_known_ones():
-    with pytest.raises(workloads.UnknownWorkload,
+    with pytest.raises(registry.UnknownWorkload,
                        match="unknown workload 'nope': use one of "
                              "alphafold2, bert"):
-        workloads.get('nope')
+        registry.get('nope')
 
 
 def test_no_shared_module_lists_the_workloads():

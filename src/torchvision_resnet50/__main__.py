@@ -43,6 +43,7 @@ import sys
 import time
 
 import torchvision_resnet50 as bench
+from torchvision_resnet50.sizes import SIZES
 
 NUM_CLASSES = 1000
 LOG_STYLES = ('both', 'horovod', 'cscs')
@@ -54,7 +55,7 @@ def parse_args(argv):
     ``--log-style``, ``--seed``. EESSI's ``--use-ddp``, ``--world-size``
     and ``--master-*`` are the launcher's env:// variables here.'''
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    p.add_argument('--size', choices=list(bench.SIZES), default='benchmark',
+    p.add_argument('--size', choices=list(SIZES), default='benchmark',
                    help='defaults of the next five options')
     p.add_argument('--model', default='resnet50',
                    help='torchvision model (upstream\'s --model)')
@@ -75,7 +76,7 @@ def parse_args(argv):
     p.add_argument('--log-style', choices=LOG_STYLES, default='both')
     p.add_argument('--seed', type=int, default=0)
     args = p.parse_args(argv)
-    for key, value in bench.SIZES[args.size].items():
+    for key, value in SIZES[args.size].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     return args
