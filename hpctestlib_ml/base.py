@@ -13,12 +13,13 @@ import reframe as rfm
 from reframe.core.builtins import run_after
 
 from hpctestlib_ml.metrics import common_problems
-from hpctestlib_ml.plugins import (Containers, Energy, Launching, Placement,
-                                   Provenance, References, Sanity, Settings,
-                                   Sizing, Utilisation, WorkloadInterface)
+from hpctestlib_ml.plugins import (Containers, Energy, JobLog, Launching,
+                                   Placement, Provenance, References, Sanity,
+                                   Settings, Sizing, Utilisation,
+                                   WorkloadInterface)
 
 
-class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
+class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
                      Settings, Placement, Sizing, Launching, Containers,
                      Utilisation, Provenance, Energy, References, Sanity):
     '''Base of the suite's training tests.

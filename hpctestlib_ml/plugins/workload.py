@@ -1,24 +1,21 @@
-"""WorkloadInterface: the check's side of a workload, its declaration
-read, and its log, read once.
+"""WorkloadInterface: the check's side of a workload, and its declaration
+read.
 
-The bottom plugin: every other plugin may call what is declared here, and
-none of them is imported here (so the plugins form no import cycle).
+A bottom plugin (with :mod:`~hpctestlib_ml.plugins.log`): every other
+plugin may call what is declared here, and none of them is imported here
+(so the plugins form no import cycle).
 """
-import os
-
 from reframe.core.builtins import run_after, variable
-from reframe.core.exceptions import SanityError
 from reframe.core.pipeline import RegressionTestPlugin
 
 from hpctestlib_ml import registry, sizes
-from hpctestlib_ml.parsers import hpcml_records
 
 
 class WorkloadInterface(RegressionTestPlugin):
     '''What each workload's check does its own way (its program's
     arguments, its log's problems, its FLOPs per sample), beside what its
     declaration says (:meth:`declaration`: program, sizes, parser,
-    capabilities), and the job's log, read once per case.
+    capabilities).
 
     A workload sets :attr:`workload` (its name in
     :mod:`hpctestlib_ml.registry`) and implements, by the stage that calls
@@ -91,50 +88,6 @@ class WorkloadInterface(RegressionTestPlugin):
             self.program = declared.program
         if self.framework is None:
             self.framework = declared.framework
-
-    # The log, read once per case
-
-    def log_text(self):
-        '''The job's stdout and stderr (the programs log to either).'''
-        if getattr(self, '_log_text', None) is None:
-            parts = []
-            for name in (self.stdout.evaluate(), self.stderr.evaluate()):
-                path = os.path.join(self.stagedir, name)
-                if os.path.exists(path):
-                    with open(path, errors='replace') as fp:
-                        parts.append(fp.read())
-            self._log_text = '\n'.join(parts)
-        return self._log_text
-
-    def metrics(self):
-        '''The log as the workload's parser reads it, once per case: a
-        :class:`~hpctestlib_ml.metrics.TrainingLog`.'''
-        if getattr(self, '_metrics', None) is None:
-            self._metrics = self.extract_metrics(self.log_text())
-        return self._metrics
-
-    def metric(self, name):
-        '''Figure *name* of :meth:`metrics` (its ``figures``); a sanity
-        error where the log has none.'''
-        value = self.metrics().figures.get(name)
-        if value is None:
-            raise SanityError(f'{name}: not found in the log')
-        return value
-
-    def log_records(self, type_):
-        '''The ranks' ``[hpcml]`` records of type *type_* in the log, read
-        once per case.'''
-        if getattr(self, '_log_records', None) is None:
-            self._log_records = {}
-        if type_ not in self._log_records:
-            self._log_records[type_] = hpcml_records.records(
-                self.log_text(), type_)
-        return self._log_records[type_]
-
-    def device_records(self):
-        '''The ranks' ``[hpcml] device`` records ([] where the program
-        prints none).'''
-        return self.log_records('device')
 
     # What each workload provides
 
