@@ -14,7 +14,7 @@ import sys
 
 from reframe.core.exceptions import ConfigError
 
-from hpctestlib_ml import sessions, settings, var_full
+from hpctestlib_ml import registry, sessions, settings, var_full
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
                                      FRAMEWORKS, LAUNCH_MODES, SCALES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
@@ -300,12 +300,13 @@ def check_site(systems, where):
             f'HPCML_REFERENCES_DIR {REFERENCES_DIR}: No such directory (the '
             f'reference files the checks read): '
             f'{settings.env_fix("HPCML_REFERENCES_DIR")}')
+    extras_keys = registry.extras_keys()
     for system in systems:
         for part in system.get('partitions', []):
             fullname = f'{system["name"]}:{part["name"]}'
             try:
                 part['extras'] = settings.check_extras(
-                    fullname, part.get('extras', {}), where)
+                    fullname, part.get('extras', {}), where, extras_keys)
             except settings.SettingError as err:
                 raise SiteConfigError(str(err)) from None
             why = why_no_case_runs(facts_of(fullname, part))

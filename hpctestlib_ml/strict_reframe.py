@@ -117,8 +117,9 @@ def variable_problems(external_vars, checks):
     variable of any (with the closest name), a parameter, or a value the
     suite records. A name qualified with a class (``Class.name``) is
     checked against that class where it is selected.'''
-    from hpctestlib_ml import settings
+    from hpctestlib_ml import registry, settings
     classes = {type(c).__name__: type(c) for c in checks}
+    recorded = registry.recorded()
     if not classes:
         return []
     problems = []
@@ -129,7 +130,7 @@ def variable_problems(external_vars, checks):
         if owner and owner not in classes:
             continue
         chosen = [classes[owner]] if owner else list(classes.values())
-        if name in settings.RECORDED:
+        if name in recorded:
             problems.append(f'-S {key}: {name} is set by the suite itself '
                             f'(logged with every result), not a setting')
         elif any(name in cls.var_space for cls in chosen):
@@ -145,7 +146,7 @@ def variable_problems(external_vars, checks):
             names = {n for cls in chosen for n in cls.var_space
                      if not n.startswith('_')}
             where = owner or 'any selected test'
-            readers = sorted(reader for n, reader in settings.VARIABLES
+            readers = sorted(reader for n, reader in registry.all_variables()
                              if n == name)
             near = (f" (a variable of the {', '.join(readers)} checks, none "
                     f'selected)'

@@ -33,7 +33,7 @@ class Settings(RegressionTestPlugin):
                 f"with -n '{name}%{param}={self.precision}', not -S "
                 f'precision')
         for name in type(self).var_space:
-            declared = settings.variable(name, self.workload)
+            declared = self.declaration().variable(name)
             if declared is None:
                 continue
             choices, label = None, None

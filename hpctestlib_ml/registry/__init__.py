@@ -34,6 +34,8 @@ import importlib
 import pkgutil
 import types
 
+from hpctestlib_ml import settings
+
 
 @dataclasses.dataclass(frozen=True)
 class Headline:
@@ -115,6 +117,18 @@ class Workload:
     #: What the benchmark size trains in and what the upstream reference
     #: program does, with the sources, where the workload records them.
     precision_choice: PrecisionChoice = None
+    #: Its check's own test variables that a user sets (``-S``), each a
+    #: :class:`~hpctestlib_ml.settings.Setting`
+    #: (:func:`hpctestlib_ml.settings.variables`): checked at setup.
+    variables: tuple = ()
+    #: Its check's own variables that it sets itself at setup from the
+    #: others (``-S`` does not set them).
+    derived: tuple = ()
+    #: The partition ``extras`` keys its check reads, each a
+    #: :class:`~hpctestlib_ml.settings.Setting`
+    #: (:func:`hpctestlib_ml.settings.extras_keys`): checked when a site
+    #: configuration loads.
+    extras: tuple = ()
     #: ``(size, device or None) -> ModelInfo`` for ``hpcml model-info``.
     model_info: object = None
     #: The MLPerf benchmark its program names in its log
@@ -169,6 +183,12 @@ class Workload:
         return self.precision_choice.reference if self.precision_choice \
             else ''
 
+    def variable(self, name):
+        '''The declaration of its check's test variable *name*, its own
+        or every check's; None where neither has one.'''
+        own = {s.name: s for s in self.variables}
+        return own.get(name) or settings.variable(name)
+
     def precisions_on(self, device_kind):
         ''':attr:`precisions` on a device of *device_kind* (``cpu`` or
         ``gpu``); None where any is taken.'''
@@ -213,3 +233,44 @@ def get(name):
         raise UnknownWorkload(f'unknown workload {name!r}: use one of '
                               f'{", ".join(workloads)}')
     return workloads[name]
+
+
+# The settings of every workload, with those every check has
+
+def variable(name, workload):
+    '''The declaration of test variable *name* of a check of *workload*:
+    the workload's own, else every check's; None where neither has one.'''
+    return get(workload).variable(name)
+
+
+def all_variables():
+    '''(name, reader) -> :class:`~hpctestlib_ml.settings.Setting` of every
+    test variable: every check's and each workload's own.'''
+    return {**settings.VARIABLES,
+            **{(s.name, s.reader): s for declared in registered().values()
+               for s in declared.variables}}
+
+
+def extras_keys():
+    '''Name -> :class:`~hpctestlib_ml.settings.Setting` of every partition
+    extras key the suite reads: every check's and each workload's.'''
+    return {**settings.EXTRAS_KEYS,
+            **{s.name: s for declared in registered().values()
+               for s in declared.extras}}
+
+
+def recorded():
+    '''The test variables the suite sets itself: every check's
+    (:data:`~hpctestlib_ml.settings.RECORDED`) and each workload's
+    ``derived``.'''
+    return settings.RECORDED + tuple(
+        name for declared in registered().values()
+        for name in declared.derived)
+
+
+def setting_rows():
+    ''':func:`hpctestlib_ml.settings.rows` of every setting, the
+    workloads' own included: the documentation's page of settings.'''
+    return settings.rows([s for declared in registered().values()
+                          for s in (*declared.variables, *declared.extras)])
+

@@ -12,9 +12,9 @@ recycles, batch 1 per GPU, block recomputation) on GPU partitions,
 ``tiny`` the same architecture on CPUs. Quality: lDDT-Ca on held-out
 proteins, MLPerf HPC's target 0.8.
 """
-from hpctestlib_ml import flops, model_info, program_tables
+from hpctestlib_ml import flops, model_info, program_tables, settings
 from hpctestlib_ml.registry import PrecisionChoice
-from hpctestlib_ml.registry.mlperf import mllog_workload
+from hpctestlib_ml.registry.mlperf import mllog_workload, model_and_data
 
 #: The program's sizes (crop, MSA, recycles, the model's config): its own
 #: table (``src/alphafold2/sizes.py``, read from the file, no torch).
@@ -103,4 +103,9 @@ WORKLOAD = mllog_workload(
     mlperf_rules=('hpc', '3.0.0'),
     data="synthetic proteins (or a site's OpenFold data)",
     names_note='MLPerf HPC trains it with OpenFold, whose initial training '
-               'the program ports')
+               'the program ports',
+    variables=model_and_data('alphafold2', 'alphafold2', 'sizes', 'SIZES'),
+    extras=settings.extras_keys('alphafold2', [
+        ('openfold_data', 'path', None, 'a directory of OpenFold samples',
+         {'allowed': 'a directory'}),
+    ]))

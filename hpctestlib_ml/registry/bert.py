@@ -12,7 +12,7 @@ Synthetic token batches by default, or a text file and WordPiece tokenizer
 events as MLPerf Training 5.0's rules ask, read by the shared
 :mod:`hpctestlib_ml.parsers.mllog`.
 """
-from hpctestlib_ml import flops, model_info, program_tables
+from hpctestlib_ml import flops, model_info, program_tables, settings
 from hpctestlib_ml.registry import PrecisionChoice
 from hpctestlib_ml.registry.mlperf import mllog_workload
 
@@ -109,4 +109,21 @@ WORKLOAD = mllog_workload(
     mlperf_rules=('training', '5.0.0'),
     data="synthetic token batches (or a site's text and tokenizer)",
     names_note='BERT-Large is the model MLPerf Training trains',
-    packages=('transformers', 'mlperf-logging'))
+    packages=('transformers', 'mlperf-logging'),
+    variables=settings.variables('bert', [
+        ('model', 'str', None, "BERT model; default: the size's",
+         {'choices': settings.program_table('bert_pretrain', 'sizes',
+                                               'MODELS')}),
+        ('data', 'path', None, "'synthetic' or a text file; default: "
+         "extras['bert_data']['data'], else synthetic",
+         {'allowed': "'synthetic' or an absolute file"}),
+        ('optimizer', 'str', 'lamb', "LAMB (MLPerf's reference) or AdamW",
+         {'choices': ('lamb', 'adamw')}),
+        ('tokenizer', 'path', None, 'WordPiece tokenizer directory, for a '
+         "text data file; default: extras['bert_data']['tokenizer']",
+         {'allowed': 'an absolute directory'}),
+    ]),
+    extras=settings.extras_keys('bert', [
+        ('bert_data', 'dict', None, 'a text dataset: data, tokenizer',
+         {'allowed': 'a mapping'}),
+    ]))

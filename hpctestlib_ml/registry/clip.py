@@ -11,7 +11,7 @@ import importlib.util
 import json
 import pathlib
 
-from hpctestlib_ml import flops, model_info
+from hpctestlib_ml import flops, model_info, settings
 from hpctestlib_ml.parsers import open_clip as parser
 from hpctestlib_ml.paths import SRC_DIR
 from hpctestlib_ml.registry import Headline, Workload
@@ -150,4 +150,14 @@ WORKLOAD = Workload(
     optimizer='adamw', data="OpenCLIP's synthetic dataset",
     names_note='MMoCLIP is the JUPITER Benchmark Suite\'s name of the '
                'benchmark; clip_train starts OpenCLIP\'s open_clip_train',
-    packages=('open-clip-torch[training]',), precisions=PRECISIONS)
+    packages=('open-clip-torch[training]',), precisions=PRECISIONS,
+    variables=settings.variables('clip', [
+        ('model', 'str', None, "OpenCLIP model name; default: the size's",
+         {'allowed': 'an OpenCLIP model name'}),
+        ('train_num_samples', 'int', None, "samples in the epoch; default: "
+         "the benchmark's 3.2M, or steps x global batch", {'minimum': 1}),
+        ('grad_checkpointing', 'bool', None, "recompute activations in the "
+         "backward pass; default: the size's"),
+        ('workers', 'int', None, "data-loader workers per rank; default: "
+         "the rank's CPUs, 0 on CPUs", {'minimum': 0}),
+    ]))

@@ -24,9 +24,12 @@ the suite's by the operation's perf variable of one case
 (``config/references/collectives.yaml``). A case of one rank is not
 generated: the bus bandwidth of one rank is 0 by definition.
 """
-from hpctestlib_ml import precisions
+from hpctestlib_ml import precisions, settings
 from hpctestlib_ml.parsers import nccl_tests as parser
 from hpctestlib_ml.registry import Headline, Workload
+
+#: The operations, as nccl-tests names its programs (``all_reduce``, ...).
+OPERATIONS = tuple(dict(parser.SHORT))
 
 WORKLOAD = Workload(
     name='collectives', check='Collectives', program='collectives',
@@ -48,4 +51,17 @@ WORKLOAD = Workload(
     names_note='nccl-tests names its programs <op>_perf; the parser is '
                "nccl_tests (it reads nccl-tests' format), beside nccl, "
                "which reads NCCL's own INFO log",
-    precisions=precisions.PROGRAM)
+    precisions=precisions.PROGRAM,
+    variables=settings.variables('collectives', [
+        ('min_bytes', 'str', None, "smallest message, bytes or 1K/32M/1G; "
+         "default: the size's", {'allowed': 'bytes, or a number with K, M '
+                                            'or G'}),
+        ('max_bytes', 'str', None, "largest message; default: the size's",
+         {'allowed': 'bytes, or a number with K, M or G'}),
+        ('step_factor', 'int', 2, 'factor from one message size to the next',
+         {'minimum': 2}),
+        ('warmup_iters', 'int', None, "untimed operations of every size; "
+         "default: the size's", {'minimum': 0}),
+        ('operations', 'list', [], 'operations to run; default: all',
+         {'choices': OPERATIONS}),
+    ]))

@@ -8,9 +8,9 @@ conv_size 8) on CPUs. Synthetic cubes by default; the reference data as
 NumPy samples with ``-S data=DIR`` or the partition's
 ``extras['cosmoflow_data']``.
 """
-from hpctestlib_ml import flops, model_info, program_tables
+from hpctestlib_ml import flops, model_info, program_tables, settings
 from hpctestlib_ml.registry import PrecisionChoice
-from hpctestlib_ml.registry.mlperf import mllog_workload
+from hpctestlib_ml.registry.mlperf import mllog_workload, model_and_data
 
 #: (cube side, conv_size) of the program's sizes: its own table
 #: (``src/cosmoflow/sizes.py``, read from the file, no torch).
@@ -74,4 +74,9 @@ WORKLOAD = mllog_workload(
     optimizer='sgd_momentum', benchmark='cosmoflow',
     # MLPerf HPC 3.0.0's rules.
     mlperf_rules=('hpc', '3.0.0'),
-    data="synthetic cubes (or a site's NumPy samples)")
+    data="synthetic cubes (or a site's NumPy samples)",
+    variables=model_and_data('cosmoflow', 'cosmoflow', 'sizes', 'SIZES'),
+    extras=settings.extras_keys('cosmoflow', [
+        ('cosmoflow_data', 'path', None, 'a directory of CosmoFlow samples',
+         {'allowed': 'a directory'}),
+    ]))

@@ -8,10 +8,10 @@ narrower on 16 x 128 x 192 crops at ``tiny``. Synthetic fields by
 default; ``.npz`` samples with ``-S data=DIR`` or the partition's
 ``extras['deepcam_data']``. Quality: the reference's IoU.
 """
-from hpctestlib_ml import flops, model_info, program_tables
+from hpctestlib_ml import flops, model_info, program_tables, settings
 from hpctestlib_ml.flops import conv2d_flops
 from hpctestlib_ml.registry import PrecisionChoice
-from hpctestlib_ml.registry.mlperf import mllog_workload
+from hpctestlib_ml.registry.mlperf import mllog_workload, model_and_data
 
 #: What the benchmark size trains in, and the reference.
 PRECISION = PrecisionChoice(
@@ -120,4 +120,9 @@ WORKLOAD = mllog_workload(
     mlperf_rules=('hpc', '3.0.0'),
     data="synthetic climate fields (or a site's samples)",
     names_note='the network is DeepLabV3+; deepcam is the MLPerf HPC '
-               'benchmark that trains it (mlcommons/hpc deepcam)')
+               'benchmark that trains it (mlcommons/hpc deepcam)',
+    variables=model_and_data('deeplabv3plus', 'deepcam', 'architecture', 'SIZES'),
+    extras=settings.extras_keys('deeplabv3plus', [
+        ('deepcam_data', 'path', None, 'a directory of DeepCAM samples',
+         {'allowed': 'a directory'}),
+    ]))

@@ -13,7 +13,7 @@ bf16 (CPU partitions: fp32 only).
 import pathlib
 import tempfile
 
-from hpctestlib_ml import flops, model_info, precisions, prepare
+from hpctestlib_ml import flops, model_info, precisions, prepare, settings
 from hpctestlib_ml.parsers import hf_trainer as parser
 from hpctestlib_ml.registry import Headline, Workload
 
@@ -79,4 +79,13 @@ WORKLOAD = Workload(
     model_info=build_model_info, optimizer='adamw',
     prepare=prepare.prepare_gpt2_finetune,
     packages=('transformers', 'accelerate', 'datasets'),
-    precisions=precisions.PROGRAM)
+    precisions=precisions.PROGRAM,
+    variables=settings.variables('gpt2_finetune', [
+        ('model', 'str', None, "tiny or a Hugging Face model name; default: "
+         "the size's", {'allowed': 'tiny or a Hugging Face model name'}),
+        ('prepared_dir', 'path', None, "where hpcml prepare put the model "
+         "and dataset; default: extras['prepared_dir'], else "
+         "HPCML_PREPARED_DIR", {'allowed': 'an absolute directory'}),
+        ('epochs', 'float', 3.0, 'epochs at benchmark size',
+         {'minimum': 0, 'exclusive': True}),
+    ]))

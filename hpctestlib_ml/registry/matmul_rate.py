@@ -12,8 +12,12 @@ bf16, fp16, tf32 and fp32 on GPUs; ``tiny`` n 512 on CPUs, fp32 only (the
 precision every workload trains in on CPUs, and the one MFU's CPU peak is
 measured in).
 """
+from hpctestlib_ml import settings
 from hpctestlib_ml.parsers import matmul_rate as parser
 from hpctestlib_ml.registry import Headline, Workload
+
+#: What it measures: every precision its program knows.
+PRECISIONS = ('bf16', 'fp16', 'tf32', 'fp32')
 
 WORKLOAD = Workload(
     name='matmul_rate', check='MatmulRate', program='matmul_rate',
@@ -40,4 +44,20 @@ WORKLOAD = Workload(
         # steps (sizes.SHORT_SIZE).
         'short': {'steps': 10, 'time_limit': '10m'},
     },
-    data='random matrices made on each device')
+    data='random matrices made on each device',
+    variables=settings.variables('matmul_rate', [
+        ('matrix_size', 'int', None, "side of the square matrices; default: "
+         "the size's", {'minimum': 1}),
+        ('products_per_iteration', 'int', None, "products timed together; "
+         "default: the size's", {'minimum': 1}),
+        ('warmup_products', 'int', None, "untimed products first; default: "
+         "the size's", {'minimum': 0}),
+        ('warmup_seconds', 'float', None, "least seconds of untimed "
+         "products before each precision's timed ones; default: the "
+         "size's", {'minimum': 0}),
+        ('measure_seconds', 'float', None, "least seconds each precision's "
+         "timed products last together; default: the size's",
+         {'minimum': 0}),
+        ('precisions', 'list', [], "precisions to measure; default: the "
+         "device's", {'choices': PRECISIONS}),
+    ]))

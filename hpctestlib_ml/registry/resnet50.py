@@ -20,9 +20,12 @@ trains (:func:`hpctestlib_ml.flops.resnet50_forward_flops`).
 """
 import os
 
-from hpctestlib_ml import flops, model_info, precisions
+from hpctestlib_ml import flops, model_info, precisions, settings
 from hpctestlib_ml.parsers import tf_cnn_benchmarks as parser
 from hpctestlib_ml.registry import Headline, Workload
+
+#: How ResNet50TF runs: the suite's Keras program or tf_cnn_benchmarks.
+IMPLEMENTATIONS = ('keras', 'tf_cnn_benchmarks')
 
 
 def training_flops(image_size, implementation):
@@ -72,4 +75,20 @@ WORKLOAD = Workload(
     data="synthetic images (or a site's ImageNet TFRecords)",
     names_note='TF: TensorFlow (Keras, or tf_cnn_benchmarks), beside '
                'torchvision_resnet50',
-    precisions=precisions.PROGRAM)
+    precisions=precisions.PROGRAM,
+    variables=settings.variables('resnet50', [
+        ('implementation', 'str', 'keras', "the suite's Keras program or "
+         "tf_cnn_benchmarks (extras['tf_cnn_benchmarks'])",
+         {'choices': IMPLEMENTATIONS}),
+        ('image_size', 'int', None, "image side in pixels; default: the "
+         "size's", {'minimum': 1}),
+        ('data', 'path', None, "'synthetic' or a directory of ImageNet "
+         "TFRecords; default: extras['imagenet_tfrecords'], else synthetic",
+         {'allowed': "'synthetic' or an absolute directory"}),
+    ]),
+    extras=settings.extras_keys('resnet50', [
+        ('imagenet_tfrecords', 'path', None, 'a directory of ImageNet '
+         'TFRecords', {'allowed': 'a directory'}),
+        ('tf_cnn_benchmarks', 'path', None, 'the directory of '
+         'tf_cnn_benchmarks.py', {'allowed': 'a directory'}),
+    ]))

@@ -12,8 +12,13 @@ ImageNet-sized TFRecord shards) and the checkpoint of Megatron 800M
 ranks, 3 rounds; ``tiny`` 4 MiB of each in small shapes and Megatron
 tiny's checkpoint (173 MB), 2 rounds.
 """
+from hpctestlib_ml import settings
 from hpctestlib_ml.parsers import storage_bench as parser
 from hpctestlib_ml.registry import Headline, Workload
+
+#: The data formats it reads, by the workload that reads each.
+FORMATS = {'npy': 'cosmoflow', 'npz': 'deeplabv3plus',
+           'tfrecord': 'resnet50', 'text': 'gpt2_finetune'}
 
 WORKLOAD = Workload(
     name='storage', check='Storage', program='storage_bench',
@@ -36,4 +41,20 @@ WORKLOAD = Workload(
     # parameters with Megatron-Core's model (hpcml model-info megatron).
     packages=('megatron-core',),
     names_note='the program is storage_bench: a module called storage '
-               'would be too generic a name on PYTHONPATH')
+               'would be too generic a name on PYTHONPATH',
+    variables=settings.variables('storage', [
+        ('storage_dir', 'path', None, "directory to measure (shell variables "
+         "expanded by the job); default: extras['storage_dir'], else the "
+         "stage directory", {'allowed': 'a directory'}),
+        ('formats', 'list', [], 'data formats to read; default: all',
+         {'choices': tuple(FORMATS)}),
+        ('data_bytes_per_rank', 'int', None, "bytes of each format every "
+         "rank writes and reads; default: the size's", {'minimum': 1}),
+        ('checkpoint_workload', 'str', 'megatron', "the workload whose "
+         "model's state the checkpoint holds",
+         {'allowed': 'a workload with a model'}),
+        ('checkpoint_model_size', 'str', None, "that model's size (hpcml "
+         "model-info --size); default: the size's"),
+        ('checkpoint_bytes', 'int', None, "the checkpoint's bytes, all ranks "
+         "together (0: none); default: the model's state", {'minimum': 0}),
+    ]))

@@ -12,7 +12,7 @@ records. ``benchmark`` size: EESSI's defaults (batch 32 per GPU, 224 px,
 4, for CPUs. Precision ``fp16`` (GPUs) and ``bf16`` (CPUs) are upstream's
 ``--use-amp``, EESSI's ``mixed``.
 """
-from hpctestlib_ml import flops, model_info, program_tables
+from hpctestlib_ml import flops, model_info, program_tables, settings
 from hpctestlib_ml.parsers import torchvision_bench as parser
 from hpctestlib_ml.registry import Headline, Workload
 
@@ -78,4 +78,12 @@ WORKLOAD = Workload(
     prints_rank_compute=True,
     model_info=build_model_info,
     optimizer='sgd', data='one synthetic batch per rank, made on its device',
-    precisions=PRECISIONS)
+    precisions=PRECISIONS,
+    variables=settings.variables('torchvision_resnet50', [
+        ('image_size', 'int', None, "image side in pixels; default: the "
+         "size's", {'minimum': 1}),
+        ('batches_per_iteration', 'int', None, 'steps timed together; '
+         "default: the size's", {'minimum': 1}),
+        ('warmup_batches', 'int', None, "untimed steps first; default: "
+         "the size's", {'minimum': 0}),
+    ]))

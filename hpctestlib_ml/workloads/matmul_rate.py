@@ -16,16 +16,17 @@ from reframe.core.builtins import performance_function, variable
 import reframe.utility.typecheck as typ
 from reframe.core.logging import getlogger
 
-from hpctestlib_ml import peaks, settings
+from hpctestlib_ml import peaks
 from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS, GPU_VENDORS
 from hpctestlib_ml.base import ComponentTest
+from hpctestlib_ml.registry import matmul_rate
 
 #: What each device kind measures by default (``src/matmul_rate``'s).
 DEVICE_PRECISIONS = {'cuda': ('bf16', 'fp16', 'tf32', 'fp32'),
                      'cpu': ('fp32',)}
 
 #: Every precision the program knows (the variable's choices).
-KNOWN = settings.MATMUL_PRECISIONS
+KNOWN = matmul_rate.PRECISIONS
 
 
 def peak_table(model, precisions):

@@ -3,14 +3,14 @@ workload (its two implementations, sizes, FLOPs, model builder):
 :mod:`hpctestlib_ml.registry.resnet50`."""
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import inputs, settings
+from hpctestlib_ml import inputs
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.registry import resnet50
 
 #: The programs that train ResNet-50 here (``-S implementation=``).
-IMPLEMENTATIONS = settings.RESNET50_IMPLEMENTATIONS
+IMPLEMENTATIONS = resnet50.IMPLEMENTATIONS
 
 
 def log_problems(log, steps, world_size):

@@ -18,13 +18,14 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import performance_function, run_before, variable
 import reframe.utility.typecheck as typ
 
-from hpctestlib_ml import launch, registry, settings, state_size
+from hpctestlib_ml import launch, registry, state_size
 from hpctestlib_ml.base import ComponentTest
 from hpctestlib_ml.errors import BadInputError, positive_int
 from hpctestlib_ml.paths import CACHE_DIR
+from hpctestlib_ml.registry import storage
 
 #: The data formats, by the workload that reads each.
-FORMATS = settings.STORAGE_FORMATS
+FORMATS = storage.FORMATS
 
 #: The operations, as the perflog names their rates.
 OPERATIONS = tuple(f'read_{f}' for f in FORMATS) + ('checkpoint_write',

@@ -9,7 +9,7 @@ model-info``): :mod:`.builder`. Here: the workload's declaration, the
 benchmark precision and default global batch of a model size, and the
 memory estimate of a case.
 """
-from hpctestlib_ml import caraml, memory_estimate, precisions
+from hpctestlib_ml import caraml, memory_estimate, precisions, settings
 from hpctestlib_ml.parsers import megatron as parser
 from hpctestlib_ml.registry import Headline, Workload
 from hpctestlib_ml.registry.megatron.builder import build_model_info
@@ -96,4 +96,30 @@ WORKLOAD = Workload(
     data="Megatron's mock data (or a site's indexed dataset)",
     names_note='gpt_pretrain runs Megatron-LM\'s pretrain_gpt.py, or '
                'Megatron-Core where no checkout is configured',
-    packages=('megatron-core',), precisions=precisions.PROGRAM)
+    packages=('megatron-core',), precisions=precisions.PROGRAM,
+    variables=settings.variables('megatron', [
+        ('global_batch_size', 'int', None, "samples per iteration over all "
+         "ranks; default: CARAML's", {'minimum': 1}),
+        ('tensor_parallel', 'int', None, "tensor parallel size; default: "
+         "the model size's", {'minimum': 1}),
+        ('pipeline_parallel', 'int', None, "pipeline parallel size; "
+         "default: the model size's", {'minimum': 1}),
+        ('megatron_lm', 'path', None, "a Megatron-LM checkout whose "
+         "pretrain_gpt.py runs; default: extras['megatron_lm'], else "
+         "Megatron-Core's model", {'allowed': 'an absolute directory'}),
+        ('position_embedding_type', 'str', 'rope', 'position embeddings',
+         {'choices': ('rope', 'learned_absolute')}),
+        ('untie_embeddings', 'bool', False, 'a separate output layer'),
+        ('data_path', 'path', None, "a Megatron indexed dataset (path "
+         "prefix); default: extras['megatron_data'], else mock data",
+         {'allowed': 'an absolute path prefix'}),
+    ]),
+    extras=settings.extras_keys('megatron', [
+        ('megatron_lm', 'path', None, 'a Megatron-LM checkout',
+         {'allowed': 'a directory'}),
+        ('megatron_data', 'dict', None, 'an indexed dataset: data_path, '
+         'vocab_file, merge_file', {'allowed': 'a mapping'}),
+    ]),
+    # Its layout and data, derived at setup from its settings.
+    derived=('data_parallel', 'model_shape', 'vocab', 'dataset',
+             'input_sources'))
