@@ -26,6 +26,7 @@ import os
 import re
 import shlex
 
+from hpctestlib_ml import perflog_fields
 from hpctestlib_ml.constants import SCALES, SIZES
 
 #: A test variable: ``-S NAME=VALUE``.
@@ -326,18 +327,18 @@ VARIABLES = {
     ]),
 }
 
-#: Test variables the suite sets itself, logged with every result (or
-#: set by the check classes; a workload's own: its declaration's
-#: ``derived``): ``-S`` does not set them.
-RECORDED = (
-    'workload', 'program', 'framework', 'departures',
-    'reference_precision', 'runs_in_container', 'resolved_size', 'device',
-    'memory_estimated', 'gpus_per_node', 'device_ran', 'slowest_rank',
-    'mfu_peak', 'suite_version', 'framework_versions', 'gpu_driver',
-    'cuda_version', 'nccl_version', 'env_switches', 'energy_counter',
-    'reference_case', 'loss_curve', 'references_file',
-    'reference_noise_pct', 'session_id',
-)
+#: Test variables the suite sets itself: those logged with every result
+#: (the perflog's columns but the user's settings, the placement's
+#: parameters and ReFrame's own), and those the check classes set. A
+#: workload's own are its declaration's ``derived``. ``-S`` does not set
+#: them.
+RECORDED = tuple(
+    name for name in perflog_fields.names(
+        perflog_fields.CASE, perflog_fields.PROVENANCE,
+        perflog_fields.RESULT, perflog_fields.RECORD)
+    if (name, ALL_CHECKS) not in VARIABLES and
+    name not in ('scale', 'launch_mode', 'job_nodelist')) + (
+    'program', 'framework', 'runs_in_container', 'device', 'references_file')
 
 _SLURM = 'config/slurm.py'
 _SITE_DIRS = 'hpctestlib_ml/paths.py (every configuration and tool)'
