@@ -115,8 +115,8 @@ def test_component_logs_real_numbers(local_suite, check):
         assert row['loss_curve'] == ''
 
 
-@pytest.mark.parametrize('check', ['BERTLarge', 'CosmoFlow', 'DeepLabV3Plus',
-                                   'AlphaFold2'])
+@pytest.mark.parametrize('check', sorted(
+    declared.check for declared in WORKLOADS.values() if declared.benchmark))
 def test_mllog_of_the_local_runs_meets_mlperfs_rules(local_suite, check):
     '''MLPerf's compliance checker on every MLLOG log the suite wrote: no
     violation; what remains is what only a full run meets.'''
