@@ -17,7 +17,9 @@ from hpctestlib_ml.paths import SRC_DIR
 @functools.cache
 def load(program, module):
     '''``src/<program>/<module>.py`` as a module of its own (once per
-    process: every caller gets the same tables).'''
+    process: every caller gets the same tables); *program* '': a module
+    the programs share, ``src/<module>.py`` (standard library only, as
+    ``device_choice``).'''
     path = SRC_DIR / program / f'{module}.py'
     spec = importlib.util.spec_from_file_location(
         f'_{program}_{module}', path)
