@@ -87,3 +87,40 @@ def test_no_shared_module_lists_the_workloads():
                  'NOTHING_TO_FETCH', 'WEIGHTS_FILE'):
         assert name not in text, name
     assert not (REPO / 'config' / 'score_weights.yaml').exists()
+
+
+#: Literal tables keyed by checks that need no entry for a new one: the
+#: GPU validation's measured plan per check (a check without one gets
+#: the default plan, and the first half of the phases).
+KEYED_BY_CHECK_ON_PURPOSE = {'bench/gpu/phases.py'}
+
+
+def named_tables(path, names):
+    '''(line, the names) of each literal dict (its keys), list, tuple or
+    set of *path* that holds three or more of *names*.'''
+    for node in ast.walk(ast.parse(path.read_text())):
+        items = (node.keys if isinstance(node, ast.Dict) else node.elts
+                 if isinstance(node, (ast.List, ast.Tuple, ast.Set))
+                 else ())
+        found = {i.value.split('%')[0] for i in items
+                 if isinstance(i, ast.Constant) and isinstance(i.value, str)
+                 and i.value.split('%')[0] in names}
+        if len(found) >= 3:
+            yield node.lineno, sorted(found)
+
+
+def test_no_library_or_bench_module_keeps_a_table_of_workloads():
+    '''A list or table of the workloads (their names, checks or programs)
+    outside their declarations misses the next one: precisions.CHOICES,
+    compliance.RULESETS, the settings' per-workload tables, the harness
+    bench's CHECKS (which lost DeepLabV3Plus to a rename and never had
+    TorchvisionResNet50) were such lists.'''
+    names = {n for d in DECLARED.values() for n in (d.name, d.check,
+                                                    d.program)}
+    found = [(str(path.relative_to(REPO)), line, listed)
+             for part in ('hpctestlib_ml', 'bench')
+             for path in sorted((REPO / part).rglob('*.py'))
+             if 'registry' not in path.relative_to(REPO).parts and
+             str(path.relative_to(REPO)) not in KEYED_BY_CHECK_ON_PURPOSE
+             for line, listed in named_tables(path, names)]
+    assert found == []
