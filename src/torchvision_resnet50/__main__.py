@@ -274,7 +274,8 @@ def main(argv=None):
     say('Running benchmark...')
     rates, begin, end, seconds = benchmark(args, step, rank, device, say)
     report(args, rates, world, device, say)
-    say(f'[hpcml] timed region {begin:.3f} {end:.3f}')
+    if rank == 0:
+        hpcml_log.emit_timed_region(begin, end)
     hpcml_log.emit_timing(rank, args.num_iters * args.num_batches_per_iter,
                           0.0, seconds)
     rank_compute.emit(rank)
