@@ -19,9 +19,6 @@ import contextlib
 import contextvars
 import dataclasses
 import socket
-import sys
-
-from hpctestlib_ml.paths import SRC_DIR
 
 
 class ModelInfoError(Exception):
@@ -54,11 +51,6 @@ class ModelInfo:
 
     def as_dict(self):
         return {**dataclasses.asdict(self), 'flops_ratio': self.flops_ratio}
-
-
-def programs_importable():
-    if str(SRC_DIR) not in sys.path:
-        sys.path.insert(0, str(SRC_DIR))
 
 
 def count_params(model):

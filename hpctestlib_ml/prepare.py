@@ -16,9 +16,8 @@ The directory: ``-S prepared_dir=``, else the partition's
 visible from the compute nodes.
 """
 import pathlib
-import sys
 
-from hpctestlib_ml.paths import SRC_DIR
+from hpctestlib_ml import program_tables
 
 #: What GPT-2 fine-tuning's benchmark reads (run_clm's model and data).
 GPT2_MODEL = 'gpt2'
@@ -101,8 +100,7 @@ def prepare_gpt2_stand_in(root, blocks=None):
     prepared = root / 'prepared'
     if gpt2_missing(prepared) is None:
         return prepared
-    if str(SRC_DIR) not in sys.path:
-        sys.path.insert(0, str(SRC_DIR))
+    program_tables.importable()
     from gpt2_finetune.__main__ import model_config, tiny_model_and_data
     from transformers import GPT2LMHeadModel
     tokenizer, _, (_, data) = tiny_model_and_data(root / 'work')

@@ -1,4 +1,5 @@
-"""The training programs' own tables (sizes, widths), read from their files.
+"""The training programs' own tables (sizes, widths), read from their files,
+and their code, where the library needs it.
 
 A program under ``src/`` keeps its size table in a module without torch
 (``deepcam/architecture.py``, ``cosmoflow/sizes.py``,
@@ -10,6 +11,7 @@ numbers have one home. The file is loaded by its path, not imported as
 """
 import functools
 import importlib.util
+import sys
 
 from hpctestlib_ml.paths import SRC_DIR
 
@@ -26,3 +28,13 @@ def load(program, module):
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
     return loaded
+
+
+def importable():
+    '''Put ``src/`` on ``sys.path`` (once), so that the library imports a
+    program's code where reading a table is not enough: a model builder
+    (``hpcml model-info``), a measurement (``hpcml cpu-peak``), the
+    preparation of a program's data (``hpcml prepare``).'''
+    if str(SRC_DIR) not in sys.path:
+        sys.path.insert(0, str(SRC_DIR))
+

@@ -62,7 +62,7 @@ def training_flops(size):
 
 def build_model_info(size, device):
     name = model_info.named_size(size, WORKLOAD.sizes, 'model')
-    model_info.programs_importable()
+    program_tables.importable()
     import torch
     from alphafold2 import proteins
     spec = SIZES[name]

@@ -72,7 +72,7 @@ def training_flops(model):
 
 def build_model_info(size, device):
     name = model_info.named_size(size, WORKLOAD.sizes, 'model')
-    model_info.programs_importable()
+    program_tables.importable()
     from bert_pretrain import data, model as program
     layers, hidden, _, _, vocab, seq, predictions = MODELS[name]
     device = device or ('cpu' if name == 'tiny' else 'meta')

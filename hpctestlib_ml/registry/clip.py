@@ -11,7 +11,7 @@ import importlib.util
 import json
 import pathlib
 
-from hpctestlib_ml import flops, model_info, settings
+from hpctestlib_ml import flops, model_info, program_tables, settings
 from hpctestlib_ml.parsers import open_clip as parser
 from hpctestlib_ml.paths import SRC_DIR
 from hpctestlib_ml.registry import Headline, Workload
@@ -106,7 +106,7 @@ def training_flops(model):
 
 def build_model_info(size, device):
     name = model_info.named_size(size, WORKLOAD.sizes, 'model')
-    model_info.programs_importable()
+    program_tables.importable()
     import open_clip
     import torch
     from clip_train import MODEL_CONFIGS

@@ -45,7 +45,7 @@ def training_flops(model):
 
 def build_model_info(size, device):
     name = model_info.named_size(size, WORKLOAD.sizes, 'model')
-    model_info.programs_importable()
+    program_tables.importable()
     import torch
     from cosmoflow.model import build_model
     cube, conv_size = SIZES[name]

@@ -92,7 +92,7 @@ def training_flops(model):
 
 def build_model_info(size, device):
     name = model_info.named_size(size, WORKLOAD.sizes, 'model')
-    model_info.programs_importable()
+    program_tables.importable()
     from deepcam import model as program
     channels, height, width, _ = architecture().SIZES[name]
     device = device or ('cpu' if name == 'tiny' else 'meta')

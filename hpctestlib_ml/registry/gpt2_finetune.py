@@ -13,7 +13,8 @@ bf16 (CPU partitions: fp32 only).
 import pathlib
 import tempfile
 
-from hpctestlib_ml import flops, model_info, precisions, prepare, settings
+from hpctestlib_ml import (flops, model_info, precisions, prepare,
+                           program_tables, settings)
 from hpctestlib_ml.parsers import hf_trainer as parser
 from hpctestlib_ml.registry import Headline, Workload
 
@@ -36,7 +37,7 @@ def causal_lm_training_flops(seq_len, width, layers, vocab):
 
 def build_model_info(size, device):
     name = model_info.named_size(size, WORKLOAD.sizes, 'model')
-    model_info.programs_importable()
+    program_tables.importable()
     import torch
     from gpt2_finetune import __main__ as program
     if name == 'tiny':

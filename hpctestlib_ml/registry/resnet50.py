@@ -20,7 +20,8 @@ trains (:func:`hpctestlib_ml.flops.resnet50_forward_flops`).
 """
 import os
 
-from hpctestlib_ml import flops, model_info, precisions, settings
+from hpctestlib_ml import (flops, model_info, precisions, program_tables,
+                           settings)
 from hpctestlib_ml.parsers import tf_cnn_benchmarks as parser
 from hpctestlib_ml.registry import Headline, Workload
 
@@ -43,7 +44,7 @@ def build_model_info(size, device):
         raise model_info.ModelInfoError(
             f'resnet50: unknown size {size!r}: use {" or ".join(sizes)}')
     image = sizes[size]['image_size']
-    model_info.programs_importable()
+    program_tables.importable()
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     from resnet50_tf import __main__ as program
     model = program.build_model(image)

@@ -51,7 +51,7 @@ def build_model_info(size, device):
             f'torchvision_resnet50: unknown size {size!r}: use '
             f'{" or ".join(sizes)}')
     image = sizes[size]['image_size']
-    model_info.programs_importable()
+    program_tables.importable()
     import torch
     from torchvision_resnet50.__main__ import build_model
     device = device or 'meta'

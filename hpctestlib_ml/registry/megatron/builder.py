@@ -1,7 +1,7 @@
 """The model Megatron-Core builds for a size of the Megatron workload, for
 ``hpcml model-info megatron``: its parameters and the FLOPs counted on
 the meta device, beside the analytic ones (:mod:`.models`)."""
-from hpctestlib_ml import model_info
+from hpctestlib_ml import model_info, program_tables
 from hpctestlib_ml.registry.megatron.models import (
     MODELS, forward_flops_per_sequence, model_arguments, model_departures,
     padded_vocab)
@@ -15,7 +15,7 @@ def build_model_info(size, device):
             f'of {", ".join(MODELS)}')
     shape = MODELS[name]
     vocab = padded_vocab(shape['vocab'], shape['tp'])
-    model_info.programs_importable()
+    program_tables.importable()
     import torch
     from gpt_pretrain import cpu_patches, layer_spec, mcore_train
     # Always meta: RoPE's frequencies would not follow a move.
