@@ -21,14 +21,15 @@ import subprocess
 import sys
 
 from hpctestlib_ml import cpu_peak, peaks, tensorflow_build
-from hpctestlib_ml.paths import CACHE_DIR, SRC_DIR
+from hpctestlib_ml.paths import CACHE_DIR
+from hpctestlib_ml.program_tables import src_module
 from hpctestlib_ml.siteconfig import (container_environment, env,
                                       local_general, make_site_configuration,
                                       system_dirs, with_apptainer)
 
-if str(SRC_DIR) not in sys.path:
-    sys.path.insert(0, str(SRC_DIR))
-import node_gpus  # noqa: E402  (src/: the visibility variables' one reader)
+#: src/node_gpus.py: the visibility variables' one reader (by its path:
+#: a site configuration must not change sys.path, program_tables).
+node_gpus = src_module('node_gpus')
 
 #: The product name in ``amd-smi static --asic`` (``MARKET_NAME: AMD
 #: Instinct MI300X``) and ``rocm-smi --showproductname`` (``GPU[0] : Card

@@ -2,8 +2,9 @@
 setup, before a job is written, where ReFrame's machine sees the path;
 else the program finds it at the job's start, in the same words.
 
-A missing input is ``filesystem`` (README's "missing data": the data are
-not where the ``-S`` or the site configuration says), at setup as at the
+A missing input is ``filesystem`` ("missing data" in the triage table of
+docs/guide/regression.md: the data are not where the ``-S`` or the site
+configuration says), at setup as at the
 job's start, where the program says ``No such file or directory:
 'PATH'`` (``src/input_paths.py``, whose :func:`missing` this module
 uses), which :mod:`hpctestlib_ml.triage` files under ``filesystem``. A

@@ -1,5 +1,5 @@
 """The precisions of the suite's own programs, and how the workloads choose
-theirs (README, "Precision").
+theirs (docs/guide/fidelity.md, "Precision").
 
 Each MLPerf-style workload's declaration (:class:`hpctestlib_ml.registry.
 PrecisionChoice`) says what its benchmark size trains in and what its

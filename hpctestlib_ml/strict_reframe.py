@@ -42,6 +42,8 @@ class Session:
         self.problems = []
         #: The check loader, for the ``-S`` values it was given.
         self.loader = None
+        #: The names of every test class the loader loaded, selected or not.
+        self.loaded = set()
         #: Why the results could not be stored in the database, or None.
         self.storage_error = None
 
@@ -111,24 +113,42 @@ def mode_problem(asked, modes):
             f'site configuration)')
 
 
-def variable_problems(external_vars, checks):
+def suite_test_names():
+    '''The names of the suite's test classes, loaded this session or not
+    (``checks/``: each declared workload's check and its container
+    twin): a ``-S`` for one of them is no mistake in a session that
+    runs others.'''
+    from hpctestlib_ml import registry
+    return {name for w in registry.registered().values()
+            for name in (w.check, f'{w.check}Container')}
+
+
+def variable_problems(external_vars, checks, loaded=()):
     '''One line for each ``-S`` name of *external_vars* that sets nothing
     in the selected tests *checks* (one test object per class): not a
     variable of any (with the closest name), a parameter, or a value the
     suite records. A name qualified with a class (``Class.name``) is
-    checked against that class where it is selected.'''
+    checked against that class where it is selected; a class that none
+    of the *loaded* test classes (selected or not) is named is a mistake
+    too.'''
     from hpctestlib_ml import registry, settings
     classes = {type(c).__name__: type(c) for c in checks}
     recorded = registry.recorded()
     if not classes:
         return []
+    known = set(loaded) | set(classes) | suite_test_names()
     problems = []
     for key, value in external_vars.items():
         if key.startswith('_rfm_'):
             continue
         owner, _, name = key.rpartition('.')
-        if owner and owner not in classes:
+        if owner and owner not in known:
+            problems.append(f'-S {key}: no test {owner} in the checks '
+                            f'loaded{settings.closest(owner, known)}: fix '
+                            f'the test name before the dot')
             continue
+        if owner and owner not in classes:
+            continue            # a test not selected this session
         chosen = [classes[owner]] if owner else list(classes.values())
         if name in recorded:
             problems.append(f'-S {key}: {name} is set by the suite itself '
@@ -220,6 +240,14 @@ def install(session):
         session.loader = self
 
     check_loader.__init__ = keep_loader
+    load_all = check_loader.load_all
+
+    def load_all_named(self, *args, **kwargs):
+        checks = load_all(self, *args, **kwargs)
+        session.loaded.update(type(c).__name__ for c in checks)
+        return checks
+
+    check_loader.load_all = load_all_named
 
     toposort = dependencies.toposort
 
@@ -227,7 +255,7 @@ def install(session):
         testcases = toposort(*args, **kwargs)
         external = session.loader._external_vars if session.loader else {}
         session.problems += variable_problems(
-            external, [case.check for case in testcases])
+            external, [case.check for case in testcases], session.loaded)
         session.stop_if_wrong()
         return testcases
 

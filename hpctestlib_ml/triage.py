@@ -1,7 +1,8 @@
 """Which kind of failure a training run had, and why, in one line.
 
 A failed case's message starts with its category, so that whoever reads it
-knows at once who acts on it (README.md, "Failures and who acts on them"):
+knows at once who acts on it (docs/guide/regression.md, "Triage: failures
+and who acts on them"):
 
 ``out_of_memory``  device or host memory ran out (the user's sizes)
 ``communication``  NCCL, RCCL, Gloo, MPI, collective timeouts, watchdogs
@@ -43,7 +44,7 @@ import re
 
 from hpctestlib_ml.parsers import failures, labels
 
-#: The categories, in README's order.
+#: The categories, in the order of the docs' table of them.
 CATEGORIES = ('out_of_memory', 'communication', 'hardware', 'filesystem',
               'scheduler', 'numerics', 'software', 'bad_input')
 
@@ -631,10 +632,15 @@ def unrecognised(text):
 #: "[after training is done]", or its "exiting program at iteration N"
 #: where --exit-interval or --exit-duration-in-mins ends the run
 #: (megatron/training/training.py); HF Trainer's logged dicts and its
-#: train_runtime (Trainer.train's last log).
+#: train_runtime (Trainer.train's last log). MLPerf's init_start with
+#: neither run_start nor run_stop after it is a run cut while it
+#: initialised.
 RUN_RECORDS = (
     ("MLPerf's run_start", re.compile(r'"key": *"run_start"'), 'run_stop',
      re.compile(r'"key": *"run_stop"'), True),
+    # A log cut while the run initialised: begun, never timed.
+    ("MLPerf's init_start", re.compile(r'"key": *"init_start"'),
+     'run_start', re.compile(r'"key": *"run_(?:start|stop)"'), False),
     ("Megatron's training iterations",
      re.compile(r'iteration +\d+ */ *\d+ *\|'),
      '[after training is done]',

@@ -31,9 +31,18 @@ def forget_config_modules():
 
 @pytest.fixture(autouse=True)
 def isolated_var(tmp_path, monkeypatch, cache_dir):
+    '''Each test's own var directory; after it, the modules as they were
+    before (a paths module imported under this test's HPCML_VAR_DIR left
+    in sys.modules gave later test files its VAR_DIR).'''
+    saved = {name: sys.modules[name] for name in
+             ('hpctestlib_ml.siteconfig', 'hpctestlib_ml.paths')
+             if name in sys.modules}
     monkeypatch.setenv('HPCML_VAR_DIR', str(tmp_path / 'var'))
     monkeypatch.setenv('HPCML_CACHE_DIR', str(cache_dir))
     forget_config_modules()
+    yield
+    forget_config_modules()
+    sys.modules.update(saved)
 
 
 def load(path, system):
@@ -566,3 +575,24 @@ def test_juwels_storage_is_its_gpfs_scratch(monkeypatch):
     site = load('config/systems/juwels_booster.py', 'juwels-booster')
     booster, = site.get('systems/0/partitions')
     assert booster['extras']['storage_dir'] == '$SCRATCH'
+
+
+@pytest.mark.parametrize('path', ['config/local.py', 'config/slurm.py',
+                                  'config/systems/juwels_booster.py'])
+def test_a_config_leaves_sys_path_as_it_found_it(path):
+    '''ReFrame loads a configuration inside its temp_sys_path, which puts
+    sys.path back by index: a config that put src/ first made it take
+    the venv's site-packages off instead, and every `hpcml suite` ended
+    with "failed to generate performance report: No module named
+    'polars'". In a fresh interpreter, as ReFrame loads it.'''
+    code = ('import sys; from reframe.core import config\n'
+            'before = list(sys.path)\n'
+            f'config.load_config({str(REPO_ROOT / path)!r})\n'
+            'import polars\n'
+            'print(sys.path == before)')
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, env={**os.environ,
+                                          'HPCML_CPUS_PER_NODE': '4',
+                                          'HPCML_ACCOUNT': 'x'})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-1] == 'True'

@@ -11,7 +11,7 @@ the fallback's parser and layout checks (tests/test_reframe_dryrun.py),
 and model-info builds them on the meta device (tests/test_model_info.py).
 
 Opt-in (``-m fullsize``): about 20 minutes and up to ~20 GiB on a 2-core
-machine, more than CI's budget allows (README, Tests).
+machine, more than CI's budget allows (docs/developer/testing.md).
 """
 import math
 

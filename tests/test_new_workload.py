@@ -99,19 +99,24 @@ def test_the_suites_tests_take_it_in(copy, added):
 
 LISTS = '''
 import sys
-sys.path[:0] = ['bench', 'tests']
-import harness_bench, test_fullsize
+sys.path[:0] = ['bench', 'tests', 'docs/_ext']
+import harness_bench, hpcml_docs, test_fullsize
 from hpctestlib_ml import registry
 print(sorted(harness_bench.CHECKS), sorted(test_fullsize.CASES),
       sorted(registry.registered()))
+print(hpcml_docs.pages_of_kind('workload'), hpcml_docs.missing_pages('docs'))
 '''
 
 
 @pytest.mark.integration
 def test_every_list_of_workloads_has_it(copy, added):
+    '''The benches', the full-size tests', the registry's, and the docs'
+    table of contents (its page exists: none is missing).'''
     proc = run(copy, sys.executable, '-c', LISTS)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count(CHECK) == 2 and f"'{NAME}'" in proc.stdout
+    lists, pages = proc.stdout.splitlines()[-2:]
+    assert lists.count(CHECK) == 2 and f"'{NAME}'" in lists
+    assert f"'{NAME}'" in pages and pages.endswith(' []')
 
 
 @pytest.mark.integration
@@ -122,7 +127,7 @@ def test_git_status_shows_new_files_only(copy, added, tmp_path):
     lines = status.splitlines()
     assert lines and all(line.startswith('?? ') for line in lines), status
     new = sorted(line[3:] for line in lines)
-    template = REPO / 'templates' / 'workload'
+    template = copy / 'templates' / 'workload'
     assert new == sorted(
         str(p.relative_to(template)).replace('template_workload', NAME)
         for p in template.rglob('*') if p.is_file() and
@@ -140,7 +145,8 @@ def test_the_templates_names_are_replaced(tmp_path):
     assert {str(new.relative_to(tmp_path)) for _, new, _ in files} >= {
         f'src/{NAME}/__main__.py', f'hpctestlib_ml/registry/{NAME}.py',
         f'hpctestlib_ml/workloads/{NAME}.py', f'checks/{NAME}.py',
-        f'config/references/{NAME}.yaml', f'tests/test_{NAME}.py'}
+        f'config/references/{NAME}.yaml', f'tests/test_{NAME}.py',
+        f'docs/workloads/{NAME}.md'}
 
 
 @pytest.mark.parametrize('name, why', [

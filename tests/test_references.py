@@ -365,13 +365,47 @@ def python_path_with(tmp_path, name, sitecustomize):
 
 
 @pytest.mark.integration
-def test_a_bad_noise_floor_fails_each_case_at_setup(run_reframe):
-    '''A partition's extras['reference_noise_pct'] that is not a
-    percentage: each case fails at setup, before a job exists, in one line
-    naming the fix.'''
+def test_a_bad_noise_floor_in_the_environment_stops_the_config(run_reframe):
+    '''HPCML_REFERENCE_NOISE_PCT that is not a percentage: the site config
+    refuses it as it loads, before any case exists, in one line naming the
+    variable.'''
     proc, var = run_reframe(BIN / 'reframe', '-C', REPO / 'config/local.py',
                             '-c', REPO / 'checks', *SELECT, '--dry-run',
                             env={'HPCML_REFERENCE_NOISE_PCT': '3O'})
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert ("failed to load configuration: HPCML_REFERENCE_NOISE_PCT must "
+            "be a number > 0 and < 100, got '3O': fix the environment "
+            "variable HPCML_REFERENCE_NOISE_PCT") in proc.stdout + proc.stderr
+    assert 'Traceback' not in proc.stdout + proc.stderr
+    assert not (var / 'stage').exists()
+
+
+#: A site config whose cpu partition carries a noise floor that is not a
+#: percentage: config/local.py as it is, one extra changed.
+BAD_EXTRAS_CONFIG = '''
+import importlib.util
+_spec = importlib.util.spec_from_file_location('hpcml_local_config',
+                                               {local!r})
+_local = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_local)
+site_configuration = _local.site_configuration
+for _system in site_configuration['systems']:
+    for _part in _system['partitions']:
+        _part.setdefault('extras', {{}})['reference_noise_pct'] = '3O'
+'''
+
+
+@pytest.mark.integration
+def test_a_bad_noise_floor_in_the_extras_fails_each_case_at_setup(
+        run_reframe, tmp_path):
+    '''A partition's extras['reference_noise_pct'] that is not a
+    percentage (a site config written by hand): each case fails at setup,
+    before a job exists, in one line naming the fix.'''
+    config = tmp_path / 'bad_extras.py'
+    config.write_text(BAD_EXTRAS_CONFIG.format(
+        local=str(REPO / 'config/local.py')))
+    proc, var = run_reframe(BIN / 'reframe', '-C', config,
+                            '-c', REPO / 'checks', *SELECT, '--dry-run')
     assert proc.returncode == 1, proc.stdout[-2000:]
     reason = re.search(r'\* Reason: (.*)', proc.stdout).group(1)
     assert reason == (

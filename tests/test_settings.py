@@ -449,6 +449,10 @@ MEGATRON = ['-c', REPO / 'checks/megatron.py', '-n',
     ([*COSMOFLOW, '-S', 'CosmoFlow.batchsize=4', '-l'], '-S '
      'CosmoFlow.batchsize: no variable batchsize in CosmoFlow (did you mean '
      'batch_size?)'),
+    # The bad-input rerun: a misspelt test before the dot was ignored.
+    ([*COSMOFLOW, '-S', 'CosmoFlw.batch_size=2', '-l'], '-S '
+     'CosmoFlw.batch_size: no test CosmoFlw in the checks loaded (did you '
+     'mean CosmoFlow?): fix the test name before the dot'),
     ([*COSMOFLOW, '-S', 'global_batch_size=64', '-l'], '-S global_batch_size: '
      'no variable global_batch_size in any selected test (a variable of the '
      'megatron checks, none selected)'),
@@ -786,3 +790,15 @@ def test_read_only_var_dir_stays_one_line(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert config_error(proc) == (f'[Errno 30] Read-only file system: '
                                   f"'{var}/cache'")
+
+
+def test_a_dotted_setting_of_a_suite_test_not_loaded_is_no_mistake():
+    '''A nightly script's -S for every workload, with -c naming one: the
+    other tests' names are the suite's, not typos.'''
+    from hpctestlib_ml.strict_reframe import variable_problems
+    selected = [object()]
+    assert variable_problems({'MegatronGPT.global_batch_size': '8'},
+                             selected) == []
+    assert variable_problems({'MegatronGPTContainer.x': '8'}, selected) == []
+    problem, = variable_problems({'MegatronGTP.x': '8'}, selected)
+    assert 'no test MegatronGTP' in problem

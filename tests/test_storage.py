@@ -78,8 +78,9 @@ def test_the_page_cache_is_dropped_where_the_system_can(tmp_path):
 
 
 def test_checkpoint_is_the_registrys_model_and_optimizer(tmp_path):
-    '''Megatron 800M (908,759,040 parameters, README's count) with Adam:
-    parameters and two moments in fp32, 12 bytes a parameter.'''
+    '''Megatron 800M (908,759,040 parameters, the count on
+    docs/workloads/megatron.md) with Adam: parameters and two moments in
+    fp32, 12 bytes a parameter.'''
     (tmp_path / 'model_params.json').write_text(
         '{"megatron|800M": {"params": 908759040}}')
     total, what = state_size.checkpoint_bytes(registry.get('megatron'),

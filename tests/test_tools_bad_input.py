@@ -62,9 +62,10 @@ def files(tmp_path):
     paths = {'VAR': var, 'PERFLOGS': var / 'perflogs', 'DB': db,
              'CORRUPTDB': corrupt, 'SHORTHEAD': tmp_path / 'shorthead',
              'CFLOG': CFLOG, 'OPENFOLD': OPENFOLD, 'FILE': tmp_path / 'file',
-             'BASELINE': tmp_path / 'b1.json'}
+             'BASELINE': tmp_path / 'b1.json', 'PERFLOG': perflog}
     texts = {
         'CUT': ''.join(CFLOG.read_text().splitlines(True)[:40]),
+        'CUTINIT': ''.join(CFLOG.read_text().splitlines(True)[:15]),
         'EMPTY': '', 'PROSE': 'Dear admin,\nthe job did not finish.\n',
         'BROKEN': '[unclosed\n', 'REFS_BROKEN': 'CosmoFlow: [unclosed\n',
         'HIHGER': WEIGHTS.format(metric='samples_per_second',
@@ -129,6 +130,12 @@ ROWS = [
      "the log ends mid-run: MLPerf's run_start but no run_stop"),
     ('50', ('extract', 'cosmoflow', 'CUT'), 0,
      'warning: its figures are of part of a run'),
+    # The bad-input rerun: cut before run_start, it said "no failure".
+    ('50', ('triage', 'CUTINIT'), 0,
+     "the log ends mid-run: MLPerf's init_start but no run_start"),
+    ('50', ('extract', 'cosmoflow', 'CUTINIT'), 0,
+     "warning: its figures are of part of a run: the log ends mid-run: "
+     "MLPerf's init_start but no run_start"),
     # 56-58: the unreadable lines are what is wrong, not a missing -r or
     # --system.
     ('56', ('report', '--perflogs', 'SHORTHEAD'), 2,
@@ -182,6 +189,15 @@ ROWS = [
      'cannot write', ),
     ('75', ('report', '--perflogs', 'PERFLOGS', '--save-baseline',
             'FILE/b.json'), 2, '--save-baseline: cannot write'),
+    # --save-baseline onto results already written: refused, kept.
+    ('LOST', ('report', '--perflogs', 'PERFLOGS', '--no-plots',
+              '--save-baseline', 'PERFLOG'), 2,
+     'is there and is not a baseline of hpcml report, so saving would '
+     'destroy it: give another name or path (nothing was written)'),
+    ('LOST', ('report', '--perflogs', 'PERFLOGS', '--no-plots',
+              '--save-baseline', 'PROSE'), 2, 'is not a baseline'),
+    ('LOST', ('report', '--perflogs', 'PERFLOGS', '--no-plots',
+              '--save-baseline', 'VAR'), 2, 'is not a baseline'),
 ]
 
 
@@ -273,3 +289,24 @@ def test_73_a_closed_pipe_ends_quietly(files, args):
         os.close(write_end)
     assert proc.stderr == ''
     assert proc.returncode == cli.CLOSED_PIPE_STATUS
+
+
+@pytest.mark.parametrize('args', [
+    ('model-info', 'cosmoflow', '--size', 'tiny', '--memory', '--batch',
+     '-4'),
+    ('model-info', 'cosmoflow', '--size', 'tiny', '--memory', '--batch', '0'),
+    ('report', '--perflogs', 'PERFLOGS', '--last', '0'),
+    ('references', '--system', 'local:cpu', '--perflogs', 'PERFLOGS',
+     '--min-runs', '-1'),
+    ('cpu-peak', '--threads', '0'),
+], ids=lambda args: ' '.join(args))
+def test_a_count_below_one_is_refused(files, capsys, args):
+    '''The bad-input rerun: model-info --batch -4 estimated the memory of
+    a negative batch.'''
+    with pytest.raises(SystemExit) as stop:
+        cli.main([path(files, a) for a in args])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert f"must be an integer >= 1, got '{args[-1]}'" in err
+    assert err.splitlines()[-1].startswith(f'hpcml {args[0]}: error: '
+                                           f'argument {args[-2]}: ')

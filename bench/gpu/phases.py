@@ -8,7 +8,7 @@ its own ``HPCML_VAR_DIR`` under ``OUT/<phase>/var`` and a run report
 check that runs on one rank, and every precision each has, once, at
 ``--mode short`` (the benchmarks' models, batches and precisions), in
 four device calls of about 5 minutes (:data:`CALLS`; ``phases.py --plan``
-prints the arithmetic, README "First run on a GPU" the calls):
+prints the arithmetic, docs/guide/gpu_validation.md the calls):
 
 ``probes``
     no ReFrame session: ``probes.py`` (torch, CUDA, driver, bf16, TF32,
@@ -63,7 +63,7 @@ def pytorch_checks():
     rank on the machine's one GPU (``scale=1_proc``), where a check of
     two ranks or more (Collectives: NCCL runs one rank per GPU) has no
     case. ResNet50TF is TensorFlow: no TF GPU wheel fits a device call
-    (README, "First run on a GPU").'''
+    (docs/guide/gpu_validation.md).'''
     sys.path.insert(0, str(REPO))
     from hpctestlib_ml import registry
     return {declared.check: name
@@ -297,7 +297,7 @@ PHASES = {
 #: has no first task (src/task_env.sh starts it on local rank 0).
 NO_ENERGY_PHASES = ('variants-a', 'variants-b')
 
-#: The device calls README's "First run on a GPU" names, each of at most
+#: The device calls docs/guide/gpu_validation.md names, each of at most
 #: 5 minutes: the first two in one session of device time (15 minutes,
 #: the machine's start included), the last two in the next.
 CALLS = (('probes', 'defaults-a'), ('defaults-b',), ('variants-a',),

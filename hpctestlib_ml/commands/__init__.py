@@ -6,7 +6,24 @@ and says what went wrong on stderr as ``hpcml <command>: ...``; a
 command that reads logs reads them with :func:`read_logs`.
 :mod:`hpctestlib_ml.cli` only registers them.
 """
+import argparse
 import sys
+
+
+def counting(minimum=1):
+    '''An argparse ``type`` for a count: an integer >= *minimum*; anything
+    else is argparse's one-line error naming the option and the value.'''
+    def count(text):
+        try:
+            number = int(text)
+        except ValueError:
+            number = None
+        if number is None or number < minimum:
+            raise argparse.ArgumentTypeError(
+                f'must be an integer >= {minimum}, got {text!r}')
+        return number
+    count.__name__ = f'integer >= {minimum}'
+    return count
 
 
 def read_logs(command, paths):

@@ -1,12 +1,14 @@
 """``hpcml cpu-peak``: this CPU's measured fp32 matmul FLOP/s, as JSON."""
 import json
 
+from hpctestlib_ml.commands import counting
+
 #: The command's line in ``hpcml --help``.
 HELP = "measure this CPU's fp32 matmul FLOP/s"
 
 
 def add_arguments(parser):
-    parser.add_argument('--threads', type=int, default=None)
+    parser.add_argument('--threads', type=counting(), default=None)
 
 
 def run(args):

@@ -4,6 +4,8 @@ FLOPs of the model a workload's program builds (offline), and with
 import json
 import sys
 
+from hpctestlib_ml.commands import counting
+
 #: The command's line in ``hpcml --help``.
 HELP = ('parameters, analytic and measured forward FLOPs of the model a '
         'workload builds (offline)')
@@ -29,7 +31,7 @@ def add_arguments(parser):
     parser.add_argument('--layout', metavar='TPxPPxDP',
                         help='with --memory, megatron: parallel layout '
                              "(default: the size's TP and PP, DP 1)")
-    parser.add_argument('--batch', type=int, metavar='B',
+    parser.add_argument('--batch', type=counting(), metavar='B',
                         help='with --memory: (micro) batch per device')
     parser.add_argument('--precision', choices=('fp32', 'fp16', 'bf16'),
                         help='with --memory (megatron default: CARAML\'s, '

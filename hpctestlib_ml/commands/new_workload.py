@@ -1,8 +1,8 @@
 """``hpcml new-workload NAME``: a new workload from the template
 (``templates/workload/``, a small real workload: a multilayer perceptron
 regressing synthetic data): its program (``src/NAME/``), its parser, its
-declaration, its check class and leaf, its references file and its
-tests, each a new file where the template's is, the template's name
+declaration, its check class and leaf, its references file, its tests and
+its documentation page, each a new file where the template's is, the template's name
 replaced by NAME. No file of the repository is changed; the developer
 guide's "Adding a workload" says what to change in each new one.
 """

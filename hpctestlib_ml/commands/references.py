@@ -4,6 +4,7 @@ references files the checks read (``--write``)."""
 import os
 import sys
 
+from hpctestlib_ml.commands import counting
 from hpctestlib_ml.commands.report import add_history_arguments, load
 from hpctestlib_ml.history_refs import ReferencesError
 from hpctestlib_ml.history_refs.derive import (DEFAULT_LAST,
@@ -22,10 +23,10 @@ HELP = ("ReFrame references from this site's own history (median of the "
 
 def add_arguments(parser):
     add_history_arguments(parser, system_required=True)
-    parser.add_argument('--last', type=int, default=DEFAULT_LAST,
+    parser.add_argument('--last', type=counting(), default=DEFAULT_LAST,
                         metavar='N', help='passing runs in the median '
                                           f'(default {DEFAULT_LAST})')
-    parser.add_argument('--min-runs', type=int, default=DEFAULT_MIN_RUNS,
+    parser.add_argument('--min-runs', type=counting(), default=DEFAULT_MIN_RUNS,
                         metavar='N', help='passing runs a case needs '
                                           f'(default {DEFAULT_MIN_RUNS})')
     parser.add_argument('--write', nargs='?', const=str(REFERENCES_DIR),

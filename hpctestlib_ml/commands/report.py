@@ -8,6 +8,7 @@ import sys
 import time
 
 from hpctestlib_ml import paths
+from hpctestlib_ml.commands import counting
 from hpctestlib_ml.report import analysis, history, nodes, plots, render
 from hpctestlib_ml.report.analysis import ReportError
 
@@ -40,7 +41,7 @@ def add_history_arguments(parser, system_required=False):
 def add_arguments(parser):
     add_history_arguments(parser)
     parser.add_argument('--until', metavar='WHEN')
-    parser.add_argument('--last', type=int, default=10, metavar='N',
+    parser.add_argument('--last', type=counting(), default=10, metavar='N',
                         help='runs in the median, and in each period of '
                              "'change' (the last N vs the N before)")
     parser.add_argument('--weights', metavar='FILE',
@@ -113,6 +114,10 @@ def _report(args, out):
     '''The report (:func:`run`), raising :class:`ReportError` on bad
     input.'''
     started = time.perf_counter()
+    if args.save_baseline:
+        analysis.check_baseline_target(
+            args.save_baseline,
+            analysis.baseline_path(args.save_baseline, args.prefix))
     headlines = analysis.load_weights(args.weights)
     data = load(args)
     if args.weights:

@@ -409,6 +409,21 @@ def baseline_path(name, var_dir):
     return os.path.join(var_dir, 'baselines', f'{name}.json')
 
 
+def check_baseline_target(name, path):
+    '''Refuse to save a baseline *name* at *path* where that would replace
+    anything but a baseline (a perflog, a report: results already
+    written); an old baseline of that name may be replaced.'''
+    if not os.path.lexists(path):
+        return
+    try:
+        load_baseline(path)
+    except ReportError:
+        raise ReportError(
+            f'--save-baseline {name}: {path} is there and is not a baseline '
+            f'of hpcml report, so saving would destroy it: give another name '
+            f'or path (nothing was written)') from None
+
+
 def save_baseline(path, stats, description, headlines=None):
     '''Save *stats* (:func:`case_stats`) as a baseline at *path*, with the
     *headlines* they were figured with (their workloads'), so that a score

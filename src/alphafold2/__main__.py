@@ -73,9 +73,9 @@ def main(argv=None):
                               to_device, wrap_ddp)
     size = SIZES[args.size]
     # Open at every size: the loss has no side-chain FAPE and no chi-angle
-    # loss (README), whose closed-rule weights (0.5, 1.0) the log would
-    # otherwise claim; every other closed rule holds at the reference size
-    # (tests/test_compliance.py).
+    # loss (docs/workloads/alphafold2.md), whose closed-rule weights (0.5,
+    # 1.0) the log would otherwise claim; every other closed rule holds at
+    # the reference size (tests/test_compliance.py).
     rank, world, device, log = start('openfold', args, 'open')
     mlc = log.constants
     generator = torch.Generator().manual_seed(args.seed + rank)
