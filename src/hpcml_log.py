@@ -58,4 +58,3 @@ def emit_timed_region(start, stop, stream=None):
     stream = stream or sys.stdout
     stream.write(timed_region(start, stop) + '\n')
     stream.flush()
-

@@ -1,7 +1,6 @@
 """The suite's own lines, from the programs to the checks: each has one
 writer (``src/hpcml_log.py``, which every program uses) and the parser
 reads what it writes."""
-import pathlib
 import re
 import sys
 
