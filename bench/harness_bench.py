@@ -16,8 +16,9 @@ target >= 0.98), the fixed cost per case (wall time minus the timed steps:
 ReFrame's part and the program's part: interpreter, imports, model build,
 evaluation; target <= 5 s), where the bare program's time goes (start-up
 to its timed window, the window, the window to its exit), the *import
-floor* (a bare interpreter importing the framework modules the program
-needs and nothing else: what no change to the suite can cut), max RSS of
+floor* (a bare interpreter importing the program's ``__main__`` without
+running it: its framework, its packages and its own modules, what no
+change to the harness can cut), max RSS of
 the process (target < 4 GiB) and MFU against this CPU's measured matmul
 peak. With ``--repeat`` the pairs alternate their order (ReFrame first,
 then bare first, ...) and medians are reported, since absolute times drift
@@ -26,6 +27,10 @@ on a shared VM; the tax's spread is the lowest and highest ratio.
 The CPU peak that MFU needs is measured once per machine and cached in
 ``HPCML_CACHE_DIR`` (default ``var/cache``), as for a user's runs; each
 ReFrame run otherwise gets its own ``HPCML_VAR_DIR``.
+
+The checks are the training workloads of the registry
+(:mod:`hpctestlib_ml.registry`): a new workload is measured here as soon
+as it declares itself.
 """
 import argparse
 import json
@@ -42,33 +47,23 @@ import time
 REPO = pathlib.Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / '.venv' / 'bin'
 sys.path.insert(0, str(REPO))
-from hpctestlib_ml import workloads  # noqa: E402
+from hpctestlib_ml import registry  # noqa: E402
 
-#: The framework modules of the PyTorch programs: torch._dynamo comes in
-#: with the first torch.optim optimizer (torch._disable_dynamo).
-_TORCH = 'import torch, torch._dynamo'
+
+
+def training_checks():
+    '''Check -> (file under checks/, workload, throughput metric, the
+    imports of its import floor), of every training workload the registry
+    declares.'''
+    return {declared.check: (f'{name}.py', name, declared.throughput_metric,
+                             f'import {declared.program}.__main__')
+            for name, declared in registry.registered().items()
+            if declared.trains}
+
 
 #: Check -> (file under checks/, workload, throughput metric, the imports
 #: of its import floor).
-CHECKS = {
-    'MMoCLIP': ('clip.py', 'clip', 'throughput_avg',
-                f'{_TORCH}; import open_clip_train.main'),
-    'MegatronGPT': ('megatron.py', 'megatron', 'tokens_per_second',
-                    f'{_TORCH}; import megatron.core.models.gpt'),
-    'GPT2FineTune': ('gpt2_finetune.py', 'gpt2_finetune',
-                     'samples_per_second',
-                     f'{_TORCH}; import datasets; from transformers import '
-                     f'Trainer, GPT2LMHeadModel'),
-    'BERTLarge': ('bert.py', 'bert', 'samples_per_second',
-                  f'{_TORCH}; from transformers import BertForPreTraining'),
-    'CosmoFlow': ('cosmoflow.py', 'cosmoflow', 'samples_per_second', _TORCH),
-    'DeepLabV3Plus': ('deepcam.py', 'deeplabv3plus', 'samples_per_second',
-                      _TORCH),
-    'AlphaFold2': ('alphafold2.py', 'alphafold2', 'samples_per_second',
-                   _TORCH),
-    'ResNet50TF': ('resnet50.py', 'resnet50', 'images_per_second',
-                   'import tensorflow, keras'),
-}
+CHECKS = training_checks()
 
 
 def run_reframe(check, var, steps=None, extra_env=None):
@@ -218,7 +213,7 @@ def measure_pair(check, steps, extra_env, reframe_first):
     '''One ReFrame run and one bare run of the check's smoke case, in
     the order given: the figures of both.'''
     _, workload, metric, _ = CHECKS[check]
-    extract = workloads.get(workload).parser.extract_metrics
+    extract = registry.get(workload).parser.extract_metrics
 
     def reframe():
         with tempfile.TemporaryDirectory() as var:

@@ -13,18 +13,20 @@ import reframe as rfm
 from reframe.core.builtins import run_after
 
 from hpctestlib_ml.metrics import common_problems
-from hpctestlib_ml.plugins import (Containers, Energy, Launching, Placement,
-                                   Provenance, References, Sanity, Settings,
-                                   Sizing, Utilisation, WorkloadInterface)
+from hpctestlib_ml.plugins import (Containers, Energy, JobLog, Launching,
+                                   Placement, Provenance, References, Sanity,
+                                   Settings, Sizing, Utilisation,
+                                   WorkloadInterface)
 
 
-class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
+class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
                      Settings, Placement, Sizing, Launching, Containers,
                      Utilisation, Provenance, Energy, References, Sanity):
     '''Base of the suite's training tests.
 
-    A workload sets ``workload``, ``program`` and ``sizes`` and implements
-    ``program_args``, ``extract_metrics``, ``log_problems`` and
+    A workload sets ``workload`` (its declaration's name,
+    :mod:`hpctestlib_ml.registry`: program, sizes, parser, capabilities)
+    and implements ``program_args``, ``log_problems`` and
     ``model_flops_per_sample`` (by stage:
     :class:`~hpctestlib_ml.plugins.workload.WorkloadInterface`).
 
@@ -47,7 +49,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
            ``energy_counter``; References: ``reference_case``,
            ``loss_curve``, ``references_file``, ``reference_noise_pct``,
            ``session_id``; WorkloadInterface:
-           ``workload``, ``program``, ``sizes``, ``framework``,
+           ``workload``, ``program``, ``framework``,
            ``departures``, ``reference_precision``
        * - Metrics
          - the workload's own, and where known ``mfu``, ``hfu``,
@@ -110,9 +112,9 @@ class ComponentTest(MLTrainingTest):
     samples (``energy_J`` and ``avg_power_W`` but no energy per sample) and
     logs no loss (the common log checks ask for none).
 
-    A component sets ``workload``, ``program`` and ``sizes`` (with
-    ``steps``: the timed iterations), declares its parser in the registry
-    (read by ``extract_metrics``: a :class:`~hpctestlib_ml.metrics.
+    A component sets ``workload``, declares its program, parser and sizes
+    (with ``steps``: the timed iterations) in the registry (the parser
+    read by ``extract_metrics``: a :class:`~hpctestlib_ml.metrics.
     TrainingLog` with ``steps`` its iterations, ``world_size``,
     ``figures``), and implements ``program_args`` and ``case_settings`` (what makes another case of it in
     ``reference_case``); :meth:`log_problems` checks the ranks and
@@ -136,8 +138,6 @@ class ComponentTest(MLTrainingTest):
     #: No batch: Sizing asks for a positive one, and the perflog's column
     #: stays a number.
     batch_size = 1
-    throughput_metric = None
-    reports_data_share = False
 
     def add_utilisation_metrics(self):
         '''No MFU: a component trains no model.'''

@@ -16,6 +16,8 @@
                                         from a hub (run where it is reachable)
     hpcml triage LOGFILE...             why training runs failed: category,
                                         reason, rank, node (JSON per file)
+    hpcml new-workload NAME [--check C] a new workload from the template, as
+                                        new files (docs: adding a workload)
 """
 import argparse
 import importlib
@@ -30,7 +32,7 @@ COMMANDS = {
     'suite': 'suite', 'extract': 'extract', 'cpu-peak': 'cpu_peak',
     'model-info': 'model_info', 'compliance': 'compliance',
     'prepare': 'prepare', 'report': 'report', 'references': 'references',
-    'triage': 'triage',
+    'triage': 'triage', 'new-workload': 'new_workload',
 }
 
 

@@ -9,23 +9,24 @@ findings are :data:`RUN_LENGTH_RULES`; everything else (a missing or
 misplaced event, a hyperparameter key or value other than the reference's)
 is a violation.
 
-Which rules: MLPerf HPC 3.0.0 for CosmoFlow, DeepCAM and OpenFold; MLPerf
-Training 5.0.0 for BERT (the last round with BERT; its BERT rules are
-those of 3.0.0 to 5.0.0).
+Which rules: each MLPerf-style workload's declaration says
+(:attr:`hpctestlib_ml.registry.Workload.mlperf_rules`, by the benchmark
+its program names in the log).
 """
 import dataclasses
 import os
 import tempfile
 
+from hpctestlib_ml import registry
 from hpctestlib_ml.parsers.mllog import MARKER
 
-#: submission_benchmark -> (usage, ruleset) of the checker.
-RULESETS = {
-    'cosmoflow': ('hpc', '3.0.0'),
-    'deepcam': ('hpc', '3.0.0'),
-    'openfold': ('hpc', '3.0.0'),
-    'bert': ('training', '5.0.0'),
-}
+
+def rulesets():
+    '''submission_benchmark -> (usage, ruleset) of the checker: the
+    declarations' (:mod:`hpctestlib_ml.registry`).'''
+    return {declared.benchmark: declared.mlperf_rules
+            for declared in registry.registered().values()
+            if declared.mlperf_rules}
 
 #: Findings a short run or synthetic data cannot avoid, by the key the
 #: checker files them under: the quality target ("at least one"
@@ -104,7 +105,7 @@ def check(text, benchmark=None, usage=None, ruleset=None):
                           if '"submission_benchmark"' in line), None)
     if usage is None or ruleset is None:
         try:
-            usage, ruleset = RULESETS[benchmark]
+            usage, ruleset = rulesets()[benchmark]
         except KeyError:
             named = (f'names benchmark {benchmark!r}, whose rules are not '
                      f'known here' if benchmark else

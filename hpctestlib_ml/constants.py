@@ -142,6 +142,21 @@ GPU_VENDORS = {
     'MI250X-GCD': 'amd', 'MI250-GCD': 'amd', 'MI300X': 'amd',
 }
 
+#: Compute capability of each NVIDIA model in :data:`DEVICE_PEAK_FLOPS`
+#: (CUDA's ``major.minor``, as ``torch.cuda.get_device_capability`` gives
+#: it: Volta 7.0, Ampere 8.0, Hopper 9.0): with the vendor, what the
+#: programs' rule of bf16 hardware reads (``src/device_choice.py``'s
+#: ``bf16_native``; :func:`hpctestlib_ml.peaks.has_bf16`).
+GPU_CAPABILITIES = {
+    'A100': (8, 0), 'H100-SXM': (9, 0), 'H100-PCIe': (9, 0),
+    'H100-NVL': (9, 0), 'GH200': (9, 0), 'H200': (9, 0), 'H200-NVL': (9, 0),
+    'V100': (7, 0), 'V100-PCIe': (7, 0),
+}
+
+#: The framework's backend of each vendor's GPUs (``torch.version.hip``
+#: set: ``hip``).
+GPU_BACKENDS = {'nvidia': 'cuda', 'amd': 'hip'}
+
 #: Apptainer's option that makes a vendor's GPUs and driver visible in the
 #: container.
 CONTAINER_GPU_OPTIONS = {'nvidia': '--nv', 'amd': '--rocm'}

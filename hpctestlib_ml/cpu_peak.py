@@ -16,8 +16,7 @@ import platform
 import subprocess
 import sys
 
-from hpctestlib_ml import cache
-from hpctestlib_ml.paths import SRC_DIR
+from hpctestlib_ml import cache, program_tables
 
 
 def measure_matmul_flops(size=2048, seconds=2.0, threads=None):
@@ -26,8 +25,7 @@ def measure_matmul_flops(size=2048, seconds=2.0, threads=None):
     component and the GPU probes share, in ``src/``).'''
     import torch
 
-    if str(SRC_DIR) not in sys.path:
-        sys.path.insert(0, str(SRC_DIR))
+    program_tables.importable()
     import matmul_rate
     if threads:
         torch.set_num_threads(threads)

@@ -1,4 +1,8 @@
-"""Analytic FLOPs per training sample, one function per model family.
+"""Analytic FLOPs per training sample: the training factors, the building
+blocks (a transformer encoder, a 2D convolution) and the formulas of the
+model families more than one workload or parser uses (Megatron's GPT,
+ResNet-50). A workload's own formula lives in its declaration
+(:mod:`hpctestlib_ml.registry`), built from these.
 
 A multiply-add counts as 2 FLOPs. Training costs 3x the forward pass
 (forward + backward with twice its work); activation (gradient)
@@ -10,24 +14,8 @@ hardware actually executes.
 import collections
 import math
 
-from hpctestlib_ml import program_tables
-
 TRAINING_FACTOR = 3
 RECOMPUTE_FACTOR = 4
-
-#: Forward GFLOP per image-text pair of OpenCLIP models at their native
-#: image size, from OpenCLIP's own profile (``docs/model_profile.csv``).
-#: :func:`clip_forward_flops` reproduces each to 0.1% from the model's
-#: config (``tests/test_flops.py``); the table lets the suite compute MFU
-#: where OpenCLIP is not installed beside ReFrame.
-OPENCLIP_FORWARD_GFLOPS = {
-    'ViT-B-32': 14.78,
-    'ViT-B-16': 41.09,
-    'ViT-L-14': 175.33,
-    'ViT-H-14': 381.68,
-    'ViT-g-14': 581.15,
-    'ViT-bigG-14': 1065.36,
-}
 
 
 def transformer_forward_flops(seq_len, width, layers, mlp_ratio=4.0):
@@ -39,32 +27,6 @@ def transformer_forward_flops(seq_len, width, layers, mlp_ratio=4.0):
     '''
     macs_per_token = (4 + 2 * mlp_ratio) * width**2 + 2 * seq_len * width
     return 2 * macs_per_token * seq_len * layers
-
-
-def clip_forward_flops(model_cfg):
-    '''Forward FLOPs of one image-text pair through an OpenCLIP ViT CLIP.
-
-    *model_cfg* is an OpenCLIP model config (``open_clip/model_configs/*.json``).
-    For ViT-L-14 this gives 175.3 GFLOP, OpenCLIP's own profile
-    (``docs/model_profile.csv``: 175.33 GFLOPs for ViT-L-14 at 224 px).
-    '''
-    vision, text = model_cfg['vision_cfg'], model_cfg['text_cfg']
-    patch = vision['patch_size']
-    image_size = vision['image_size']
-    num_patches = (image_size // patch) ** 2
-    v_width = vision['width']
-    t_width = text['width']
-    embed_dim = model_cfg['embed_dim']
-
-    patch_embed = 2 * 3 * patch**2 * v_width * num_patches
-    image_tower = transformer_forward_flops(
-        num_patches + 1, v_width, vision['layers'],
-        vision.get('mlp_ratio', 4.0))
-    text_tower = transformer_forward_flops(
-        text['context_length'], t_width, text['layers'],
-        text.get('mlp_ratio', 4.0))
-    projections = 2 * (v_width + t_width) * embed_dim
-    return patch_embed + image_tower + text_tower + projections
 
 
 def training_flops(forward_flops, recompute=False):
@@ -154,136 +116,10 @@ def megatron_gpt_flops_per_token(num_layers, hidden, seq_len, vocab,
                              k * mlp_width / (2 * h) + vocab / (2 * L * h))
 
 
-def causal_lm_forward_flops(seq_len, width, layers, vocab):
-    '''Forward FLOPs of one sequence through a GPT-2-style causal LM: the
-    transformer's (:func:`transformer_forward_flops`, full s x s attention
-    as PyTorch's attention kernels compute it) plus the LM head's 2 s h V.
-    Embedding lookups are free.'''
-    return (transformer_forward_flops(seq_len, width, layers) +
-            2 * seq_len * width * vocab)
-
-
-def causal_lm_training_flops(seq_len, width, layers, vocab):
-    '''Training FLOPs of one sequence through a GPT-2-style causal LM:
-    3 x :func:`causal_lm_forward_flops`.'''
-    return training_flops(causal_lm_forward_flops(seq_len, width, layers,
-                                                  vocab))
-
-
-def bert_pretraining_forward_flops(seq_len, hidden, layers, vocab,
-                                   intermediate, predictions):
-    '''Forward FLOPs of one sequence through BERT pretraining as MLPerf's
-    reference computes it: the encoder (:func:`transformer_forward_flops`),
-    the masked-LM head at the *predictions* gathered positions only (a
-    dense h x h transform and the h x V decoder), the pooler and the
-    next-sentence head. BERT-Large at 512 tokens and 76 predictions:
-    0.340 TFLOP (1.02 per trained sequence); a head at every position, as
-    transformers' BertForPreTraining applies it, would add 28 GFLOP.'''
-    encoder = transformer_forward_flops(seq_len, hidden, layers,
-                                        intermediate / hidden)
-    mlm_head = 2 * predictions * (hidden * hidden + hidden * vocab)
-    pooler_and_nsp = 2 * (hidden * hidden + hidden * 2)
-    return encoder + mlm_head + pooler_and_nsp
-
-
-def cosmoflow_forward_flops(cube, conv_size=32, channels=4, kernel=3,
-                            n_conv=5):
-    '''Forward FLOPs of one CosmoFlow sample: its 3D convolutions
-    (``same`` padding, each followed by a 2x pooling), > 99% of the work;
-    the dense layers add < 0.1%. Reference size (4 x 128^3, conv_size 32,
-    kernel 3): 68.9 GFLOP forward, 207 GFLOP per trained sample.'''
-    total, width, side = 0, channels, cube
-    for i in range(n_conv):
-        out = conv_size * 2 ** i
-        total += 2 * side ** 3 * width * out * kernel ** 3
-        width, side = out, side // 2
-    return total
-
-
 def conv2d_flops(height, width, c_in, c_out, kernel=1, groups=1):
     '''FLOPs of a 2D convolution with an output of *height* x *width*
     (a transposed convolution: its input's size).'''
     return 2 * height * width * (c_in // groups) * c_out * kernel * kernel
-
-
-def deeplabv3plus_forward_flops(arch, channels, height, width, classes):
-    '''Forward FLOPs of one sample through DeepCAM's DeepLabv3+
-    (``src/deepcam``; *arch* is its :class:`deepcam.architecture.
-    Architecture`): every convolution, layer by layer at its resolution;
-    batch norm, ReLU, pooling and the residual sums add < 1%. Reference
-    (16 x 768 x 1152, 3 classes): 0.655 TFLOP forward per sample.'''
-    def separable(h, w, c_in, c_out):
-        return (conv2d_flops(h, w, c_in, c_in, 3, groups=c_in) +
-                conv2d_flops(h, w, c_in, c_out))
-
-    def half(n):
-        return (n + 1) // 2
-
-    h, w = half(height), half(width)                # strided stem conv
-    s0, s1 = arch.stem
-    total = conv2d_flops(h, w, channels, s0, 3) + conv2d_flops(h, w, s0, s1, 3)
-    c, low = s1, None
-    for out in arch.entry:                          # 2 units + strided conv
-        total += separable(h, w, c, out) + separable(h, w, out, out)
-        h, w = half(h), half(w)
-        total += separable(h, w, out, out) + conv2d_flops(h, w, c, out)
-        c = out
-        low = low or (h, w, out)
-    total += arch.middle_blocks * 3 * separable(h, w, c, c)
-    e = arch.exit_block                             # units grow last, extra
-    total += (separable(h, w, c, c) + separable(h, w, c, e) +
-              separable(h, w, e, e) + conv2d_flops(h, w, c, e))
-    c = e
-    for out in arch.exit_convs:
-        total += separable(h, w, c, out)
-        c = out
-    a = arch.aspp                                   # ASPP
-    total += (conv2d_flops(h, w, c, a) +
-              len(arch.aspp_rates) * conv2d_flops(h, w, c, a, 3) +
-              conv2d_flops(1, 1, c, a) +
-              conv2d_flops(h, w, a * (len(arch.aspp_rates) + 2), a))
-    d = arch.decoder                                # decoder
-    lh, lw, lc = low
-    total += (conv2d_flops(h, w, a, d, 3) + conv2d_flops(2 * h, 2 * w, d, d, 3)
-              + conv2d_flops(lh, lw, lc, arch.low_level))
-    total += (conv2d_flops(lh, lw, d + arch.low_level, d, 3) +
-              conv2d_flops(lh, lw, d, d, 3) + conv2d_flops(lh, lw, d, d))
-    total += (conv2d_flops(lh, lw, d, d, 3) +
-              conv2d_flops(2 * lh, 2 * lw, d, classes, 3))
-    return total
-
-
-#: Forward FLOPs of one run of the suite's AlphaFold2 (``src/alphafold2``:
-#: OpenFold's initial-training model: embedders, templates, extra-MSA
-#: stack, Evoformer, structure module, heads) on one crop, no recycling,
-#: by size: measured once with torch.utils.flop_counter.FlopCounterMode
-#: (torch 2.14.1; the reference size on the ``meta`` device, which counts
-#: without computing). Matmuls and attention only; the same counter over
-#: forward + backward gives 2.99x, so a trained run is taken as 3x.
-#: Reference (256 residues, 124 clusters, 1024 extra sequences, 4
-#: templates): 11.8 TFLOP a run.
-ALPHAFOLD2_FORWARD_FLOPS = {
-    'tiny': 8.448840832e9,          # 64 residues x 32, 64 extra, 2 templ.
-    'reference': 11.810919240192e12,
-}
-
-
-def alphafold2_mean_recycles(size):
-    '''Recycles per training sample of AlphaFold2 *size*: uniform over 0
-    to the size's maximum (AlphaFold2 1.10), so on average half of it;
-    each is a forward without gradients. The maximum is the program's own
-    (``src/alphafold2/sizes.py``), not a copy of it.'''
-    sizes = program_tables.load('alphafold2', 'sizes').SIZES
-    return sizes[size].max_recycles / 2
-
-
-def alphafold2_training_flops(size):
-    '''Model FLOPs of one AlphaFold2 training sample of *size*: the
-    trained run (3 forwards) and the mean number of recycling runs (one
-    forward each); block recomputation not counted (MFU, not HFU).
-    Reference: 4.5 x 11.8 = 53.1 TFLOP.'''
-    forward = ALPHAFOLD2_FORWARD_FLOPS[size]
-    return training_flops(forward) + alphafold2_mean_recycles(size) * forward
 
 
 #: ResNet-50's stages: (bottleneck width, output channels, blocks, stride).

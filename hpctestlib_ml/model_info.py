@@ -18,13 +18,7 @@ Everything is offline: no weights or data are loaded from a hub.
 import contextlib
 import contextvars
 import dataclasses
-import os
-import pathlib
 import socket
-import sys
-import tempfile
-
-from hpctestlib_ml.paths import SRC_DIR
 
 
 class ModelInfoError(Exception):
@@ -57,11 +51,6 @@ class ModelInfo:
 
     def as_dict(self):
         return {**dataclasses.asdict(self), 'flops_ratio': self.flops_ratio}
-
-
-def programs_importable():
-    if str(SRC_DIR) not in sys.path:
-        sys.path.insert(0, str(SRC_DIR))
 
 
 def count_params(model):
@@ -162,45 +151,37 @@ def named_size(size, check_sizes, key):
     return size
 
 
-def model_info(workload, size='benchmark', device=None):
-    '''The :class:`ModelInfo` of *workload* at *size*, built by the
-    workload's own builder (its declaration's ``model_info``); *device*
-    overrides where the model is built (default: ``meta`` for the large
-    ones).'''
-    from hpctestlib_ml import workloads
+def model_info(declared, size='benchmark', device=None):
+    '''The :class:`ModelInfo` of the workload *declared* (its
+    :class:`~hpctestlib_ml.registry.Workload`) at *size*, built by its own
+    builder (``model_info``); *device* overrides where the model is built
+    (default: ``meta`` for the large ones).'''
+    if declared.model_info is None:
+        raise ModelInfoError(f'{declared.name} declares no model builder')
     try:
-        build = workloads.get(workload).model_info
-    except workloads.UnknownWorkload as err:
-        raise ModelInfoError(str(err)) from None
-    if build is None:
-        raise ModelInfoError(f'{workload} declares no model builder')
-    try:
-        return build(size, device)
+        return declared.model_info(size, device)
     except KeyError as err:
-        raise ModelInfoError(f'{workload}: unknown size {size!r} '
+        raise ModelInfoError(f'{declared.name}: unknown size {size!r} '
                              f'({err})') from None
 
 
-def memory_info(workload, size='benchmark', layout=None, batch=None,
+def memory_info(declared, size='benchmark', layout=None, batch=None,
                 precision=None):
-    '''(ModelInfo, MemoryEstimate per device) of *workload* at *size*:
-    the workload's own estimate where it declares one (Megatron's,
+    '''(ModelInfo, MemoryEstimate per device) of the workload *declared*
+    at *size*: its own estimate where it declares one (Megatron's,
     analytic: *layout* (tp, pp, dp)), else parameters x the program's
     optimizer's bytes, and the activations one forward pass at batch 1
     saves for the backward, measured on the meta device, x *batch*
     (TensorFlow: activations not estimated).'''
     from hpctestlib_ml import memory_estimate as me
-    from hpctestlib_ml import workloads
-    declared = workloads.get(workload)
     if declared.memory_info:
         return declared.memory_info(size, layout, batch, precision)
     batch = batch or 1
     precision = precision or 'fp32'
     # TensorFlow builds no tensors on PyTorch's meta device.
-    device = (None if declared.test_class().framework == 'tensorflow'
-              else 'meta')
+    device = None if declared.framework == 'tensorflow' else 'meta'
     with _measuring_activations() as found:
-        info = model_info(workload, size, device)
+        info = model_info(declared, size, device)
     measured = found.get('bytes')
     notes = [f'{declared.optimizer}, fp32 parameters (autocast mixed '
              f'precision keeps them fp32 too, with no master copy)']

@@ -30,6 +30,9 @@ CHECKS_DIR = REPO_ROOT / 'checks'
 #: config names none (``<framework>.sif``).
 CONTAINERS_DIR = REPO_ROOT / 'containers'
 
+#: The template a new workload starts from (``hpcml new-workload``).
+WORKLOAD_TEMPLATE_DIR = REPO_ROOT / 'templates' / 'workload'
+
 
 class UnwritableDirError(OSError):
     '''A directory the suite must write in and cannot, said in one line

@@ -11,8 +11,11 @@ turns it off); where a program prints no record (Megatron-LM's own
 ``pretrain_gpt.py``), fp32 is taken at the TF32 peak, the higher one, so
 that MFU is never overstated, and the peak's description says so.
 """
+from hpctestlib_ml import program_tables
 from hpctestlib_ml.constants import (DEVICE_PEAK_FLOPS, FP16_FOR_BF16,
-                                     GPU_PRODUCT_NAMES, PRECISION_PEAK)
+                                     GPU_BACKENDS, GPU_CAPABILITIES,
+                                     GPU_PRODUCT_NAMES, GPU_VENDORS,
+                                     PRECISION_PEAK)
 
 
 def model_key(product_name):
@@ -60,10 +63,16 @@ def describe(model, key, flops, assumed_tf32=False):
     return text
 
 
-def has_bf16(model, table=DEVICE_PEAK_FLOPS):
-    '''Whether GPU *model* has bf16 hardware; True for models not in the
-    table (nothing known against it).'''
-    return model not in table or 'bf16' in table[model]
+def has_bf16(model):
+    '''Whether GPU *model* computes bf16 in hardware, by the rule the
+    programs apply to the device they run on (``src/device_choice.py``'s
+    ``bf16_native``, read by path): its vendor's backend and its compute
+    capability. True for a model the suite does not know (nothing known
+    against it).'''
+    if model not in GPU_VENDORS:
+        return True
+    rule = program_tables.load('', 'device_choice').bf16_native
+    return rule(GPU_BACKENDS[GPU_VENDORS[model]], GPU_CAPABILITIES.get(model))
 
 
 def fp16_for(precision):

@@ -16,9 +16,8 @@ The directory: ``-S prepared_dir=``, else the partition's
 visible from the compute nodes.
 """
 import pathlib
-import sys
 
-from hpctestlib_ml.paths import SRC_DIR
+from hpctestlib_ml import program_tables
 
 #: What GPT-2 fine-tuning's benchmark reads (run_clm's model and data).
 GPT2_MODEL = 'gpt2'
@@ -101,8 +100,7 @@ def prepare_gpt2_stand_in(root, blocks=None):
     prepared = root / 'prepared'
     if gpt2_missing(prepared) is None:
         return prepared
-    if str(SRC_DIR) not in sys.path:
-        sys.path.insert(0, str(SRC_DIR))
+    program_tables.importable()
     from gpt2_finetune.__main__ import model_config, tiny_model_and_data
     from transformers import GPT2LMHeadModel
     tokenizer, _, (_, data) = tiny_model_and_data(root / 'work')
@@ -133,20 +131,3 @@ def sized_corpus(tokenizer, files, blocks, directory, block_size=1024):
                          validation_lines=sentences['validation'])
     return {'data_files': paths}
 
-
-def prepare(names, root):
-    '''Prepare the workloads *names* (all if empty) under *root*:
-    [(workload, directories written or why there is nothing to fetch)],
-    from each workload's declaration (:mod:`hpctestlib_ml.workloads`).'''
-    from hpctestlib_ml import workloads
-    done = []
-    for name in names or list(workloads.registered()):
-        try:
-            declared = workloads.get(name)
-        except workloads.UnknownWorkload as err:
-            raise PrepareError(str(err)) from None
-        if declared.prepare:
-            done.append((name, declared.prepare(root)))
-        else:
-            done.append((name, f'nothing to fetch: {declared.data}'))
-    return done

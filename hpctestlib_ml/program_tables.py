@@ -1,5 +1,5 @@
 """The training programs' own tables (sizes, widths) and pure helpers,
-read from their files.
+read from their files, and their code where the library needs it.
 
 A program under ``src/`` keeps its size table in a module without torch
 (``deepcam/architecture.py``, ``cosmoflow/sizes.py``,
@@ -11,6 +11,7 @@ numbers have one home. The file is loaded by its path, not imported as
 """
 import functools
 import importlib.util
+import sys
 
 from hpctestlib_ml.paths import SRC_DIR
 
@@ -18,7 +19,9 @@ from hpctestlib_ml.paths import SRC_DIR
 @functools.cache
 def load(program, module):
     '''``src/<program>/<module>.py`` as a module of its own (once per
-    process: every caller gets the same tables).'''
+    process: every caller gets the same tables); *program* '': a module
+    the programs share, ``src/<module>.py`` (standard library only, as
+    ``device_choice``).'''
     path = SRC_DIR / program / f'{module}.py'
     spec = importlib.util.spec_from_file_location(
         f'_{program}_{module}', path)
@@ -41,3 +44,12 @@ def src_module(name):
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
     return loaded
+
+
+def importable():
+    '''Put ``src/`` on ``sys.path`` (once), so that the library imports a
+    program's code where reading a table is not enough: a model builder
+    (``hpcml model-info``), a measurement (``hpcml cpu-peak``), the
+    preparation of a program's data (``hpcml prepare``).'''
+    if str(SRC_DIR) not in sys.path:
+        sys.path.insert(0, str(SRC_DIR))

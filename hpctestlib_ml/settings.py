@@ -26,6 +26,7 @@ import os
 import re
 import shlex
 
+from hpctestlib_ml import perflog_fields
 from hpctestlib_ml.constants import SCALES, SIZES
 
 #: A test variable: ``-S NAME=VALUE``.
@@ -266,44 +267,34 @@ def _declare(kind, reader, table):
             for more in [rest[0] if rest else {}]}
 
 
-def _program_table(program, module, name):
-    '''A program's table (its keys), read when first needed.'''
+def program_table(program, module, name):
+    '''A program's table (its keys), read when first needed: a setting's
+    choices.'''
     def read():
         from hpctestlib_ml import program_tables
         return tuple(getattr(program_tables.load(program, module), name))
     return read
 
 
-def _collectives():
-    from hpctestlib_ml.parsers import nccl_tests
-    return tuple(dict(nccl_tests.SHORT))
+def variables(reader, table):
+    '''The :class:`Setting` of each test variable of *table* (rows of
+    name, type, default, doc and optionally a dict of the other fields)
+    that *reader* (a workload's name) reads: a workload's declaration's
+    ``variables``.'''
+    return tuple(_declare(VARIABLE, reader, table).values())
 
 
-#: The data formats the Storage component reads, by the workload that
-#: reads each.
-STORAGE_FORMATS = {'npy': 'cosmoflow', 'npz': 'deeplabv3plus',
-                   'tfrecord': 'resnet50', 'text': 'gpt2_finetune'}
-
-#: What the MatmulRate component measures: every precision its program
-#: knows.
-MATMUL_PRECISIONS = ('bf16', 'fp16', 'tf32', 'fp32')
-
-#: How ResNet50TF runs: the suite's Keras program or tf_cnn_benchmarks.
-RESNET50_IMPLEMENTATIONS = ('keras', 'tf_cnn_benchmarks')
-
-#: The sizes of the MLPerf-style programs (``--size``), by workload.
-_MLPERF_SIZES = {'cosmoflow': ('cosmoflow', 'sizes', 'SIZES'),
-                 'deeplabv3plus': ('deepcam', 'architecture', 'SIZES'),
-                 'alphafold2': ('alphafold2', 'sizes', 'SIZES')}
-
-_DATA_DOC = ("'synthetic' or the dataset's directory (absolute); default: "
-             "the partition's extras, else synthetic")
+def extras_keys(reader, table):
+    '''The :class:`Setting` of each partition extras key of *table* that
+    *reader* reads: a workload's declaration's ``extras``.'''
+    return tuple(_declare(EXTRAS, reader, table).values())
 
 
-#: The test variables a user sets (``-S NAME=VALUE``), by (name, reader):
-#: reader ``every check`` or a workload's name. A check's value is
-#: checked at setup against the declaration of its workload, else of
-#: every check.
+#: The test variables every check has, which a user sets (``-S
+#: NAME=VALUE``), by (name, reader): reader ``every check``. A workload's
+#: own are its declaration's (:attr:`hpctestlib_ml.registry.Workload.
+#: variables`). A check's value is checked at setup against the
+#: declaration of its workload, else of every check.
 VARIABLES = {
     **_declare(VARIABLE, ALL_CHECKS, [
         ('size', 'str', 'auto', 'what a case trains: tiny (runs anywhere), '
@@ -334,137 +325,20 @@ VARIABLES = {
          "default: the partition's extras['container_images']",
          {'allowed': 'the path of an image file'}),
     ]),
-    **_declare(VARIABLE, 'megatron', [
-        ('global_batch_size', 'int', None, "samples per iteration over all "
-         "ranks; default: CARAML's", {'minimum': 1}),
-        ('tensor_parallel', 'int', None, "tensor parallel size; default: "
-         "the model size's", {'minimum': 1}),
-        ('pipeline_parallel', 'int', None, "pipeline parallel size; "
-         "default: the model size's", {'minimum': 1}),
-        ('megatron_lm', 'path', None, "a Megatron-LM checkout whose "
-         "pretrain_gpt.py runs; default: extras['megatron_lm'], else "
-         "Megatron-Core's model", {'allowed': 'an absolute directory'}),
-        ('position_embedding_type', 'str', 'rope', 'position embeddings',
-         {'choices': ('rope', 'learned_absolute')}),
-        ('untie_embeddings', 'bool', False, 'a separate output layer'),
-        ('data_path', 'path', None, "a Megatron indexed dataset (path "
-         "prefix); default: extras['megatron_data'], else mock data",
-         {'allowed': 'an absolute path prefix'}),
-    ]),
-    **{key: setting for workload, table in _MLPERF_SIZES.items()
-       for key, setting in _declare(VARIABLE, workload, [
-           ('model', 'str', None, "the program's model size (--size); "
-            "default: the size's", {'choices': _program_table(*table)}),
-           ('data', 'path', None, _DATA_DOC,
-            {'allowed': "'synthetic' or an absolute directory"}),
-       ]).items()},
-    **_declare(VARIABLE, 'bert', [
-        ('model', 'str', None, "BERT model; default: the size's",
-         {'choices': _program_table('bert_pretrain', 'sizes', 'MODELS')}),
-        ('data', 'path', None, "'synthetic' or a text file; default: "
-         "extras['bert_data']['data'], else synthetic",
-         {'allowed': "'synthetic' or an absolute file"}),
-        ('optimizer', 'str', 'lamb', "LAMB (MLPerf's reference) or AdamW",
-         {'choices': ('lamb', 'adamw')}),
-        ('tokenizer', 'path', None, 'WordPiece tokenizer directory, for a '
-         "text data file; default: extras['bert_data']['tokenizer']",
-         {'allowed': 'an absolute directory'}),
-    ]),
-    **_declare(VARIABLE, 'resnet50', [
-        ('implementation', 'str', 'keras', "the suite's Keras program or "
-         "tf_cnn_benchmarks (extras['tf_cnn_benchmarks'])",
-         {'choices': RESNET50_IMPLEMENTATIONS}),
-        ('image_size', 'int', None, "image side in pixels; default: the "
-         "size's", {'minimum': 1}),
-        ('data', 'path', None, "'synthetic' or a directory of ImageNet "
-         "TFRecords; default: extras['imagenet_tfrecords'], else synthetic",
-         {'allowed': "'synthetic' or an absolute directory"}),
-    ]),
-    **_declare(VARIABLE, 'torchvision_resnet50', [
-        ('image_size', 'int', None, "image side in pixels; default: the "
-         "size's", {'minimum': 1}),
-        ('batches_per_iteration', 'int', None, 'steps timed together; '
-         "default: the size's", {'minimum': 1}),
-        ('warmup_batches', 'int', None, "untimed steps first; default: "
-         "the size's", {'minimum': 0}),
-    ]),
-    **_declare(VARIABLE, 'clip', [
-        ('model', 'str', None, "OpenCLIP model name; default: the size's",
-         {'allowed': 'an OpenCLIP model name'}),
-        ('train_num_samples', 'int', None, "samples in the epoch; default: "
-         "the benchmark's 3.2M, or steps x global batch", {'minimum': 1}),
-        ('grad_checkpointing', 'bool', None, "recompute activations in the "
-         "backward pass; default: the size's"),
-        ('workers', 'int', None, "data-loader workers per rank; default: "
-         "the rank's CPUs, 0 on CPUs", {'minimum': 0}),
-    ]),
-    **_declare(VARIABLE, 'gpt2_finetune', [
-        ('model', 'str', None, "tiny or a Hugging Face model name; default: "
-         "the size's", {'allowed': 'tiny or a Hugging Face model name'}),
-        ('prepared_dir', 'path', None, "where hpcml prepare put the model "
-         "and dataset; default: extras['prepared_dir'], else "
-         "HPCML_PREPARED_DIR", {'allowed': 'an absolute directory'}),
-        ('epochs', 'float', 3.0, 'epochs at benchmark size',
-         {'minimum': 0, 'exclusive': True}),
-    ]),
-    **_declare(VARIABLE, 'collectives', [
-        ('min_bytes', 'str', None, "smallest message, bytes or 1K/32M/1G; "
-         "default: the size's", {'allowed': 'bytes, or a number with K, M '
-                                            'or G'}),
-        ('max_bytes', 'str', None, "largest message; default: the size's",
-         {'allowed': 'bytes, or a number with K, M or G'}),
-        ('step_factor', 'int', 2, 'factor from one message size to the next',
-         {'minimum': 2}),
-        ('warmup_iters', 'int', None, "untimed operations of every size; "
-         "default: the size's", {'minimum': 0}),
-        ('operations', 'list', [], 'operations to run; default: all',
-         {'choices': _collectives}),
-    ]),
-    **_declare(VARIABLE, 'matmul_rate', [
-        ('matrix_size', 'int', None, "side of the square matrices; default: "
-         "the size's", {'minimum': 1}),
-        ('products_per_iteration', 'int', None, "products timed together; "
-         "default: the size's", {'minimum': 1}),
-        ('warmup_products', 'int', None, "untimed products first; default: "
-         "the size's", {'minimum': 0}),
-        ('warmup_seconds', 'float', None, "least seconds of untimed "
-         "products before each precision's timed ones; default: the "
-         "size's", {'minimum': 0}),
-        ('measure_seconds', 'float', None, "least seconds each precision's "
-         "timed products last together; default: the size's",
-         {'minimum': 0}),
-        ('precisions', 'list', [], "precisions to measure; default: the "
-         "device's", {'choices': MATMUL_PRECISIONS}),
-    ]),
-    **_declare(VARIABLE, 'storage', [
-        ('storage_dir', 'path', None, "directory to measure (shell variables "
-         "expanded by the job); default: extras['storage_dir'], else the "
-         "stage directory", {'allowed': 'a directory'}),
-        ('formats', 'list', [], 'data formats to read; default: all',
-         {'choices': tuple(STORAGE_FORMATS)}),
-        ('data_bytes_per_rank', 'int', None, "bytes of each format every "
-         "rank writes and reads; default: the size's", {'minimum': 1}),
-        ('checkpoint_workload', 'str', 'megatron', "the workload whose "
-         "model's state the checkpoint holds",
-         {'allowed': 'a workload with a model'}),
-        ('checkpoint_model_size', 'str', None, "that model's size (hpcml "
-         "model-info --size); default: the size's"),
-        ('checkpoint_bytes', 'int', None, "the checkpoint's bytes, all ranks "
-         "together (0: none); default: the model's state", {'minimum': 0}),
-    ]),
 }
 
-#: Test variables the suite sets itself, logged with every result (or
-#: set by the check classes): ``-S`` does not set them.
-RECORDED = (
-    'workload', 'program', 'sizes', 'framework', 'departures',
-    'reference_precision', 'runs_in_container', 'resolved_size', 'device',
-    'memory_estimated', 'gpus_per_node', 'device_ran', 'slowest_rank',
-    'mfu_peak', 'suite_version', 'framework_versions', 'gpu_driver',
-    'cuda_version', 'nccl_version', 'env_switches', 'energy_counter',
-    'reference_case', 'loss_curve', 'references_file',
-    'reference_noise_pct', 'session_id',
-)
+#: Test variables the suite sets itself: those logged with every result
+#: (the perflog's columns but the user's settings, the placement's
+#: parameters and ReFrame's own), and those the check classes set. A
+#: workload's own are its declaration's ``derived``. ``-S`` does not set
+#: them.
+RECORDED = tuple(
+    name for name in perflog_fields.names(
+        perflog_fields.CASE, perflog_fields.PROVENANCE,
+        perflog_fields.RESULT, perflog_fields.RECORD)
+    if (name, ALL_CHECKS) not in VARIABLES and
+    name not in ('scale', 'launch_mode', 'job_nodelist')) + (
+    'program', 'framework', 'runs_in_container', 'device', 'references_file')
 
 _SLURM = 'config/slurm.py'
 _SITE_DIRS = 'hpctestlib_ml/paths.py (every configuration and tool)'
@@ -592,7 +466,8 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
     ]),
 }.items()}
 
-#: The keys of a partition's ``extras`` the suite reads, by name.
+#: The keys of a partition's ``extras`` every check reads, by name (a
+#: workload's own: its declaration's ``extras``).
 EXTRAS_KEYS = {name: setting for (name, _), setting in {
     **_declare(EXTRAS, ALL_CHECKS, [
         ('max_nodes', 'int', None, 'most nodes one test may use; default: '
@@ -625,57 +500,26 @@ EXTRAS_KEYS = {name: setting for (name, _), setting in {
          "changed: hpcml references sets no threshold narrower; default: "
          "none (3 %)", {'minimum': 0, 'maximum': 100, 'exclusive': True}),
     ]),
-    **_declare(EXTRAS, 'megatron', [
-        ('megatron_lm', 'path', None, 'a Megatron-LM checkout',
-         {'allowed': 'a directory'}),
-        ('megatron_data', 'dict', None, 'an indexed dataset: data_path, '
-         'vocab_file, merge_file', {'allowed': 'a mapping'}),
-    ]),
-    **_declare(EXTRAS, 'bert', [
-        ('bert_data', 'dict', None, 'a text dataset: data, tokenizer',
-         {'allowed': 'a mapping'}),
-    ]),
-    **_declare(EXTRAS, 'cosmoflow', [
-        ('cosmoflow_data', 'path', None, 'a directory of CosmoFlow samples',
-         {'allowed': 'a directory'}),
-    ]),
-    **_declare(EXTRAS, 'deeplabv3plus', [
-        ('deepcam_data', 'path', None, 'a directory of DeepCAM samples',
-         {'allowed': 'a directory'}),
-    ]),
-    **_declare(EXTRAS, 'alphafold2', [
-        ('openfold_data', 'path', None, 'a directory of OpenFold samples',
-         {'allowed': 'a directory'}),
-    ]),
-    **_declare(EXTRAS, 'resnet50', [
-        ('imagenet_tfrecords', 'path', None, 'a directory of ImageNet '
-         'TFRecords', {'allowed': 'a directory'}),
-        ('tf_cnn_benchmarks', 'path', None, 'the directory of '
-         'tf_cnn_benchmarks.py', {'allowed': 'a directory'}),
-    ]),
 }.items()}
 
 
-def rows():
+def rows(more=()):
     '''``(kind, name, type, default, allowed, reader, doc)`` of every
-    setting, for the documentation's page of settings.'''
+    setting, and of the settings *more* (the workloads' own:
+    :func:`hpctestlib_ml.registry.setting_rows` gives them all), for the
+    documentation's page of settings.'''
     for table in (VARIABLES.values(), ENVIRONMENT_VARIABLES.values(),
-                  EXTRAS_KEYS.values()):
+                  EXTRAS_KEYS.values(), more):
         for s in sorted(table, key=lambda s: (s.kind, s.reader, s.name)):
             yield (s.kind, s.name, s.type, s.default, s.allowed_words(),
                    s.reader, s.doc)
 
 
-def variable(name, workload):
-    '''The declaration of test variable *name* of a check of *workload*:
-    the workload's own, else every check's; None where neither has one.'''
-    return VARIABLES.get((name, workload)) or VARIABLES.get(
-        (name, ALL_CHECKS))
-
-
-def variable_names():
-    '''The names of every declared test variable.'''
-    return sorted({name for name, _ in VARIABLES})
+def variable(name):
+    '''The declaration of test variable *name* that every check has;
+    None where there is none (a workload's own:
+    :func:`hpctestlib_ml.registry.variable`).'''
+    return VARIABLES.get((name, ALL_CHECKS))
 
 
 # HPCML_* variables
@@ -710,18 +554,21 @@ def unknown_environment(environ=None):
 
 # Partition extras
 
-def check_extras(partition, extras, where):
-    '''*extras* of *partition* (its full name) converted and checked: an
+def check_extras(partition, extras, where, keys=None):
+    '''*extras* of *partition* (its full name) converted and checked
+    against *keys* (name -> :class:`Setting`; default: every check's, the
+    workloads' own are :func:`hpctestlib_ml.registry.extras_keys`): an
     unknown key or a value that cannot work is a :class:`SettingError`
     naming *where* (the site configuration) to fix it.'''
+    keys = EXTRAS_KEYS if keys is None else keys
     checked = {}
     for key, value in extras.items():
-        setting = EXTRAS_KEYS.get(key)
+        setting = keys.get(key)
         if setting is None:
             raise SettingError(
                 f"extras key {key!r} of partition {partition} is not one "
-                f"the suite reads{closest(key, EXTRAS_KEYS)}: fix it in "
-                f"{where} (the keys: {', '.join(sorted(EXTRAS_KEYS))})")
+                f"the suite reads{closest(key, keys)}: fix it in "
+                f"{where} (the keys: {', '.join(sorted(keys))})")
         checked[key] = convert(setting, value, f'fix it in {where}',
                                label=f"extras[{key!r}] of partition "
                                      f"{partition}")

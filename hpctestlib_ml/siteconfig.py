@@ -14,7 +14,8 @@ import sys
 
 from reframe.core.exceptions import ConfigError
 
-from hpctestlib_ml import sessions, settings, var_full
+from hpctestlib_ml import (perflog_fields, registry, sessions, settings,
+                           var_full)
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
                                      FRAMEWORKS, LAUNCH_MODES, SCALES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
@@ -40,36 +41,13 @@ def env(name):
     except settings.SettingError as err:
         raise SiteConfigError(str(err)) from None
 
-#: Test attributes logged with every performance value, in this order.
-PERFLOG_FIELDS = (
-    'workload', 'resolved_size', 'scale', 'launch_mode', 'num_nodes',
-    'procs_per_node', 'gpus_per_node', 'batch_size', 'precision',
-    # provenance (hpctestlib_ml.provenance)
-    'suite_version', 'framework_versions', 'cuda_version', 'gpu_driver',
-    'nccl_version', 'container_image', 'env_switches', 'energy_counter',
-    # what ran (the programs' [hpcml] device records), MFU's peak, where
-    # the run departs from the upstream benchmark's configuration, the
-    # reference program's precision, and the memory per device estimated
-    # at setup
-    'device_ran', 'mfu_peak', 'departures', 'reference_precision',
-    'memory_estimated',
-    # the slowest rank and its node, where the ranks' own compute spreads
-    # beyond the noise (the programs' [hpcml] rank_compute records)
-    'slowest_rank',
-    # references from history (hpctestlib_ml.history_refs): the case, its
-    # first losses, the partition's noise floor and the ReFrame session
-    'reference_case', 'loss_curve', 'reference_noise_pct', 'session_id',
-)
-
+#: The perflog's columns before the performance values, as ReFrame's log
+#: record attributes (:mod:`hpctestlib_ml.perflog_fields` declares them).
+#: Performance values come last: ReFrame names their columns in the
+#: header from format_perfvars, whose trailing '|' ends each value.
 _PERFLOG_FORMAT = '|'.join(
-    ['%(check_job_completion_time)s', '%(version)s',
-     '%(check_display_name)s', '%(check_system)s', '%(check_partition)s',
-     '%(check_environ)s']
-    + [f'%(check_{name})s' for name in PERFLOG_FIELDS]
-    # Performance values come last: ReFrame names their columns in the
-    # header from format_perfvars, whose trailing '|' ends each value.
-    + ['%(check_job_nodelist)s', '%(check_result)s', '%(check_perfvalues)s']
-)
+    [column.format for column in perflog_fields.COLUMNS] +
+    ['%(check_perfvalues)s'])
 
 _PERFVAR_FORMAT = ('%(check_perf_value)s|%(check_perf_unit)s|'
                    '%(check_perf_ref)s|%(check_perf_lower_thres)s|'
@@ -300,12 +278,13 @@ def check_site(systems, where):
             f'HPCML_REFERENCES_DIR {REFERENCES_DIR}: No such directory (the '
             f'reference files the checks read): '
             f'{settings.env_fix("HPCML_REFERENCES_DIR")}')
+    extras_keys = registry.extras_keys()
     for system in systems:
         for part in system.get('partitions', []):
             fullname = f'{system["name"]}:{part["name"]}'
             try:
                 part['extras'] = settings.check_extras(
-                    fullname, part.get('extras', {}), where)
+                    fullname, part.get('extras', {}), where, extras_keys)
             except settings.SettingError as err:
                 raise SiteConfigError(str(err)) from None
             why = why_no_case_runs(facts_of(fullname, part))

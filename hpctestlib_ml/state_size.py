@@ -54,14 +54,14 @@ def cached_params(workload, size, cache_dir):
                               lambda: _params_in_child(workload, size))
 
 
-def checkpoint_bytes(workload, size, cache_dir):
-    '''(bytes, description) of the checkpoint of *workload*'s model at
-    *size*, trained with its declared optimizer.'''
-    from hpctestlib_ml import workloads
-    declared = workloads.get(workload)
+def checkpoint_bytes(declared, size, cache_dir):
+    '''(bytes, description) of the checkpoint of the model of the workload
+    *declared* (its :class:`~hpctestlib_ml.registry.Workload`) at *size*,
+    trained with its declared optimizer.'''
+    name = declared.name
     if not declared.optimizer:
-        raise StateSizeError(f'{workload} declares no optimizer')
-    params = cached_params(workload, size, cache_dir)
+        raise StateSizeError(f'{name} declares no optimizer')
+    params = cached_params(name, size, cache_dir)
     total = state_bytes(params, declared.optimizer)
-    return total, (f'{workload} {size}: {params:,} parameters + '
+    return total, (f'{name} {size}: {params:,} parameters + '
                    f'{declared.optimizer} state, fp32')

@@ -118,8 +118,8 @@ def suite_test_names():
     (``checks/``: each declared workload's check and its container
     twin): a ``-S`` for one of them is no mistake in a session that
     runs others.'''
-    from hpctestlib_ml import workloads
-    return {name for w in workloads.registered().values()
+    from hpctestlib_ml import registry
+    return {name for w in registry.registered().values()
             for name in (w.check, f'{w.check}Container')}
 
 
@@ -131,8 +131,9 @@ def variable_problems(external_vars, checks, loaded=()):
     checked against that class where it is selected; a class that none
     of the *loaded* test classes (selected or not) is named is a mistake
     too.'''
-    from hpctestlib_ml import settings
+    from hpctestlib_ml import registry, settings
     classes = {type(c).__name__: type(c) for c in checks}
+    recorded = registry.recorded()
     if not classes:
         return []
     known = set(loaded) | set(classes) | suite_test_names()
@@ -149,7 +150,7 @@ def variable_problems(external_vars, checks, loaded=()):
         if owner and owner not in classes:
             continue            # a test not selected this session
         chosen = [classes[owner]] if owner else list(classes.values())
-        if name in settings.RECORDED:
+        if name in recorded:
             problems.append(f'-S {key}: {name} is set by the suite itself '
                             f'(logged with every result), not a setting')
         elif any(name in cls.var_space for cls in chosen):
@@ -165,7 +166,7 @@ def variable_problems(external_vars, checks, loaded=()):
             names = {n for cls in chosen for n in cls.var_space
                      if not n.startswith('_')}
             where = owner or 'any selected test'
-            readers = sorted(reader for n, reader in settings.VARIABLES
+            readers = sorted(reader for n, reader in registry.all_variables()
                              if n == name)
             near = (f" (a variable of the {', '.join(readers)} checks, none "
                     f'selected)'

@@ -1,3 +1,4 @@
+import importlib
 import os
 import pathlib
 import subprocess
@@ -84,9 +85,19 @@ def slurm_cluster(tmp_path_factory):
 
 def extract(workload, text):
     '''The metrics ``hpcml extract WORKLOAD`` prints for *text*: the
-    parser its declaration names (hpctestlib_ml.workloads).'''
-    from hpctestlib_ml import workloads
-    return workloads.get(workload).parser.extract_metrics(text)
+    parser its declaration names (hpctestlib_ml.registry).'''
+    from hpctestlib_ml import registry
+    return registry.get(workload).parser.extract_metrics(text)
+
+
+def check_class(declared):
+    '''The ReFrame test class of the workload *declared*:
+    ``<check>Training`` (a component's ``<check>Benchmark``) of
+    ``hpctestlib_ml.workloads.<name>``.'''
+    module = importlib.import_module(f'hpctestlib_ml.workloads.'
+                                     f'{declared.name}')
+    suffix = 'Training' if declared.trains else 'Benchmark'
+    return getattr(module, f'{declared.check}{suffix}')
 
 
 #: The cases config/local.py's cpu partition runs of a check: one and two
@@ -101,14 +112,14 @@ def local_cases(declared):
     cpu partition: :data:`LOCAL_CASES` of its ``min_world_size`` ranks or
     more (the collectives: two).'''
     ranks = {'1_proc': 1, '2_procs': 2}
-    fewest = declared.test_class().min_world_size
+    fewest = declared.min_world_size
     return {case for case in LOCAL_CASES if ranks[case[0]] >= fewest}
 
 
 def local_case_count():
     '''How many cases the local suite runs: every declaration's.'''
-    from hpctestlib_ml import workloads
-    return sum(len(local_cases(d)) for d in workloads.registered().values())
+    from hpctestlib_ml import registry
+    return sum(len(local_cases(d)) for d in registry.registered().values())
 
 
 def free_port():

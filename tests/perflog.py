@@ -19,12 +19,11 @@ def read_perflog(path):
 def suite_header(metrics):
     '''The header ReFrame writes for the suite's perflog format
     (hpctestlib_ml.siteconfig) with performance variables *metrics*.'''
-    from hpctestlib_ml.siteconfig import PERFLOG_FIELDS
+    from hpctestlib_ml import perflog_fields
     return '|'.join(
-        ['job_completion_time', 'version', 'display_name', 'system',
-         'partition', 'environ', *PERFLOG_FIELDS, 'job_nodelist', 'result']
-        + [f'{m}_{part}' for m in metrics for part in
-           ('value', 'unit', 'ref', 'lower_thres', 'upper_thres')])
+        [*perflog_fields.names()]
+        + [f'{m}_{part}' for m in metrics
+           for part in perflog_fields.METRIC_PARTS])
 
 
 def suite_line(when, display_name, where, fields, metrics, result='pass',
@@ -33,15 +32,17 @@ def suite_line(when, display_name, where, fields, metrics, result='pass',
     the logged test attributes (the others empty), *metrics* name ->
     (value, unit), without references; *nodelist* the job's nodes
     (``n1,n2``).'''
-    from hpctestlib_ml.siteconfig import PERFLOG_FIELDS
+    from hpctestlib_ml import perflog_fields
     system, partition = where.split(':')
     stamp = time.strftime('%Y-%m-%dT%H:%M:%S+0000', time.gmtime(when))
     values = [part for value, unit in metrics.values()
               for part in (f'{value:g}', unit, '0', 'None', 'None')]
-    return '|'.join(
-        [stamp, '4.10.4', display_name, system, partition, 'default',
-         *(str(fields.get(f, '')) for f in PERFLOG_FIELDS), nodelist,
-         result, *values])
+    given = {'job_completion_time': stamp, 'version': '4.10.4',
+             'display_name': display_name, 'system': system,
+             'partition': partition, 'environ': 'default',
+             'job_nodelist': nodelist, 'result': result, **fields}
+    return '|'.join([*(str(given.get(name, ''))
+                       for name in perflog_fields.names()), *values])
 
 
 def write_suite_perflog(path, lines, metrics):

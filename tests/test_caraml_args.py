@@ -16,7 +16,8 @@ import yaml
 
 from conftest import DATA
 from hpctestlib_ml import caraml
-from hpctestlib_ml.workloads import megatron
+from hpctestlib_ml.registry.megatron import models
+from hpctestlib_ml.workloads.megatron import program
 
 YAML = DATA / 'caraml' / 'llm_benchmark_nvidia_amd.yaml'
 
@@ -95,7 +96,7 @@ def as_options(words):
 @pytest.mark.parametrize('size', ['800M', '13B', '175B'])
 def test_suite_runs_carmls_arguments(size):
     theirs, environment, value = caraml_command(size)
-    shape = megatron.MODELS[size]
+    shape = models.MODELS[size]
     tp, pp = int(value('tp_size')), int(value('pp_size'))
     dp = int(value('dp_size'))
     micro = int(value('micro_batch_size'))
@@ -104,7 +105,7 @@ def test_suite_runs_carmls_arguments(size):
     assert global_batch == int(value('global_batch_size'))
     data = {'data_path': '$LLM_DATA_PATH', 'vocab_file': '$VOCAB_FILE',
             'merge_file': '$MERGE_FILE'}
-    ours = megatron.pretrain_arguments(
+    ours = program.pretrain_arguments(
         shape, tp, pp, micro, global_batch, 20, caraml.PRECISION[size], data)
 
     theirs, ours = as_options(theirs), as_options(ours)

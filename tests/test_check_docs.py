@@ -6,7 +6,6 @@ without its line fails here."""
 import ast
 import importlib.util
 import inspect
-import pathlib
 import sys
 
 import pytest
@@ -97,11 +96,11 @@ def documented_variables(path):
 
 
 LIBRARY = sorted([*(REPO / 'hpctestlib_ml' / 'plugins').glob('*.py'),
-                  *(REPO / 'hpctestlib_ml' / 'workloads').glob('*.py')])
+                  *(REPO / 'hpctestlib_ml' / 'workloads').rglob('*.py')])
 
 
-@pytest.mark.parametrize('path', LIBRARY, ids=lambda p: p.parent.name + '/' +
-                         p.name)
+@pytest.mark.parametrize('path', LIBRARY, ids=lambda p: str(p.relative_to(
+    REPO / 'hpctestlib_ml')))
 def test_variables_are_documented_as_hpctestlib_does(path):
     for name, kind, block in documented_variables(path):
         assert block, f'{path.name}: {name} has no #: text'

@@ -5,7 +5,7 @@ import pytest
 
 from conftest import REPO, extract, read_data
 from hpctestlib_ml import flops
-from hpctestlib_ml.workloads import cosmoflow
+from hpctestlib_ml.registry import cosmoflow as declared
 from hpctestlib_ml.parsers import mllog
 
 sys.path.insert(0, str(REPO / 'src'))
@@ -20,9 +20,10 @@ def test_reference_model_has_the_reference_size():
 
 
 def test_reference_flops_per_trained_sample():
-    cube, conv_size = cosmoflow.SIZES['reference']
+    cube, conv_size = declared.SIZES['reference']
     per_sample = flops.training_flops(
-        flops.cosmoflow_forward_flops(cube, conv_size))
+        declared.forward_flops(cube, conv_size))
+    assert declared.training_flops('reference') == per_sample
     assert per_sample == pytest.approx(207e9, rel=0.01)
 
 

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from conftest import BIN, REPO
-from hpctestlib_ml import settings, workloads
+from hpctestlib_ml import registry, settings
 
 DOCS = REPO / 'docs'
 PAGES = [REPO / 'README.md', *sorted(DOCS.rglob('*.md'))]
@@ -164,14 +164,30 @@ def test_settings_text_is_shown_as_written():
 
 def test_workloads_table_has_a_row_per_workload():
     text = '\n'.join(hpcml_docs.workloads_rst())
-    for name in workloads.registered():
+    for name in registry.registered():
         assert f':doc:`{name} </workloads/{name}>`' in text
 
 
-@pytest.mark.parametrize('name', list(workloads.registered()))
+@pytest.mark.parametrize('name', list(registry.registered()))
 def test_workload_section_declares_sizes_class_and_references(name):
     text = '\n'.join(hpcml_docs.workload_rst(name))
-    cls = workloads.get(name).test_class()
+    cls = hpcml_docs.test_class(registry.get(name))
     assert f'.. autoclass:: {cls.__module__}.{cls.__name__}' in text
     assert '   * - setting\n     - tiny\n     - benchmark' in text
     assert f'config/references/{name}.yaml' in text
+
+
+def test_the_workloads_toctrees_list_the_registry():
+    '''A new workload's page needs no list edited: the tables of contents
+    of docs/workloads/index.md are the registry's, by kind.'''
+    registered = registry.registered()
+    assert hpcml_docs.pages_of_kind('workload') + hpcml_docs.pages_of_kind(
+        'component') == [n for k in ('workload', 'component')
+                         for n, w in registered.items() if w.kind == k]
+    assert set(hpcml_docs.pages_of_kind('component')) == {
+        n for n, w in registered.items() if not w.trains}
+    with pytest.raises(ValueError, match='no workload of kind'):
+        hpcml_docs.pages_of_kind('bogus')
+    index = (REPO / 'docs' / 'workloads' / 'index.md').read_text()
+    assert '{hpcml-workload-pages} workload' in index
+    assert not any(f'\n{n}\n' in index for n in registered)

@@ -4,26 +4,28 @@ import pathlib
 import pytest
 
 from hpctestlib_ml import flops
-from hpctestlib_ml.workloads.clip import clip_forward_flops, model_config
+from hpctestlib_ml.registry.clip import (OPENCLIP_FORWARD_GFLOPS,
+                                         config_forward_flops, forward_flops,
+                                         model_config)
 
 
-@pytest.mark.parametrize('model', sorted(flops.OPENCLIP_FORWARD_GFLOPS))
+@pytest.mark.parametrize('model', sorted(OPENCLIP_FORWARD_GFLOPS))
 def test_analytic_clip_flops_match_openclip_profile(model):
     '''The table holds OpenCLIP's docs/model_profile.csv figures; the
     analytic count from each model's config reproduces them.'''
-    assert flops.clip_forward_flops(model_config(model)) / 1e9 == \
-        pytest.approx(flops.OPENCLIP_FORWARD_GFLOPS[model], rel=1e-3)
+    assert config_forward_flops(model_config(model)) / 1e9 == \
+        pytest.approx(OPENCLIP_FORWARD_GFLOPS[model], rel=1e-3)
 
 
 def test_vit_l_14_training_flops():
-    assert clip_forward_flops('ViT-L-14') == 175.33e9
-    assert flops.training_flops(clip_forward_flops('ViT-L-14')) == \
+    assert forward_flops('ViT-L-14') == 175.33e9
+    assert flops.training_flops(forward_flops('ViT-L-14')) == \
         pytest.approx(526e9, rel=1e-3)
 
 
 def test_unknown_model_says_where_configs_come_from():
     with pytest.raises(LookupError, match="no OpenCLIP model config 'nope'"):
-        clip_forward_flops('nope')
+        forward_flops('nope')
 
 
 def test_training_factors():

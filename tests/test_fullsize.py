@@ -17,30 +17,35 @@ import math
 
 import pytest
 
-from conftest import BIN, REPO
+from conftest import BIN
+from hpctestlib_ml import registry
 from perflog import read_perflog
 
 pytestmark = pytest.mark.fullsize
 
 HPCML = BIN / 'hpcml'
 
-#: check (and parameter) -> (options besides --mode short -S steps=2,
-#: its throughput column).
-CASES = {
+#: A check's (parameters, options besides --mode short -S steps=2) where
+#: they are not ``-S batch_size=1``.
+NEEDS = {
     # Two samples: the sanity check expects loss ln(global batch).
-    'MMoCLIP': (['-S', 'batch_size=2'], 'throughput_avg'),
-    # One micro-batch per iteration (the benchmark's 2048 would be hours).
-    'MegatronGPT%model_size=800M': (['-S', 'batch_size=1', '-S',
-                                     'global_batch_size=1'],
-                                    'tokens_per_second'),
-    'GPT2FineTune%train_precision=fp32': (['-S', 'batch_size=1'],
-                                          'samples_per_second'),
-    'BERTLarge': (['-S', 'batch_size=1'], 'samples_per_second'),
-    'CosmoFlow': (['-S', 'batch_size=1'], 'samples_per_second'),
-    'DeepLabV3Plus': (['-S', 'batch_size=1'], 'samples_per_second'),
-    'AlphaFold2': (['-S', 'batch_size=1'], 'samples_per_second'),
-    'ResNet50TF': (['-S', 'batch_size=1'], 'images_per_second'),
+    'MMoCLIP': ('', ['-S', 'batch_size=2']),
+    # CARAML's 800M; one micro-batch per iteration (the benchmark's 2048
+    # would be hours).
+    'MegatronGPT': ('%model_size=800M', ['-S', 'batch_size=1', '-S',
+                                         'global_batch_size=1']),
+    'GPT2FineTune': ('%train_precision=fp32', ['-S', 'batch_size=1']),
 }
+
+#: check (and parameter) -> (options besides --mode short -S steps=2,
+#: its throughput column): every training workload the registry declares.
+CASES = {}
+for _declared in registry.registered().values():
+    if _declared.trains:
+        _param, _options = NEEDS.get(_declared.check,
+                                     ('', ['-S', 'batch_size=1']))
+        CASES[_declared.check + _param] = (_options,
+                                           _declared.throughput_metric)
 
 
 @pytest.fixture(scope='module')

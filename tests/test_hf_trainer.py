@@ -2,8 +2,7 @@
 import pytest
 
 from conftest import extract, read_data
-from hpctestlib_ml import flops
-from hpctestlib_ml.workloads import gpt2_finetune
+from hpctestlib_ml.registry.gpt2_finetune import causal_lm_training_flops
 from hpctestlib_ml.parsers import hf_trainer as parser
 
 
@@ -62,6 +61,6 @@ def test_suites_own_run_with_two_ranks():
 def test_gpt2_training_flops():
     # gpt2 (124M): 12 layers, width 768, context 1024, vocabulary 50257.
     layers, width, block, vocab = 12, 768, 1024, 50257
-    per_sequence = flops.causal_lm_training_flops(block, width, layers, vocab)
+    per_sequence = causal_lm_training_flops(block, width, layers, vocab)
     # ~6 N per token (N = 124M with the LM head) plus attention.
     assert per_sequence / block == pytest.approx(6 * 124e6, rel=0.2)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import REPO, run_module
-from hpctestlib_ml import cpu_peak
+from hpctestlib_ml import cpu_peak, registry
 from hpctestlib_ml.parsers import matmul_rate as parser
 from hpctestlib_ml.workloads import matmul_rate as workload
 
@@ -98,7 +98,7 @@ def test_the_program_times_more_products_where_they_would_be_short(
 
 
 def test_the_sizes_time_gpus_and_keep_the_cpu_default_quick():
-    sizes = workload.MatmulRateBenchmark.sizes
+    sizes = registry.get('matmul_rate').sizes
     assert sizes['benchmark']['warmup_seconds'] >= 1
     assert sizes['benchmark']['measure_seconds'] >= 2
     assert sizes['tiny']['warmup_seconds'] == 0

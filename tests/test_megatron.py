@@ -5,7 +5,8 @@ import pytest
 
 from conftest import extract, read_data
 from hpctestlib_ml import flops
-from hpctestlib_ml.workloads import megatron
+from hpctestlib_ml.registry.megatron import models
+from hpctestlib_ml.workloads.megatron import parallel
 from hpctestlib_ml.parsers import megatron as parser, megatron_args
 
 
@@ -41,7 +42,7 @@ def test_jubench_tokens_per_second_matches_its_published_figure():
 
 
 def test_suite_computes_tflops_from_megatrons_formula_not_the_printed_one():
-    model = megatron.MODELS['175B']
+    model = models.MODELS['175B']
     per_token = flops.megatron_gpt_flops_per_token(
         model['num_layers'], model['hidden_size'], 2048, 50304)
     m = parser.extract_metrics(jubench(), seq_length=2048,
@@ -85,11 +86,11 @@ def test_flops_formula_equals_narayanan_for_4h_ffn():
 
 
 def test_padded_vocab_and_data_parallel_size():
-    assert megatron.padded_vocab(50257, 1) == 50304
-    assert megatron.padded_vocab(50257, 8) == 51200
-    assert megatron.data_parallel_size(384, 8, 8) == 6
+    assert models.padded_vocab(50257, 1) == 50304
+    assert models.padded_vocab(50257, 8) == 51200
+    assert parallel.data_parallel_size(384, 8, 8) == 6
     with pytest.raises(ValueError, match='use a multiple of 64 GPUs'):
-        megatron.data_parallel_size(40, 8, 8)
+        parallel.data_parallel_size(40, 8, 8)
 
 
 def test_no_iterations_no_numbers():

@@ -7,8 +7,10 @@ import math
 import pytest
 
 from conftest import REPO
-from hpctestlib_ml import memory_estimate, model_info
-from hpctestlib_ml.workloads import megatron
+from hpctestlib_ml import memory_estimate, model_info, registry
+from hpctestlib_ml.registry import megatron as declared
+from hpctestlib_ml.registry.megatron import models
+from hpctestlib_ml.workloads.megatron import program
 
 #: transformers' GPTJForCausalLM from a default GPTJConfig (measured on the
 #: meta device below) and GPT-J's model card (kingoflolz/mesh-transformer-
@@ -23,7 +25,7 @@ L, H, HEADS, FFN, V = 28, 4096, 16, 16384, 50400
 
 
 def test_model_arguments_of_gptj():
-    assert ' '.join(megatron.model_arguments(megatron.MODELS['gptj-6B'])) \
+    assert ' '.join(models.model_arguments(models.MODELS['gptj-6B'])) \
         == ('--num-layers 28 --hidden-size 4096 --num-attention-heads 16 '
             '--seq-length 2048 --max-position-embeddings 2048 '
             '--position-embedding-type rope --ffn-hidden-size 16384 '
@@ -36,14 +38,14 @@ def test_gptj_layout_and_batch():
     '''TP 1, PP 1, micro batch 1; GPT-J's global batch of 512 sequences
     (mesh-transformer-jax 6B_roto_256.json: per_replica_batch 1 x 16
     gradient accumulation steps x 256 TPU cores / 8 per replica), bf16.'''
-    shape = megatron.MODELS['gptj-6B']
+    shape = models.MODELS['gptj-6B']
     assert (shape['tp'], shape['pp'], shape['micro_batch'],
             shape['global_batch']) == (1, 1, 1, 512)
     assert 1 * 16 * 256 // 8 == 512
-    assert megatron.default_global_batch('gptj-6B', 1, 64) == 512
-    assert megatron.benchmark_precision('gptj-6B') == 'bf16'
+    assert declared.default_global_batch('gptj-6B', 1, 64) == 512
+    assert declared.benchmark_precision('gptj-6B') == 'bf16'
     # 50400 pads to Megatron-LM's multiple of 128 x TP.
-    assert [megatron.padded_vocab(V, tp) for tp in (1, 2, 4, 8)] == \
+    assert [models.padded_vocab(V, tp) for tp in (1, 2, 4, 8)] == \
         [50432, 50432, 50688, 51200]
 
 
@@ -88,21 +90,21 @@ def test_megatron_builds_gptj_with_its_departures():
     '''The model-info build (TP 1): GPT-J's count + a second LayerNorm a
     layer, QKV and attention-output biases, no output bias, 32 padded
     vocabulary rows in the embedding and the output layer.'''
-    info = model_info.model_info('megatron', 'gptj-6B')
+    info = model_info.model_info(registry.get('megatron'), 'gptj-6B')
     assert info.params == BUILT_PARAMS
     assert BUILT_PARAMS - HF_PARAMS == (L * 2 * H + L * 4 * H - V +
                                         2 * (50432 - V) * H) == 899_872
-    assert info.published_params == megatron.GPTJ_PUBLISHED_PARAMS
+    assert info.published_params == models.GPTJ_PUBLISHED_PARAMS
     assert [c for c, _ in info.published_params] == [HF_PARAMS,
                                                      MODEL_CARD_PARAMS]
-    assert info.departures == (*megatron.GPTJ_DEPARTURES,
+    assert info.departures == (*models.GPTJ_DEPARTURES,
                                "vocabulary padded 50400 -> 50432 "
                                "(Megatron-LM's multiple of 128 x TP)")
     # FLOPs: GPT-J's matrix products are all there, in another order.
     assert info.flops_ratio == pytest.approx(1, abs=1e-6)
     # The memory estimate counts the same parameters.
     assert memory_estimate.megatron_first_stage_parameters(
-        megatron.MODELS['gptj-6B'], 50432, 1, 1) == BUILT_PARAMS
+        models.MODELS['gptj-6B'], 50432, 1, 1) == BUILT_PARAMS
 
 
 def test_model_info_command_says_which_count(capsys):
@@ -119,17 +121,17 @@ def test_model_info_command_says_which_count(capsys):
 
 
 def test_runs_log_the_departures_from_gptj():
-    shape = megatron.MODELS['gptj-6B']
-    logged = megatron.departures({}, '', shape, 50432)
-    for line in megatron.GPTJ_DEPARTURES:
+    shape = models.MODELS['gptj-6B']
+    logged = program.departures({}, '', shape, 50432)
+    for line in models.GPTJ_DEPARTURES:
         assert line in logged
     assert 'vocabulary padded 50400 -> 50432' in logged
-    assert 'vocabulary padded 50400 -> 51200' in megatron.departures(
+    assert 'vocabulary padded 50400 -> 51200' in program.departures(
         {}, '', shape, 51200)
     # Megatron-LM's own sizes and Meta's Llama 3 depart in nothing.
     for size in ('800M', 'llama3-70B'):
-        assert megatron.departures({'data_path': 'x'}, '',
-                                   megatron.MODELS[size], 51200) == 'none'
+        assert program.departures({'data_path': 'x'}, '',
+                                   models.MODELS[size], 51200) == 'none'
 
 
 def test_rotary_embedding_is_gptjs():
@@ -143,11 +145,11 @@ def test_rotary_embedding_is_gptjs():
     sys.path.insert(0, str(REPO / 'src'))
     from gpt_pretrain import cpu_patches, mcore_train
     cpu_patches.apply()
-    shape = {**megatron.MODELS['gptj-6B'], 'num_layers': 1,
+    shape = {**models.MODELS['gptj-6B'], 'num_layers': 1,
              'hidden_size': 512, 'num_attention_heads': 2,
              'ffn_hidden_size': 1024, 'seq_length': 16}
     args = mcore_train.parse_args(
-        megatron.model_arguments(shape) +
+        models.model_arguments(shape) +
         ['--micro-batch-size', '1', '--global-batch-size', '1',
          '--train-iters', '1'])
     seq, heads, head = 16, 2, 256

@@ -2,7 +2,6 @@
 Megatron-LM's arguments, the FLOPs MFU uses against the built model, and
 CSCS's layout in a JUWELS Booster job script."""
 import os
-import pathlib
 import re
 import subprocess
 import sys
@@ -11,8 +10,9 @@ import time
 import pytest
 
 from conftest import BIN, REPO
-from hpctestlib_ml import caraml, flops, model_info
-from hpctestlib_ml.workloads import megatron
+from hpctestlib_ml import caraml, flops, model_info, registry
+from hpctestlib_ml.registry.megatron import models
+from hpctestlib_ml.workloads.megatron import parallel
 
 #: Meta's parameter counts (Llama 3 model cards; the Hugging Face
 #: checkpoints' sums): untied output layer, vocabulary 128,256.
@@ -35,12 +35,12 @@ LLAMA_ARGS = ('--group-query-attention --num-query-groups 8 '
 
 
 def test_model_arguments_of_the_llama_sizes():
-    assert ' '.join(megatron.model_arguments(megatron.MODELS['llama3-8B'])) \
+    assert ' '.join(models.model_arguments(models.MODELS['llama3-8B'])) \
         == ('--num-layers 32 --hidden-size 4096 --num-attention-heads 32 '
             '--seq-length 8192 --max-position-embeddings 8192 '
             '--position-embedding-type rope --ffn-hidden-size 14336 ' +
             LLAMA_ARGS)
-    assert ' '.join(megatron.model_arguments(megatron.MODELS['llama3-70B'])) \
+    assert ' '.join(models.model_arguments(models.MODELS['llama3-70B'])) \
         == ('--num-layers 80 --hidden-size 8192 --num-attention-heads 64 '
             '--seq-length 8192 --max-position-embeddings 8192 '
             '--position-embedding-type rope --ffn-hidden-size 28672 ' +
@@ -49,9 +49,9 @@ def test_model_arguments_of_the_llama_sizes():
 
 def test_gpt_sizes_keep_megatron_lms_defaults():
     for size in ('tiny', '800M', '13B', '175B'):
-        shape = megatron.MODELS[size]
-        assert shape['vocab'] == megatron.GPT2_VOCAB
-        assert megatron.model_arguments(shape) == [
+        shape = models.MODELS[size]
+        assert shape['vocab'] == models.GPT2_VOCAB
+        assert models.model_arguments(shape) == [
             '--num-layers', str(shape['num_layers']),
             '--hidden-size', str(shape['hidden_size']),
             '--num-attention-heads', str(shape['num_attention_heads']),
@@ -67,18 +67,18 @@ def test_cscs_layout():
     # None there: the 4 GPUs of a GH200 node).
     for size, layout in (('llama3-8B', (1, 1, 1, 128)),
                          ('llama3-70B', (4, 8, 1, 1024))):
-        shape = megatron.MODELS[size]
+        shape = models.MODELS[size]
         assert (shape['tp'], shape['pp'], shape['micro_batch'],
                 shape['global_batch']) == layout
     # 16 and 32 nodes of 4 GPUs: data parallel 64 and 4.
-    assert megatron.data_parallel_size(64, 1, 1) == 64
-    assert megatron.data_parallel_size(128, 4, 8) == 4
+    assert parallel.data_parallel_size(64, 1, 1) == 64
+    assert parallel.data_parallel_size(128, 4, 8) == 4
 
 
 def test_llama3_vocabulary_padding():
     '''128256 = 1002 x 128: no padding at TP 1 and 2, 256 rows at TP 4
     (70B's layout), 768 at TP 8.'''
-    assert [megatron.padded_vocab(128256, tp) for tp in (1, 2, 4, 8)] == \
+    assert [models.padded_vocab(128256, tp) for tp in (1, 2, 4, 8)] == \
         [128256, 128256, 128512, 129024]
 
 
@@ -87,9 +87,9 @@ def build_on_meta(size, vocab, **shape_changes):
     sys.path.insert(0, str(REPO / 'src'))
     from gpt_pretrain import cpu_patches, mcore_train
     cpu_patches.apply()
-    shape = {**megatron.MODELS[size], **shape_changes}
+    shape = {**models.MODELS[size], **shape_changes}
     args = mcore_train.parse_args(
-        megatron.model_arguments(shape) +
+        models.model_arguments(shape) +
         ['--micro-batch-size', '1', '--global-batch-size', '1',
          '--train-iters', '1', '--vocab-size', str(shape['vocab'])])
     with model_info.single_process_group():
@@ -108,11 +108,11 @@ def test_meta_build_has_metas_parameter_count(size):
     cores: 8B 0.15 s, 70B 0.23 s once Megatron-Core is imported, which
     takes 6 s; 0.75 GB peak memory, the imports').'''
     start = time.perf_counter()
-    model = build_on_meta(size, megatron.padded_vocab(128256, 1))
+    model = build_on_meta(size, models.padded_vocab(128256, 1))
     elapsed = time.perf_counter() - start
     assert model_info.count_params(model) == META_PARAMS[size]
     assert elapsed < 60
-    shape = megatron.MODELS[size]
+    shape = models.MODELS[size]
     h, heads = shape['hidden_size'], shape['num_attention_heads']
     layer = model.decoder.layers[0]
     # No biases, RMSNorm everywhere, GQA's fused QKV, SwiGLU's fused fc1.
@@ -133,9 +133,9 @@ def test_model_info_counts_the_padded_vocabulary_of_the_layout():
     '''model-info builds each size with the vocabulary padded for its TP:
     8B at TP 1 is Meta's model, 70B at TP 4 has 256 padding rows in the
     embedding and in the output layer.'''
-    assert model_info.model_info('megatron', 'llama3-8B').params == \
+    assert model_info.model_info(registry.get('megatron'), 'llama3-8B').params == \
         META_PARAMS['llama3-8B']
-    assert model_info.model_info('megatron', 'llama3-70B').params == \
+    assert model_info.model_info(registry.get('megatron'), 'llama3-70B').params == \
         META_PARAMS['llama3-70B'] + 2 * 256 * 8192
 
 
@@ -145,7 +145,7 @@ def test_analytic_flops_are_the_built_llama(size):
     counted, against FlopCounterMode on the model as built, full shape
     (8192 tokens), on the meta device: equal (ratio 1.000000; norms, SiLU
     and RoPE are elementwise, counted by neither).'''
-    info = model_info.model_info('megatron', size)
+    info = model_info.model_info(registry.get('megatron'), size)
     assert info.flops_ratio == pytest.approx(1, abs=1e-6)
 
 
@@ -153,14 +153,14 @@ def test_fallback_prints_the_suites_flops():
     sys.path.insert(0, str(REPO / 'src'))
     from gpt_pretrain import mcore_train
     for size in ('800M', 'llama3-8B', 'llama3-70B'):
-        shape = megatron.MODELS[size]
-        vocab = megatron.padded_vocab(shape['vocab'], shape['tp'])
+        shape = models.MODELS[size]
+        vocab = models.padded_vocab(shape['vocab'], shape['tp'])
         args = mcore_train.parse_args(
-            megatron.model_arguments(shape) +
+            models.model_arguments(shape) +
             ['--micro-batch-size', '1', '--global-batch-size', '1',
              '--train-iters', '1'])
         assert mcore_train.training_flops_per_token(args, vocab) == \
-            pytest.approx(megatron.flops_per_token(shape, vocab), rel=1e-12)
+            pytest.approx(models.flops_per_token(shape, vocab), rel=1e-12)
 
 
 def test_cscs_tflops_use_the_suites_convention():
@@ -169,9 +169,9 @@ def test_cscs_tflops_use_the_suites_convention():
     within 0.5%: 440.1 vs 440 and 418.9 vs 420. Upstream's causal-halved
     count would give 391 for 8B.'''
     for size, (tokens, tflops) in CSCS_REFERENCE.items():
-        shape = megatron.MODELS[size]
-        per_token = megatron.flops_per_token(
-            shape, megatron.padded_vocab(shape['vocab'], shape['tp']))
+        shape = models.MODELS[size]
+        per_token = models.flops_per_token(
+            shape, models.padded_vocab(shape['vocab'], shape['tp']))
         assert tokens * per_token / 1e12 == pytest.approx(tflops, rel=0.005)
 
 
@@ -194,11 +194,11 @@ def test_rotary_base_reaches_the_model():
     sys.path.insert(0, str(REPO / 'src'))
     from gpt_pretrain import cpu_patches, mcore_train
     cpu_patches.apply()
-    shape = {**megatron.MODELS['llama3-8B'], 'num_layers': 1,
+    shape = {**models.MODELS['llama3-8B'], 'num_layers': 1,
              'hidden_size': 256, 'num_attention_heads': 4,
              'num_query_groups': 2, 'ffn_hidden_size': 512}
     args = mcore_train.parse_args(
-        megatron.model_arguments(shape) +
+        models.model_arguments(shape) +
         ['--micro-batch-size', '1', '--global-batch-size', '1',
          '--train-iters', '1'])
     with model_info.single_process_group():
@@ -258,7 +258,7 @@ def test_cscs_layout_on_juwels(tmp_path, size, nodes, layout, batch):
     line = text.strip().splitlines()[-1]
     assert line.startswith('srun --cpus-per-task=24 --kill-on-bad-exit=1 ')
     assert ' per_task python3 -u -m gpt_pretrain ' in line
-    assert ' '.join(megatron.model_arguments(megatron.MODELS[size])) in line
+    assert ' '.join(models.model_arguments(models.MODELS[size])) in line
     assert LLAMA_ARGS in line
     assert f'--micro-batch-size 1 --global-batch-size {batch} ' in line
     assert layout in line

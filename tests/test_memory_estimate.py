@@ -6,7 +6,8 @@ import pytest
 
 from conftest import REPO
 from hpctestlib_ml import memory_estimate as me
-from hpctestlib_ml.workloads.megatron import GPT2_VOCAB, MODELS, padded_vocab
+from hpctestlib_ml.registry.megatron.models import (GPT2_VOCAB, MODELS,
+                                                    padded_vocab)
 
 GIB = 2 ** 30
 FIXTURE = REPO / 'tests' / 'data' / 'megatron' / \
@@ -218,7 +219,7 @@ def test_fullsize_800m_on_this_cpu_does_not_fit_24_gib():
     VM; a CPU process holds 1.23 x its tensors + 0.97 GB, as measured at
     2 and 4 layers of that width (reproduced here to 0.1%): 23.1 GiB,
     which does not. The run was killed at its second iteration.'''
-    from hpctestlib_ml.workloads import megatron
+    from hpctestlib_ml.registry import megatron as declared
     vocab = padded_vocab(GPT2_VOCAB, 1)
 
     def estimate(layers=16, recompute='selective', **kwargs):
@@ -235,7 +236,7 @@ def test_fullsize_800m_on_this_cpu_does_not_fit_24_gib():
     for layers, resident in ((2, 6.193e9), (4, 8.849e9)):
         assert me.on_cpu(estimate(layers)).total == pytest.approx(
             resident, rel=0.002)
-    cpu = megatron.estimate_memory(MODELS['800M'], vocab, 1, 1, 1, 1, 1,
+    cpu = declared.estimate_memory(MODELS['800M'], vocab, 1, 1, 1, 1, 1,
                                    'fp32', on_gpu=False)
     assert cpu == me.on_cpu(estimate())
     assert cpu.gib()['total'] == pytest.approx(23.1, abs=0.05)
@@ -295,13 +296,13 @@ def test_the_largest_batch_on_a_cpu_counts_the_process_overhead():
     the process adds to its tensors: the fullsize 800M case at micro batch
     1 does not fit 23.5 GiB, so no batch does (the tensors alone would
     leave room for one).'''
-    from hpctestlib_ml.workloads import megatron
+    from hpctestlib_ml.registry import megatron as declared
     vocab = padded_vocab(GPT2_VOCAB, 1)
-    cpu = megatron.estimate_memory(MODELS['800M'], vocab, 1, 1, 1, 1, 1,
+    cpu = declared.estimate_memory(MODELS['800M'], vocab, 1, 1, 1, 1, 1,
                                    'fp32', on_gpu=False)
     assert not me.fits(cpu, 23.5)
     assert me.largest_batch(cpu, 1, 23.5) == 0
     assert me.largest_batch(cpu, 1, 40.0) >= 1
-    assert me.fits(megatron.estimate_memory(
+    assert me.fits(declared.estimate_memory(
         MODELS['800M'], vocab, 1, 1, 1, me.largest_batch(cpu, 1, 40.0), 1,
         'fp32', on_gpu=False), 40.0)

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import extract, read_data
 from hpctestlib_ml import flops
-from hpctestlib_ml.workloads import bert
+from hpctestlib_ml.registry import bert
 from hpctestlib_ml.parsers import mllog
 
 

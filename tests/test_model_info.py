@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import BIN, REPO
-from hpctestlib_ml import model_info, workloads
+from hpctestlib_ml import model_info, registry
 
 #: Workload, size -> the published parameter count, and where it is from.
 PUBLISHED_PARAMS = {
@@ -38,7 +38,7 @@ PUBLISHED_PARAMS = {
 
 #: Every size model-info and the checks know (the components have no
 #: model).
-SIZES = [(w, s) for w, declared in workloads.registered().items()
+SIZES = [(w, s) for w, declared in registry.registered().items()
          if declared.model_info for s in ('tiny', 'benchmark')] + [('megatron', '13B'),
                                             ('megatron', '175B'),
                                             ('megatron', 'llama3-8B'),
@@ -52,7 +52,8 @@ def infos():
 
     def get(workload, size):
         if (workload, size) not in cache:
-            cache[workload, size] = model_info.model_info(workload, size)
+            cache[workload, size] = model_info.model_info(
+                registry.get(workload), size)
         return cache[workload, size]
     return get
 
@@ -100,10 +101,10 @@ def test_megatron_defaults_give_the_learned_position_model():
     912,953,344 at 800M; untied adds the 50304 x 2048 output layer.'''
     sys.path.insert(0, str(REPO / 'src'))
     from gpt_pretrain import cpu_patches, mcore_train
-    from hpctestlib_ml.workloads import megatron
+    from hpctestlib_ml.registry.megatron import models
     cpu_patches.apply()
-    base = megatron.model_arguments(
-        megatron.MODELS['800M'], position_embedding_type='learned_absolute')
+    base = models.model_arguments(
+        models.MODELS['800M'], position_embedding_type='learned_absolute')
     counts = []
     with model_info.single_process_group():
         from megatron.core import parallel_state
@@ -129,17 +130,17 @@ def test_gpt2_tiny_flops_use_the_vocabulary_the_tokenizer_learnt(infos):
     info = infos('gpt2_finetune', 'tiny')
     vocab = int(info.description.split('vocabulary ')[1])
     assert vocab < 1000
-    from hpctestlib_ml import flops
-    assert info.analytic_forward_flops == flops.causal_lm_forward_flops(
+    from hpctestlib_ml.registry.gpt2_finetune import causal_lm_forward_flops
+    assert info.analytic_forward_flops == causal_lm_forward_flops(
         128, 256, 2, vocab)
 
 
 def test_unknown_sizes_say_what_exists():
     with pytest.raises(model_info.ModelInfoError,
                        match='use tiny, benchmark or one of'):
-        model_info.model_info('megatron', '7B')
+        model_info.model_info(registry.get('megatron'), '7B')
     with pytest.raises(model_info.ModelInfoError, match='no OpenCLIP model'):
-        model_info.model_info('clip', 'ViT-Nope')
+        model_info.model_info(registry.get('clip'), 'ViT-Nope')
 
 
 @pytest.mark.parametrize('workload, params', [('cosmoflow', 319_900),
@@ -214,7 +215,7 @@ def test_bert_large_published_count_is_transformers_masked_lm():
     pooler (1024 x 1024 + 1024) and next-sentence head (1024 x 2 + 2).'''
     import torch
     transformers = pytest.importorskip('transformers')
-    from hpctestlib_ml.workloads import bert
+    from hpctestlib_ml.registry import bert
     config = transformers.BertConfig(hidden_size=1024, num_hidden_layers=24,
                                      num_attention_heads=16,
                                      intermediate_size=4096)

@@ -22,13 +22,17 @@ TABLES = {
     'bert_pretrain': ('sizes', 'MODELS'),
     'deepcam': ('architecture', 'SIZES'),
     'alphafold2': ('sizes', 'SIZES'),
+    'torchvision_resnet50': ('sizes', 'SIZES'),
 }
 
 #: program -> the library's name for the table (module, attribute path).
 LIBRARY_TABLES = {
-    'cosmoflow': ('hpctestlib_ml.workloads.cosmoflow', 'SIZES'),
-    'bert_pretrain': ('hpctestlib_ml.workloads.bert', 'MODELS'),
-    'deepcam': ('hpctestlib_ml.workloads.deeplabv3plus', 'architecture().SIZES'),
+    'cosmoflow': ('hpctestlib_ml.registry.cosmoflow', 'SIZES'),
+    'bert_pretrain': ('hpctestlib_ml.registry.bert', 'MODELS'),
+    'deepcam': ('hpctestlib_ml.registry.deeplabv3plus', 'architecture().SIZES'),
+    'alphafold2': ('hpctestlib_ml.registry.alphafold2', 'SIZES'),
+    'torchvision_resnet50': ('hpctestlib_ml.registry.torchvision_resnet50',
+                             'PROGRAM_SIZES'),
 }
 
 #: program -> its modules that use the table, by the table's name.
@@ -37,12 +41,13 @@ PROGRAM_USERS = {
     'bert_pretrain': ('__main__',),
     'deepcam': ('__main__', 'model'),
     'alphafold2': ('__main__',),
+    'torchvision_resnet50': ('__main__',),
 }
 
 #: Dicts keyed by a table's sizes that are not its numbers.
 NOT_COPIES = {
     # Forward FLOPs measured per size (tests/test_model_info.py).
-    'ALPHAFOLD2_FORWARD_FLOPS',
+    'FORWARD_FLOPS',
 }
 
 
@@ -92,9 +97,31 @@ def copies(program):
     return found
 
 
-@pytest.mark.parametrize('program', list(TABLES))
+#: Programs whose size names are the checks' own (``tiny``,
+#: ``benchmark``): a dict keyed by them is no sign of a copy.
+CHECK_SIZE_NAMES = ('torchvision_resnet50',)
+
+
+@pytest.mark.parametrize('program', [p for p in TABLES
+                                     if p not in CHECK_SIZE_NAMES])
 def test_no_second_copy_of_a_size_table(program):
     assert copies(program) == []
+
+
+def test_no_second_copy_of_the_torchvision_presets():
+    '''The torchvision check's sizes are the program's presets, renamed
+    (its declaration's check_size): no dict literal of the library holds
+    a preset's settings, under the program's names or the check's.'''
+    names = {'num_warmup_batches', 'num_batches_per_iter', 'num_iters',
+             'batches_per_iteration', 'warmup_batches'}
+    found = []
+    for path in sorted((REPO / 'hpctestlib_ml').rglob('*.py')):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict) and names & {
+                    getattr(k, 'value', None) for k in node.keys} and all(
+                    isinstance(v, ast.Constant) for v in node.values):
+                found.append((str(path.relative_to(REPO)), node.lineno))
+    assert found == []
 
 
 @pytest.mark.parametrize('program', list(LIBRARY_TABLES))
@@ -109,11 +136,12 @@ def test_the_library_holds_the_programs_table(program):
 def test_alphafold2_recycles_follow_the_programs_table(monkeypatch):
     '''The library keeps no AlphaFold2 sizes: its mean recycles per
     sample move with an edit of the program's table.'''
-    from hpctestlib_ml import flops, program_tables
+    from hpctestlib_ml import program_tables
+    from hpctestlib_ml.registry import alphafold2
     sizes = program_tables.load('alphafold2', 'sizes').SIZES
     monkeypatch.setitem(sizes, 'tiny', sizes['tiny']._replace(
         max_recycles=7))
-    assert flops.alphafold2_mean_recycles('tiny') == 3.5
+    assert alphafold2.mean_recycles('tiny') == 3.5
 
 
 @pytest.mark.parametrize('program', list(TABLES))
@@ -145,19 +173,23 @@ import importlib, pkgutil, sys
 import hpctestlib_ml
 for module in pkgutil.walk_packages(hpctestlib_ml.__path__, 'hpctestlib_ml.'):
     importlib.import_module(module.name)
-from hpctestlib_ml import flops
-from hpctestlib_ml.workloads import bert, cosmoflow, deeplabv3plus
+from hpctestlib_ml import registry
+from hpctestlib_ml.registry import (alphafold2, bert, cosmoflow,
+                                    deeplabv3plus, torchvision_resnet50)
+registry.registered()
 for size in cosmoflow.SIZES.values():
-    flops.cosmoflow_forward_flops(*size)
+    cosmoflow.forward_flops(*size)
 for name in bert.MODELS:
     bert.forward_flops(name)
 for name in deeplabv3plus.architecture().SIZES:
     deeplabv3plus.forward_flops(name)
 for name in ('tiny', 'reference'):
-    flops.alphafold2_training_flops(name)
+    alphafold2.training_flops(name)
+for size in torchvision_resnet50.WORKLOAD.sizes.values():
+    torchvision_resnet50.training_flops(size['image_size'])
 print(sorted(m for m in sys.modules if m.split('.')[0] in
              ('torch', 'cosmoflow', 'bert_pretrain', 'deepcam', 'alphafold2',
-              'mlperf_train')))
+              'mlperf_train', 'torchvision_resnet50')))
 '''
 
 

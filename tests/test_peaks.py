@@ -72,3 +72,22 @@ def test_describe():
 def test_every_model_has_a_vendor_and_an_fp32_rate():
     assert set(GPU_VENDORS) == set(DEVICE_PEAK_FLOPS)
     assert all('fp32' in rates for rates in DEVICE_PEAK_FLOPS.values())
+
+
+def test_bf16_emulation_has_one_rule_on_both_sides(monkeypatch):
+    '''The harness decides by the partition's GPU model what the programs
+    decide by their device (src/device_choice.bf16_native: the backend
+    and the compute capability): the same function, read by path; and
+    the peak table has a bf16 rate exactly where it says bf16 runs in
+    hardware.'''
+    from hpctestlib_ml import program_tables
+    from hpctestlib_ml.constants import (DEVICE_PEAK_FLOPS, GPU_CAPABILITIES,
+                                         GPU_VENDORS)
+    for model, rates in DEVICE_PEAK_FLOPS.items():
+        assert peaks.has_bf16(model) == ('bf16' in rates), model
+        if GPU_VENDORS[model] == 'nvidia':
+            assert model in GPU_CAPABILITIES, model
+    rule = program_tables.load('', 'device_choice')
+    monkeypatch.setattr(rule, 'bf16_native', lambda backend, capability:
+                        capability == (9, 0))
+    assert peaks.has_bf16('H100-SXM') and not peaks.has_bf16('A100')

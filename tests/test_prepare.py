@@ -20,8 +20,9 @@ def test_missing_directories_name_the_command(tmp_path):
 
 
 def test_unknown_workload_is_refused(tmp_path):
+    from hpctestlib_ml.commands.prepare import prepare as prepare_all
     with pytest.raises(prepare.PrepareError, match="unknown workload 'x'"):
-        prepare.prepare(['x'], tmp_path)
+        prepare_all(['x'], tmp_path)
 
 
 def local_sources(tmp_path, layers=2):

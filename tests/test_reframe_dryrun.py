@@ -255,11 +255,12 @@ def workload_scripts(tmp_path_factory, cache_dir):
 @pytest.fixture(scope='module')
 def short_scripts(tmp_path_factory, cache_dir):
     '''Every workload's job at one node with --mode short.'''
+    from hpctestlib_ml import registry
+    checks = '|'.join(declared.check for declared in
+                      registry.registered().values() if declared.trains)
     return juwels_scripts(
         tmp_path_factory.mktemp('juwels-short') / 'var', cache_dir,
-        '^(MMoCLIP|MegatronGPT|GPT2FineTune|BERTLarge|CosmoFlow|'
-        'DeepLabV3Plus|AlphaFold2|ResNet50TF)%scale=1_node%'
-        'launch_mode=per_task', '--mode', 'short')
+        f'^({checks})%scale=1_node%launch_mode=per_task', '--mode', 'short')
 
 
 #: Per check, what its short job runs: the benchmark's model and options,

@@ -31,10 +31,10 @@ SLURM_CONFIG = str(REPO / 'config' / 'slurm.py')
 
 def min_world_size(check):
     '''The fewest ranks check class *check*'s cases have (its workload's
-    test class says).'''
-    from hpctestlib_ml import workloads
-    by_check = {d.check: d for d in workloads.registered().values()}
-    return by_check[check].test_class().min_world_size
+    declaration says).'''
+    from hpctestlib_ml import registry
+    by_check = {d.check: d for d in registry.registered().values()}
+    return by_check[check].min_world_size
 
 
 def registered_checks():

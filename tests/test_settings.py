@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from conftest import BIN, REPO
-from hpctestlib_ml import workloads
+from conftest import BIN, REPO, check_class
+from hpctestlib_ml import registry
 
 #: One case of each check: its file and -n pattern (1 rank, per task).
 ONE = {name: (f'checks/{file}.py', f'^{name}%scale=1_proc%'
@@ -134,18 +134,18 @@ def test_gpu_sizes_on_a_cpu_partition_are_skipped_with_the_reason(
 
 def test_convert_names_what_is_allowed_and_the_fix():
     from hpctestlib_ml import settings
-    declared = settings.variable('threads_per_rank', 'cosmoflow')
+    declared = registry.variable('threads_per_rank', 'cosmoflow')
     assert settings.convert(declared, ' 4 ', 'fix -S x') == 4
     assert settings.convert(declared, None, 'fix -S x') is None
     for bad in ('abc', '0', '-1', '1.5', True):
         with pytest.raises(settings.SettingError, match=r'^threads_per_rank '
                            r'must be an integer >= 1, got .*: fix -S x$'):
             settings.convert(declared, bad, 'fix -S x')
-    flag = settings.variable('memory_check', 'cosmoflow')
+    flag = registry.variable('memory_check', 'cosmoflow')
     assert [settings.convert(flag, v, '') for v in
             ('true', 'False', 'yes', '0', True)] == [True, False, True,
                                                      False, True]
-    size = settings.variable('size', 'clip')
+    size = registry.variable('size', 'clip')
     with pytest.raises(settings.SettingError, match=r"got 'tinny' \(did "
                        r"you mean tiny\?\)"):
         settings.convert(size, 'tinny', '')
@@ -159,12 +159,12 @@ def test_every_variable_of_every_check_is_declared_or_recorded():
     import reframe.core.pipeline as pipeline
     reframe_own = set(pipeline.RegressionTest.var_space)
     declared = set()
-    for declaration in workloads.registered().values():
-        cls = declaration.test_class()
+    for declaration in registry.registered().values():
+        cls = check_class(declaration)
         for name in set(cls.var_space) - reframe_own:
-            setting = settings.variable(name, declaration.name)
+            setting = declaration.variable(name)
             if setting is None:
-                assert name in settings.RECORDED, (declaration.name, name)
+                assert name in registry.recorded(), (declaration.name, name)
                 continue
             declared.add((setting.name, setting.reader))
             default = cls.var_space[name].default_value
@@ -173,7 +173,7 @@ def test_every_variable_of_every_check_is_declared_or_recorded():
                 assert settings.convert(setting, default, '') == \
                     setting.default, (declaration.name, name)
     # ... and every declaration is some check's variable.
-    assert set(settings.VARIABLES) == declared
+    assert set(registry.all_variables()) == declared
 
 
 def program_precisions(path):
@@ -207,7 +207,7 @@ def program_precisions(path):
     ('collectives', 'collectives/__main__.py'),
 ])
 def test_declared_precisions_are_the_programs_own(workload, program):
-    declared = workloads.get(workload).precisions_on('gpu')
+    declared = registry.get(workload).precisions_on('gpu')
     assert sorted(declared) == sorted(program_precisions(program))
 
 
@@ -215,7 +215,7 @@ def test_declared_precisions_of_upstream_programs():
     '''OpenCLIP's --precision choices; Megatron's --fp16/--bf16 (fp32
     without either), in Megatron-Core's fallback as in Megatron-LM.'''
     import open_clip_train.params
-    clip = workloads.get('clip').precisions_on('gpu')
+    clip = registry.get('clip').precisions_on('gpu')
     for choice in clip:
         assert open_clip_train.params.parse_args(
             ['--precision', choice]).precision == choice
@@ -224,13 +224,13 @@ def test_declared_precisions_of_upstream_programs():
     source = (REPO / 'src/gpt_pretrain/mcore_train.py').read_text()
     assert "p.add_argument('--bf16', action='store_true')" in source
     assert "p.add_argument('--fp16', action='store_true')" in source
-    assert workloads.get('megatron').precisions_on('cpu') == (
+    assert registry.get('megatron').precisions_on('cpu') == (
         'fp32', 'fp16', 'bf16')
 
 
 def test_rows_for_the_settings_page():
     from hpctestlib_ml import settings
-    rows = list(settings.rows())
+    rows = list(registry.setting_rows())
     kinds = {row[0] for row in rows}
     assert kinds == {settings.VARIABLE, settings.ENVIRONMENT,
                      settings.EXTRAS, settings.INTERNAL}
@@ -238,6 +238,9 @@ def test_rows_for_the_settings_page():
     assert ('variable', 'threads_per_rank') in names
     assert ('environment', 'HPCML_GPUS_PER_NODE') in names
     assert ('extras', 'scales') in names
+    # the workloads' own, from their declarations
+    assert ('variable', 'tensor_parallel') in names
+    assert ('extras', 'megatron_lm') in names
     for kind, name, type_, default, allowed, reader, doc in rows:
         assert doc and reader and allowed, name
         assert '\n' not in doc, name
@@ -406,7 +409,7 @@ def test_every_hpcml_variable_and_extras_key_in_the_code_is_declared():
             keys |= set(re.findall(r"extras(?:\.get\(|\[)'(\w+)'", text))
     names -= {'HPCML_FOO', 'HPCML_GPU_PER_NODE'}   # this file's typos
     assert names - set(settings.ENVIRONMENT_VARIABLES) == set()
-    assert keys - set(settings.EXTRAS_KEYS) == set()
+    assert keys - set(registry.extras_keys()) == set()
 
 
 # hpcml suite: ReFrame's warnings that hide a mistake are errors

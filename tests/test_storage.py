@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, run_module
-from hpctestlib_ml import state_size
+from hpctestlib_ml import registry, state_size
 from hpctestlib_ml.parsers import storage_bench as parser
 
 sys.path.insert(0, str(REPO / 'src'))
@@ -83,7 +83,8 @@ def test_checkpoint_is_the_registrys_model_and_optimizer(tmp_path):
     fp32, 12 bytes a parameter.'''
     (tmp_path / 'model_params.json').write_text(
         '{"megatron|800M": {"params": 908759040}}')
-    total, what = state_size.checkpoint_bytes('megatron', '800M', tmp_path)
+    total, what = state_size.checkpoint_bytes(registry.get('megatron'),
+                                              '800M', tmp_path)
     assert total == 908_759_040 * 12 == 10_905_108_480
     assert what == ('megatron 800M: 908,759,040 parameters + adam state, '
                     'fp32')
@@ -108,10 +109,11 @@ def test_checkpoint_size_on_a_gpu_node(tmp_path):
     (stand_in / 'sitecustomize.py').write_text(GPU_NODE_STAND_IN)
     env = {**os.environ,
            'PYTHONPATH': os.pathsep.join([str(stand_in), str(REPO)])}
-    code = ('import sys, torch; from hpctestlib_ml import state_size\n'
+    code = ('import sys, torch\n'
+            'from hpctestlib_ml import registry, state_size\n'
             'assert torch.cuda.is_available()\n'
-            'print(state_size.checkpoint_bytes("megatron", "800M", '
-            'sys.argv[1])[0])')
+            'print(state_size.checkpoint_bytes(registry.get("megatron"), '
+            '"800M", sys.argv[1])[0])')
     proc = subprocess.run([sys.executable, '-c', code, str(tmp_path)],
                           env=env, capture_output=True, text=True,
                           timeout=600)
@@ -145,7 +147,8 @@ def test_a_failed_count_is_said_by_its_exception(tmp_path, monkeypatch):
                                            H100_MODEL_INFO_STDERR)
     monkeypatch.setattr(state_size.subprocess, 'run', failed)
     with pytest.raises(state_size.StateSizeError) as err:
-        state_size.checkpoint_bytes('megatron', '800M', tmp_path)
+        state_size.checkpoint_bytes(registry.get('megatron'), '800M',
+                                    tmp_path)
     assert str(err.value) == (
         'hpcml model-info megatron --size 800M failed: Exception: cuda rng '
         'state model-parallel-rng is not added')
@@ -254,7 +257,5 @@ def test_the_storage_program_starts_its_ranks_without_computing(
 
 def test_the_storage_check_logs_no_gpu_memory():
     # Nor does any other check's GPU case miss it.
-    from hpctestlib_ml.workloads.matmul_rate import MatmulRateBenchmark
-    from hpctestlib_ml.workloads.storage import StorageBenchmark
-    assert StorageBenchmark.reports_gpu_memory is False
-    assert MatmulRateBenchmark.reports_gpu_memory is True
+    assert registry.get('storage').reports_gpu_memory is False
+    assert registry.get('matmul_rate').reports_gpu_memory is True

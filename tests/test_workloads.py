@@ -1,32 +1,39 @@
-"""One declaration per workload (hpctestlib_ml.workloads), and the names it
+"""One declaration per workload (hpctestlib_ml.registry), and the names it
 declares agree with every layer: a workload is its check, its test class,
 its program, its parser, its references file and its model builder, each
 where the declaration says, and nothing else lists the workloads."""
 import ast
-import pathlib
 
 import pytest
 
-from conftest import REPO
-from hpctestlib_ml import workloads
+from conftest import REPO, check_class
+from hpctestlib_ml import registry
 
-DECLARED = workloads.registered()
+DECLARED = registry.registered()
+
+
+def modules(package):
+    '''The modules and packages of ``hpctestlib_ml/<package>``, but its
+    ``__init__`` and the MLPerf-style workloads' shared ``mlperf``.'''
+    folder = REPO / 'hpctestlib_ml' / package
+    found = {p.stem for p in folder.glob('*.py')}
+    found |= {p.parent.name for p in folder.glob('*/__init__.py')}
+    return found - {'__init__', 'mlperf'}
 
 
 def test_every_workload_module_declares_itself():
-    modules = {p.stem for p in (REPO / 'hpctestlib_ml' / 'workloads')
-               .glob('*.py') if p.stem not in ('__init__', 'mlperf')}
-    assert modules == set(DECLARED)
+    assert modules('registry') == set(DECLARED)
+    assert modules('workloads') == set(DECLARED)
     assert len(DECLARED) >= 9
 
 
 @pytest.mark.parametrize('name', list(DECLARED))
 def test_the_names_agree_across_layers(name):
     declared = DECLARED[name]
-    cls = declared.test_class()
+    cls = check_class(declared)
     suffix = 'Benchmark' if declared.kind == 'component' else 'Training'
     assert cls.__name__ == f'{declared.check}{suffix}'
-    assert cls.workload == name and cls.program == declared.program
+    assert cls.workload == name
     leaf = REPO / 'checks' / f'{name}.py'
     classes = {node.name for node in ast.parse(leaf.read_text()).body
                if isinstance(node, ast.ClassDef)}
@@ -46,14 +53,16 @@ def test_a_workload_has_a_model_a_component_has_none(name):
     and derives from the component base (no MFU, no loss asked for).'''
     from hpctestlib_ml.base import ComponentTest
     declared = DECLARED[name]
-    assert declared.kind in workloads.KINDS
-    is_component = issubclass(declared.test_class(), ComponentTest)
+    assert declared.kind in registry.KINDS
+    is_component = issubclass(check_class(declared), ComponentTest)
     assert is_component == (declared.kind == 'component')
     if is_component:
         assert declared.model_info is None and declared.optimizer is None
-        assert declared.test_class().throughput_metric is None
+        assert declared.throughput_metric is None
     else:
         assert declared.model_info is not None
+        assert declared.throughput_metric in check_class(
+            declared)._rfm_perf_fns
 
 
 def test_the_components_are_declared():
@@ -62,10 +71,10 @@ def test_the_components_are_declared():
 
 
 def test_unknown_names_list_the_known_ones():
-    with pytest.raises(workloads.UnknownWorkload,
+    with pytest.raises(registry.UnknownWorkload,
                        match="unknown workload 'nope': use one of "
                              "alphafold2, bert"):
-        workloads.get('nope')
+        registry.get('nope')
 
 
 def test_no_shared_module_lists_the_workloads():
@@ -78,3 +87,40 @@ def test_no_shared_module_lists_the_workloads():
                  'NOTHING_TO_FETCH', 'WEIGHTS_FILE'):
         assert name not in text, name
     assert not (REPO / 'config' / 'score_weights.yaml').exists()
+
+
+#: Literal tables keyed by checks that need no entry for a new one: the
+#: GPU validation's measured plan per check (a check without one gets
+#: the default plan, and the first half of the phases).
+KEYED_BY_CHECK_ON_PURPOSE = {'bench/gpu/phases.py'}
+
+
+def named_tables(path, names):
+    '''(line, the names) of each literal dict (its keys), list, tuple or
+    set of *path* that holds three or more of *names*.'''
+    for node in ast.walk(ast.parse(path.read_text())):
+        items = (node.keys if isinstance(node, ast.Dict) else node.elts
+                 if isinstance(node, (ast.List, ast.Tuple, ast.Set))
+                 else ())
+        found = {i.value.split('%')[0] for i in items
+                 if isinstance(i, ast.Constant) and isinstance(i.value, str)
+                 and i.value.split('%')[0] in names}
+        if len(found) >= 3:
+            yield node.lineno, sorted(found)
+
+
+def test_no_library_or_bench_module_keeps_a_table_of_workloads():
+    '''A list or table of the workloads (their names, checks or programs)
+    outside their declarations misses the next one: precisions.CHOICES,
+    compliance.RULESETS, the settings' per-workload tables, the harness
+    bench's CHECKS (which lost DeepLabV3Plus to a rename and never had
+    TorchvisionResNet50) were such lists.'''
+    names = {n for d in DECLARED.values() for n in (d.name, d.check,
+                                                    d.program)}
+    found = [(str(path.relative_to(REPO)), line, listed)
+             for part in ('hpctestlib_ml', 'bench')
+             for path in sorted((REPO / part).rglob('*.py'))
+             if 'registry' not in path.relative_to(REPO).parts and
+             str(path.relative_to(REPO)) not in KEYED_BY_CHECK_ON_PURPOSE
+             for line, listed in named_tables(path, names)]
+    assert found == []

@@ -65,11 +65,11 @@ def pytorch_checks():
     case. ResNet50TF is TensorFlow: no TF GPU wheel fits a device call
     (docs/guide/gpu_validation.md).'''
     sys.path.insert(0, str(REPO))
-    from hpctestlib_ml import workloads
+    from hpctestlib_ml import registry
     return {declared.check: name
-            for name, declared in workloads.registered().items()
-            if declared.test_class().framework == 'pytorch'
-            and declared.test_class().min_world_size == 1}
+            for name, declared in registry.registered().items()
+            if declared.framework == 'pytorch'
+            and declared.min_world_size == 1}
 
 
 @dataclasses.dataclass(frozen=True)

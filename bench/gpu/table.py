@@ -12,7 +12,7 @@ Sources, each read with the suite's own reader: the cases and their test
 variables from ReFrame's run report (``--report-file``), the figures from
 the perflogs (:mod:`hpctestlib_ml.report.history`), the timed window from
 the job's log through the workload's parser
-(its declaration's, :mod:`hpctestlib_ml.workloads`), the device records
+(its declaration's, :mod:`hpctestlib_ml.registry`), the device records
 (:mod:`hpctestlib_ml.parsers.hpcml_records`), the trace (:mod:`trace`).
 
 A case PASSes when ReFrame passed it (sanity: finite losses, every step;
@@ -113,8 +113,8 @@ def _headline(workload, run):
 
 def _declared(workload):
     '''The registry's declaration of *workload* (None where unknown).'''
-    from hpctestlib_ml import workloads
-    return workloads.registered().get(workload)
+    from hpctestlib_ml import registry
+    return registry.registered().get(workload)
 
 
 def _window(workload, text):

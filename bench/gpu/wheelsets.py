@@ -32,11 +32,11 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 def workload_packages():
     '''What the phases import besides the torch stack, by workload: each
-    workload's declared ``packages`` (hpctestlib_ml.workloads).'''
+    workload's declared ``packages`` (hpctestlib_ml.registry).'''
     sys.path.insert(0, str(REPO))
-    from hpctestlib_ml import workloads
+    from hpctestlib_ml import registry
     return {name: list(declared.packages)
-            for name, declared in workloads.registered().items()}
+            for name, declared in registry.registered().items()}
 
 
 #: Workload -> the pip requirements its program needs beyond the torch

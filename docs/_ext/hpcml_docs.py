@@ -7,7 +7,10 @@ one home of its facts, so that no page copies them by hand:
   (``variable``, ``environment``, ``extras``, ``internal``) from
   :func:`hpctestlib_ml.settings.rows`;
 - ``hpcml-workloads``: one row per workload of the registry
-  (:func:`hpctestlib_ml.workloads.registered`);
+  (:func:`hpctestlib_ml.registry.registered`);
+- ``hpcml-workload-pages KIND``: the toctree of the registered workloads
+  of KIND (``workload``, ``component``), so that a new workload's page
+  needs no list edited;
 - ``hpcml-workload NAME``: what the registry declares for NAME, its sizes,
   its test class with its variables and Summary (autodoc) and its
   references file.
@@ -19,6 +22,7 @@ At the start of a build, a registered workload without its page
 The functions that write the text take no Sphinx object and are tested
 without a build (``tests/test_docs.py``).
 """
+import importlib
 import pathlib
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -69,13 +73,14 @@ def list_table(title, header, rows, widths=None):
 
 def settings_rst(kind, rows=None):
     '''The table of every setting of *kind*, as lines of RST; *rows* are
-    :func:`hpctestlib_ml.settings.rows`'s (read when None).'''
+    :func:`hpctestlib_ml.registry.setting_rows`'s, the workloads' own
+    included (read when None).'''
     if kind not in SETTING_KINDS:
         raise ValueError(f'unknown kind of setting {kind!r}: use one of '
                          f'{", ".join(SETTING_KINDS)}')
     if rows is None:
-        from hpctestlib_ml import settings
-        rows = settings.rows()
+        from hpctestlib_ml import registry
+        rows = registry.setting_rows()
     first = SETTING_KINDS[kind]
     table = [[_literal(name), stype, _literal(default), plain(allowed),
               plain(reader), plain(doc)]
@@ -89,8 +94,26 @@ def settings_rst(kind, rows=None):
 
 
 def _workloads():
-    from hpctestlib_ml import workloads
-    return workloads.registered()
+    from hpctestlib_ml import registry
+    return registry.registered()
+
+
+def test_class(workload):
+    '''The ReFrame test class of *workload* (a declaration):
+    ``<check>Training`` of :mod:`hpctestlib_ml.workloads.<name>`, or a
+    component's ``<check>Benchmark``.'''
+    module = importlib.import_module(f'hpctestlib_ml.workloads.'
+                                     f'{workload.name}')
+    suffix = 'Training' if workload.trains else 'Benchmark'
+    return getattr(module, f'{workload.check}{suffix}')
+
+
+def declaration_file(workload):
+    '''The file of *workload*'s declaration, relative to the repository
+    (a module, or a package's ``__init__.py``).'''
+    module = importlib.import_module(f'hpctestlib_ml.registry.'
+                                     f'{workload.name}')
+    return pathlib.Path(module.__file__).relative_to(REPO)
 
 
 def page_of(name):
@@ -139,7 +162,7 @@ def workload_rst(name, registered=None):
         raise ValueError(f'unknown workload {name!r}: use one of '
                          f'{", ".join(registered)}')
     w = registered[name]
-    cls = w.test_class()
+    cls = test_class(w)
     better = 'higher' if w.headline.higher_is_better else 'lower'
     facts = [
         ['workload (perflogs, references, ``hpcml extract``)',
@@ -164,8 +187,8 @@ def workload_rst(name, registered=None):
     if w.names_note:
         facts.append(['names', plain(w.names_note)])
     lines = ['Registry', '--------', '',
-             'From the registry (``hpctestlib_ml/workloads/'
-             f'{w.name}.py``, ``WORKLOAD``).', '']
+             f'From the registry (``{declaration_file(w)}``, '
+             '``WORKLOAD``).', '']
     lines += list_table('', None, facts, widths=[30, 70])
 
     table = _sizes(w)
@@ -194,6 +217,17 @@ def workload_rst(name, registered=None):
     return lines
 
 
+def pages_of_kind(kind, registered=None):
+    '''The pages (under ``workloads/``) of the registered workloads of
+    *kind* (``workload`` or ``component``), for their table of contents.'''
+    registered = _workloads() if registered is None else registered
+    kinds = {w.kind for w in registered.values()}
+    if kind not in kinds:
+        raise ValueError(f'no workload of kind {kind!r}: use one of '
+                         f'{", ".join(sorted(kinds))}')
+    return [name for name, w in registered.items() if w.kind == kind]
+
+
 def missing_pages(docs_dir, registered=None):
     '''The registered workloads without a page under *docs_dir*.'''
     registered = _workloads() if registered is None else registered
@@ -206,6 +240,8 @@ def missing_pages(docs_dir, registered=None):
 def setup(app):
     from docutils.parsers.rst import Parser
     from docutils.utils import new_document
+    from docutils.statemachine import StringList
+    from sphinx.directives.other import TocTree
     from sphinx.util import logging
     from sphinx.util.docutils import SphinxDirective
 
@@ -246,9 +282,21 @@ def setup(app):
 
         def lines(self):
             name = self.arguments[0]
-            self.env.note_dependency(
-                str(REPO / f'hpctestlib_ml/workloads/{name}.py'))
+            self.env.note_dependency(str(REPO / declaration_file(
+                _workloads()[name])))
             return workload_rst(name)
+
+    class WorkloadPages(TocTree):
+        '''A toctree of the registered workloads of one kind (its
+        argument), so that a new workload's page needs no list edited.'''
+        required_arguments = 1
+        has_content = False
+
+        def run(self):
+            kind, self.arguments = self.arguments[0], []
+            self.content = StringList(pages_of_kind(kind),
+                                      source=self.get_source_info()[0])
+            return super().run()
 
     def check_pages(app):
         for name in missing_pages(app.srcdir):
@@ -259,5 +307,6 @@ def setup(app):
     app.add_directive('hpcml-settings', Settings)
     app.add_directive('hpcml-workloads', Workloads)
     app.add_directive('hpcml-workload', OneWorkload)
+    app.add_directive('hpcml-workload-pages', WorkloadPages)
     app.connect('builder-inited', check_pages)
     return {'parallel_read_safe': True, 'parallel_write_safe': True}

@@ -3,7 +3,7 @@ JSON, one object per file, read by the parsers the checks use."""
 import json
 import sys
 
-from hpctestlib_ml import triage, workloads
+from hpctestlib_ml import registry, triage
 from hpctestlib_ml.commands import read_logs
 
 #: The command's line in ``hpcml --help``.
@@ -11,7 +11,7 @@ HELP = 'print the metrics of training logs as JSON, one object per file'
 
 
 def add_arguments(parser):
-    parser.add_argument('workload', choices=list(workloads.registered()))
+    parser.add_argument('workload', choices=list(registry.registered()))
     parser.add_argument('logfiles', nargs='+', metavar='LOGFILE')
 
 
@@ -27,9 +27,9 @@ def _other_workload(name, metrics):
     *name*'s: ``(workload, benchmark)``; None where it is, or the log
     names none.'''
     logged = metrics.get('benchmark')
-    if not logged or logged == workloads.get(name).benchmark:
+    if not logged or logged == registry.get(name).benchmark:
         return None
-    owner = next((w for w, declared in workloads.registered().items()
+    owner = next((w for w, declared in registry.registered().items()
                   if declared.benchmark == logged), None)
     return owner, logged
 
@@ -38,7 +38,7 @@ def run(args):
     '''Print each log's metrics; exit status 1 if a log cannot be read,
     holds no training figures or is another workload's log (not
     printed).'''
-    extractor = workloads.get(args.workload).parser.extract_metrics
+    extractor = registry.get(args.workload).parser.extract_metrics
     logs, all_read = read_logs('extract', args.logfiles)
     status = 0 if all_read else 1
     for path, text in logs:

@@ -12,9 +12,9 @@ HELP = ('parameters, analytic and measured forward FLOPs of the model a '
 
 
 def add_arguments(parser):
-    from hpctestlib_ml import workloads
+    from hpctestlib_ml import registry
     parser.add_argument('workload', choices=[
-        name for name, declared in workloads.registered().items()
+        name for name, declared in registry.registered().items()
         if declared.model_info])
     parser.add_argument('--size', default='benchmark',
                         help='tiny, benchmark (default), or a model name the '
@@ -60,16 +60,16 @@ def _layout(text):
 def run(args):
     '''Print the model's figures (text or ``--json``); exit status 2 on a
     workload, size or layout it cannot build, named on stderr.'''
-    from hpctestlib_ml import memory_estimate, model_info
+    from hpctestlib_ml import memory_estimate, model_info, registry
     estimate = None
+    declared = registry.get(args.workload)
     try:
         if args.memory:
             info, estimate = model_info.memory_info(
-                args.workload, args.size, _layout(args.layout), args.batch,
+                declared, args.size, _layout(args.layout), args.batch,
                 args.precision)
         else:
-            info = model_info.model_info(args.workload, args.size,
-                                         args.device)
+            info = model_info.model_info(declared, args.size, args.device)
     except model_info.ModelInfoError as err:
         print(f'hpcml model-info: error: {err}', file=sys.stderr)
         return 2

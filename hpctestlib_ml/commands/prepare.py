@@ -1,6 +1,7 @@
 """``hpcml prepare [WORKLOAD...]``: fetch, once, what workloads read from a
-hub, into a directory the jobs read offline
-(:mod:`hpctestlib_ml.prepare`)."""
+hub, into a directory the jobs read offline (each workload's declaration
+says what: :attr:`hpctestlib_ml.registry.Workload.prepare`;
+:mod:`hpctestlib_ml.prepare`)."""
 import sys
 
 from hpctestlib_ml.paths import PREPARED_DIR
@@ -17,14 +18,33 @@ def add_arguments(parser):
                                       '<HPCML_VAR_DIR>/prepared')
 
 
+def prepare(names, root):
+    '''Prepare the workloads *names* (all if empty) under *root*:
+    [(workload, directories written or why there is nothing to fetch)],
+    from each workload's declaration (:mod:`hpctestlib_ml.registry`).'''
+    from hpctestlib_ml import registry
+    from hpctestlib_ml.prepare import PrepareError
+    done = []
+    for name in names or list(registry.registered()):
+        try:
+            declared = registry.get(name)
+        except registry.UnknownWorkload as err:
+            raise PrepareError(str(err)) from None
+        if declared.prepare:
+            done.append((name, declared.prepare(root)))
+        else:
+            done.append((name, f'nothing to fetch: {declared.data}'))
+    return done
+
+
 def run(args):
     '''Prepare the workloads and say what was written where; exit status
     2 on an unknown workload or a fetch that failed, named on stderr.'''
-    from hpctestlib_ml import prepare
+    from hpctestlib_ml.prepare import PrepareError
     root = args.dir or PREPARED_DIR
     try:
-        done = prepare.prepare(args.workloads, root)
-    except prepare.PrepareError as err:
+        done = prepare(args.workloads, root)
+    except PrepareError as err:
         print(f'hpcml prepare: error: {err}', file=sys.stderr)
         return 2
     for workload, result in done:

@@ -49,6 +49,7 @@ import statistics
 import time
 import typing
 
+from hpctestlib_ml import registry
 from hpctestlib_ml.history_refs import ReferencesError
 from hpctestlib_ml.history_refs.lookup import (NOISE_FLOOR_EXTRA,
                                                noise_floor, parse_loss_curve)
@@ -83,10 +84,9 @@ def metric_direction(name, unit, workload=None):
     '''+1 where higher is better, -1 where lower is better, None for
     metrics that get no history reference (whole-run times, memory,
     quality, a program's own printed figures). A workload's headline goes
-    the way its declaration says (:mod:`hpctestlib_ml.workloads`); the
+    the way its declaration says (:mod:`hpctestlib_ml.registry`); the
     others by their names and units.'''
-    from hpctestlib_ml import workloads
-    declared = workloads.registered().get(workload)
+    declared = registry.registered().get(workload)
     if declared and declared.headline.metric == name:
         return +1 if declared.headline.higher_is_better else -1
     if name.startswith('printed_') or name == 'hfu':

@@ -16,14 +16,10 @@ _OPEN_CLIP = re.compile(r'(\d{4}-\d\d-\d\d,\d\d:\d\d:\d\d) \| INFO \| Train Epoc
 _MEGATRON = re.compile(r'\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)?\] '
                        r'iteration\s+\d+/', re.M)
 #: Printed by the suite's programs that have no timestamped log of their
-#: own (src/resnet50_tf, src/gpt2_finetune).
+#: own (src/resnet50_tf, src/gpt2_finetune, the components, ...), written
+#: by ``src/hpcml_log.py``'s ``emit_timed_region``.
 SUITE_LINE = re.compile(r'^\[hpcml\] timed region (\d+\.?\d*) (\d+\.?\d*)',
                         re.M)
-
-
-def suite_line(start, stop):
-    '''The line the suite's programs print for :func:`from_suite_line`.'''
-    return f'[hpcml] timed region {start:.3f} {stop:.3f}'
 
 
 def _local(stamps, fmt):
@@ -60,5 +56,7 @@ def from_mllog(events, records=()):
 
 
 def from_suite_line(text):
+    '''The timed region the program said (its ``[hpcml] timed region``
+    line, ms resolution).'''
     match = SUITE_LINE.search(text)
     return (float(match.group(1)), float(match.group(2))) if match else None

@@ -2,12 +2,14 @@
 plugins (``RegressionTestPlugin``), each owning its variables and hooks,
 each a thin adapter over a pure module that decides.
 
-``workload`` is the bottom one: the others call what it declares and it
-imports none of them. The setup steps the plugins provide run in the
-order :meth:`hpctestlib_ml.base.MLTrainingTest.configure_job` calls them.
+``workload`` and ``log`` are the bottom ones: the others call what they
+declare and they import none of them. The setup steps the plugins provide
+run in the order :meth:`hpctestlib_ml.base.MLTrainingTest.configure_job`
+calls them.
 """
 from hpctestlib_ml.plugins.containers import Containers
 from hpctestlib_ml.plugins.launching import Launching
+from hpctestlib_ml.plugins.log import JobLog
 from hpctestlib_ml.plugins.placement import Placement
 from hpctestlib_ml.plugins.provenance import Energy, Provenance
 from hpctestlib_ml.plugins.references import References
@@ -17,6 +19,6 @@ from hpctestlib_ml.plugins.sizing import Sizing
 from hpctestlib_ml.plugins.utilisation import Utilisation
 from hpctestlib_ml.plugins.workload import WorkloadInterface
 
-__all__ = ['Containers', 'Energy', 'Launching', 'Placement', 'Provenance',
-           'References', 'Sanity', 'Settings', 'Sizing', 'Utilisation',
-           'WorkloadInterface']
+__all__ = ['Containers', 'Energy', 'JobLog', 'Launching', 'Placement',
+           'Provenance', 'References', 'Sanity', 'Settings', 'Sizing',
+           'Utilisation', 'WorkloadInterface']

@@ -122,13 +122,13 @@ class Placement(RegressionTestPlugin):
         ]
 
     def enough_ranks(self, part):
-        '''Whether the scale gives the workload its ``min_world_size`` of
-        ranks on *part*.'''
+        '''Whether the scale gives the workload its declaration's
+        ``min_world_size`` of ranks on *part*.'''
         try:
             layout = resolve_layout(self.scale, partition_facts(part))
         except LayoutError:
             return False
-        return layout.world_size >= self.min_world_size
+        return layout.world_size >= self.declaration().min_world_size
 
     @property
     def uses_gpus(self):
@@ -158,9 +158,10 @@ class Placement(RegressionTestPlugin):
         reason = misfit(self.layout, facts, self.launch_mode)
         if reason:
             raise BadInputError(reason)
-        if self.layout.world_size < self.min_world_size:
+        fewest = self.declaration().min_world_size
+        if self.layout.world_size < fewest:
             raise BadInputError(
-                f'{self.workload} needs {self.min_world_size} ranks or '
+                f'{self.workload} needs {fewest} ranks or '
                 f'more, the layout has {self.layout.world_size}: raise -S '
                 f'num_nodes or -S procs_per_node')
         self.num_nodes = self.layout.num_nodes

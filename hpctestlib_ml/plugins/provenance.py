@@ -81,7 +81,7 @@ class Energy(RegressionTestPlugin):
         '''``max_rss_MiB`` (the largest training process the node samplers
         saw) and ``energy_J``, ``avg_power_W`` and ``energy_per_sample_J``
         of the timed steps where the nodes had energy counters (no energy
-        per sample where the test has no ``throughput_metric``), else
+        per sample where the declaration has no ``throughput_metric``), else
         :attr:`energy_counter` says why not.'''
         rss = energy.peak_rss_mib(self.stagedir)
         if rss is not None:
@@ -95,7 +95,7 @@ class Energy(RegressionTestPlugin):
             self.energy_counter = f'none: {why}'
             return
         self.energy_counter = label
-        throughput = self.throughput_metric
+        throughput = self.declaration().throughput_metric
         self.perf_variables['energy_J'] = sn.make_performance_function(
             lambda: joules, 'J')
         self.perf_variables['avg_power_W'] = sn.make_performance_function(

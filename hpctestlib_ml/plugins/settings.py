@@ -33,7 +33,7 @@ class Settings(RegressionTestPlugin):
                 f"with -n '{name}%{param}={self.precision}', not -S "
                 f'precision')
         for name in type(self).var_space:
-            declared = settings.variable(name, self.workload)
+            declared = self.declaration().variable(name)
             if declared is None:
                 continue
             choices, label = None, None
@@ -77,7 +77,6 @@ class Settings(RegressionTestPlugin):
     def precision_choices(self):
         '''The precisions ``-S precision=`` may name here: the workload's
         declaration's on the partition's kind of device
-        (:meth:`hpctestlib_ml.workloads.Workload.precisions_on`); None
+        (:meth:`hpctestlib_ml.registry.Workload.precisions_on`); None
         where any is taken.'''
-        from hpctestlib_ml import workloads
-        return workloads.get(self.workload).precisions_on(self.device_kind())
+        return self.declaration().precisions_on(self.device_kind())

@@ -124,9 +124,10 @@ class Sizing(RegressionTestPlugin):
     @run_before('performance')
     def drop_whole_run_metrics(self):
         '''At size ``short`` the figures are the steady-state ones: the
-        whole-run metrics (``whole_run_metrics``) are not reported.'''
+        whole-run metrics (the declaration's ``whole_run_metrics``) are not
+        reported.'''
         if self.resolved_size == 'short':
-            for name in self.whole_run_metrics:
+            for name in self.declaration().whole_run_metrics:
                 self.perf_variables.pop(name, None)
 
     # Memory

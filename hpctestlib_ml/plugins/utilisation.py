@@ -8,6 +8,7 @@ from reframe.core.logging import getlogger
 from reframe.core.pipeline import RegressionTestPlugin
 
 from hpctestlib_ml import device_check, peaks
+from hpctestlib_ml.flops import RECOMPUTE_FACTOR, TRAINING_FACTOR
 
 
 class Utilisation(RegressionTestPlugin):
@@ -62,8 +63,20 @@ class Utilisation(RegressionTestPlugin):
             self.perf_variables['hfu'] = sn.make_performance_function(
                 lambda: self._utilisation(executed), '%')
 
+    def recomputes_activations(self):
+        '''Whether the run recomputes the forward pass in the backward
+        (activation checkpointing): then ``hfu`` is reported beside
+        ``mfu``. A workload whose runs do says when.'''
+        return False
+
+    def recomputed_flops_factor(self):
+        '''Executed FLOPs over model FLOPs when activations are recomputed:
+        4/3 (one more forward per three).'''
+        return RECOMPUTE_FACTOR / TRAINING_FACTOR
+
     def _utilisation(self, factor):
-        throughput = self.metrics().figures[self.throughput_metric]
+        throughput = self.metrics().figures[
+            self.declaration().throughput_metric]
         flops = factor * self.model_flops_per_sample()
         peak = self.peak_flops_per_node() * self.layout.num_nodes
         return 100 * throughput * flops / peak
@@ -121,21 +134,22 @@ class Utilisation(RegressionTestPlugin):
         data: the workload's parser's figure where its program logs its
         own, else the ``timing`` records), on GPUs ``gpu_mem_peak_MiB``
         (the largest device memory a rank held over the timed steps;
-        absent on CPUs, not zero, and where :attr:`reports_gpu_memory` is
-        False) and, where the program prints
+        absent on CPUs, not zero, and where the declaration's
+        ``reports_gpu_memory`` is False) and, where the program prints
         ``rank_compute`` records, ``rank_compute_spread`` (% of the slowest
         rank's compute per step over the median rank's; 0 for one rank).
         Which figures a case logs depends on its check and partition only,
         never on its scale: its cases share one perflog file.'''
         if not self.prints_device_records():
             return
-        if self.reports_data_share:
+        declared = self.declaration()
+        if declared.trains:             # a component reads no batches
             self.perf_variables['data_share'] = \
                 sn.make_performance_function(self._data_share, '%')
-        if self.uses_gpus and self.reports_gpu_memory:
+        if self.uses_gpus and declared.reports_gpu_memory:
             self.perf_variables['gpu_mem_peak_MiB'] = \
                 sn.make_performance_function(self._gpu_memory_peak, 'MiB')
-        if self.prints_rank_compute():
+        if declared.prints_rank_compute:
             self.perf_variables['rank_compute_spread'] = \
                 sn.make_performance_function(self._rank_compute_spread, '%')
 

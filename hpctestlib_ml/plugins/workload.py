@@ -1,24 +1,25 @@
-"""WorkloadInterface: what a workload declares, and its log, read once.
+"""WorkloadInterface: the check's side of a workload, and its declaration
+read.
 
-The bottom plugin: every other plugin may call what is declared here, and
-none of them is imported here (so the plugins form no import cycle).
+A bottom plugin (with :mod:`~hpctestlib_ml.plugins.log`): every other
+plugin may call what is declared here, and none of them is imported here
+(so the plugins form no import cycle).
 """
-import os
-
-from reframe.core.builtins import variable
-from reframe.core.exceptions import SanityError
+from reframe.core.builtins import run_after, variable
 from reframe.core.pipeline import RegressionTestPlugin
 
-from hpctestlib_ml.flops import RECOMPUTE_FACTOR, TRAINING_FACTOR
-from hpctestlib_ml.parsers import hpcml_records
+from hpctestlib_ml import registry, sizes
 
 
 class WorkloadInterface(RegressionTestPlugin):
-    '''What each workload says about itself (its program, sizes, parser,
-    FLOPs), and the job's log, read once per case.
+    '''What each workload's check does its own way (its program's
+    arguments, its log's problems, its FLOPs per sample), beside what its
+    declaration says (:meth:`declaration`: program, sizes, parser,
+    capabilities).
 
-    A workload sets :attr:`workload`, :attr:`program` and :attr:`sizes`
-    and implements, by the stage that calls them:
+    A workload sets :attr:`workload` (its name in
+    :mod:`hpctestlib_ml.registry`) and implements, by the stage that calls
+    them:
 
     - init: :meth:`runs_on` (which parameterised cases exist on a
       partition);
@@ -28,7 +29,9 @@ class WorkloadInterface(RegressionTestPlugin):
       :meth:`memory_estimate`,
       :meth:`program_args`, :meth:`check_flops_known`;
     - sanity and performance: :meth:`extract_metrics`,
-      :meth:`log_problems`, :meth:`model_flops_per_sample`.
+      :meth:`log_problems`, :meth:`model_flops_per_sample` (and, where
+      the run recomputes activations, Utilisation's
+      ``recomputes_activations``).
     '''
 
     #: Workload name: the references file and ``hpcml extract`` use it.
@@ -39,23 +42,16 @@ class WorkloadInterface(RegressionTestPlugin):
 
     #: Python module under ``src/`` that is the training program.
     #:
-    #: :type: :class:`str`
-    #: :default: required
-    program = variable(str)
-
-    #: Size name -> defaults for variables the user left unset, and
-    #: ``time_limit`` (:mod:`hpctestlib_ml.sizes`).
-    #:
-    #: :type: :class:`dict`
-    #: :default: ``{}``
-    sizes = variable(dict, value={})
+    #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (the declaration's, set at init)
+    program = variable(str, type(None), value=None)
 
     #: Framework of the program: its container image is built from
     #: ``containers/<framework>.def``.
     #:
-    #: :type: :class:`str`
-    #: :default: ``'pytorch'``
-    framework = variable(str, value='pytorch')
+    #: :type: :class:`str` or :obj:`None`
+    #: :default: :obj:`None` (the declaration's, set at init)
+    framework = variable(str, type(None), value=None)
 
     #: How this run departs from the upstream benchmark's own
     #: configuration beyond the suite's measurement window (e.g. mock data
@@ -77,74 +73,21 @@ class WorkloadInterface(RegressionTestPlugin):
     #: :default: ``''``
     reference_precision = variable(str, value='')
 
-    #: Name of the metric that is samples/s over all ranks (MFU, energy
-    #: per sample).
-    throughput_metric = 'throughput_avg'
+    def declaration(self):
+        '''The workload's :class:`~hpctestlib_ml.registry.Workload`: its
+        sizes, parser, headline and capabilities, which the plugins
+        read.'''
+        return registry.get(self.workload)
 
-    #: The fewest ranks a case means anything at (one rank's collective
-    #: moves nothing): scales of fewer ranks are not generated, and a
-    #: layout of fewer (``-S num_nodes=``) fails with the reason.
-    min_world_size = 1
-
-    #: Whether the program's steps wait for data, so that the share of
-    #: the step time spent waiting is reported (``data_share``); a
-    #: component benchmark's iterations read no batches.
-    reports_data_share = True
-
-    #: Whether the program computes on its GPUs, so that the largest
-    #: device memory a rank held is reported on GPU partitions
-    #: (``gpu_mem_peak_MiB``); a component that only moves data (Storage)
-    #: holds none.
-    reports_gpu_memory = True
-
-    #: Metrics of the whole run (MMoCLIP's total time, MLPerf's run time):
-    #: not reported at size ``short``, whose figures are the steady-state
-    #: ones.
-    whole_run_metrics = ()
-
-    # The log, read once per case
-
-    def log_text(self):
-        '''The job's stdout and stderr (the programs log to either).'''
-        if getattr(self, '_log_text', None) is None:
-            parts = []
-            for name in (self.stdout.evaluate(), self.stderr.evaluate()):
-                path = os.path.join(self.stagedir, name)
-                if os.path.exists(path):
-                    with open(path, errors='replace') as fp:
-                        parts.append(fp.read())
-            self._log_text = '\n'.join(parts)
-        return self._log_text
-
-    def metrics(self):
-        '''The log as the workload's parser reads it, once per case: a
-        :class:`~hpctestlib_ml.metrics.TrainingLog`.'''
-        if getattr(self, '_metrics', None) is None:
-            self._metrics = self.extract_metrics(self.log_text())
-        return self._metrics
-
-    def metric(self, name):
-        '''Figure *name* of :meth:`metrics` (its ``figures``); a sanity
-        error where the log has none.'''
-        value = self.metrics().figures.get(name)
-        if value is None:
-            raise SanityError(f'{name}: not found in the log')
-        return value
-
-    def log_records(self, type_):
-        '''The ranks' ``[hpcml]`` records of type *type_* in the log, read
-        once per case.'''
-        if getattr(self, '_log_records', None) is None:
-            self._log_records = {}
-        if type_ not in self._log_records:
-            self._log_records[type_] = hpcml_records.records(
-                self.log_text(), type_)
-        return self._log_records[type_]
-
-    def device_records(self):
-        '''The ranks' ``[hpcml] device`` records ([] where the program
-        prints none).'''
-        return self.log_records('device')
+    @run_after('init')
+    def read_declaration(self):
+        ''':attr:`program` and :attr:`framework` of the declaration, where
+        the check sets neither.'''
+        declared = self.declaration()
+        if self.program is None:
+            self.program = declared.program
+        if self.framework is None:
+            self.framework = declared.framework
 
     # What each workload provides
 
@@ -155,10 +98,9 @@ class WorkloadInterface(RegressionTestPlugin):
         return True
 
     def size_table(self):
-        ''':attr:`sizes` with ``short`` derived from ``benchmark``
-        (:func:`hpctestlib_ml.sizes.size_table`).'''
-        from hpctestlib_ml import sizes
-        return sizes.size_table(self.sizes)
+        '''The declaration's sizes with ``short`` derived from
+        ``benchmark`` (:func:`hpctestlib_ml.sizes.size_table`).'''
+        return sizes.size_table(self.declaration().sizes)
 
     def fixed_work(self):
         '''Why the benchmark's own rules fix its amount of work (so that
@@ -192,13 +134,6 @@ class WorkloadInterface(RegressionTestPlugin):
         such as Megatron-LM's ``pretrain_gpt.py``, does not).'''
         return True
 
-    def prints_rank_compute(self):
-        '''Whether the program prints each rank's ``[hpcml]
-        rank_compute`` record (its own compute per step: those of
-        ``src/mlperf_train`` and ``src/torchvision_resnet50``, whose models
-        are timed by ``src/rank_compute.py``).'''
-        return False
-
     def container_directories(self):
         '''Directories the program reads or writes outside the repository
         and its stage directory, bind-mounted at their own paths when it
@@ -210,12 +145,10 @@ class WorkloadInterface(RegressionTestPlugin):
         raise NotImplementedError
 
     def extract_metrics(self, text):
-        '''The log *text* read by the workload's parser (its declaration's,
-        :mod:`hpctestlib_ml.workloads`): a :class:`~hpctestlib_ml.metrics.
-        TrainingLog`. A workload whose parser needs more than the text
-        overrides it.'''
-        from hpctestlib_ml import workloads
-        return workloads.get(self.workload).parser.training_log(text)
+        '''The log *text* read by the workload's parser (its
+        declaration's): a :class:`~hpctestlib_ml.metrics.TrainingLog`. A
+        workload whose parser needs more than the text overrides it.'''
+        return self.declaration().parser.training_log(text)
 
     def log_problems(self, text):
         '''One-line reasons why the log shows a bad run; empty if none:
@@ -234,14 +167,3 @@ class WorkloadInterface(RegressionTestPlugin):
         FLOPs per sample cannot be known. By default it computes them;
         workloads whose FLOPs come from the log override it.'''
         self.model_flops_per_sample()
-
-    def recomputes_activations(self):
-        '''Whether the run recomputes the forward pass in the backward
-        (activation checkpointing): then ``hfu`` is reported beside
-        ``mfu``.'''
-        return False
-
-    def recomputed_flops_factor(self):
-        '''Executed FLOPs over model FLOPs when activations are recomputed:
-        4/3 (one more forward per three).'''
-        return RECOMPUTE_FACTOR / TRAINING_FACTOR

@@ -2,7 +2,7 @@
 baseline, and comparisons.
 
 Each workload has one headline metric and a weight, declared with it
-(:class:`hpctestlib_ml.workloads.Headline`; a site may weigh them its own
+(:class:`hpctestlib_ml.registry.Headline`; a site may weigh them its own
 way with ``--weights FILE``); a workload that declares none scores with
 its first rate metric (unit ending in ``/s``) and weight 1.
 """
@@ -14,9 +14,9 @@ import os
 import statistics
 import time
 
-from hpctestlib_ml import workloads, yaml_files
+from hpctestlib_ml import registry, yaml_files
 from hpctestlib_ml.report import components
-from hpctestlib_ml.workloads import Headline
+from hpctestlib_ml.registry import Headline
 
 
 class ReportError(ValueError):
@@ -31,12 +31,12 @@ WEIGHTS_FORMAT = ('workload: {metric: NAME, better: higher|lower, '
 
 
 def load_weights(path=None):
-    '''Workload -> :class:`~hpctestlib_ml.workloads.Headline`: the
+    '''Workload -> :class:`~hpctestlib_ml.registry.Headline`: the
     workloads' declared headlines, those of a site's weights file *path*
     (YAML: :data:`WEIGHTS_FORMAT`, each entry checked:
     :func:`_weight_entry`) in place of theirs.'''
     declared = {name: workload.headline
-                for name, workload in workloads.registered().items()}
+                for name, workload in registry.registered().items()}
     if path is None:
         return declared
     try:
@@ -94,7 +94,7 @@ def check_weights(path, headlines, runs):
     is one the suite declares or *runs* hold, and its metric one its runs
     logged, where it has runs; :class:`ReportError` naming the closest
     name otherwise.'''
-    names = set(workloads.registered()) | {r.workload for r in runs}
+    names = set(registry.registered()) | {r.workload for r in runs}
     for workload, chosen in headlines.items():
         if workload not in names:
             raise ReportError(f'{path}: unknown workload {workload!r}'
@@ -288,7 +288,7 @@ def table(runs, headlines, last=10):
 def _is_training(workload):
     '''Whether *workload* trains a model (a component benchmark is not
     explained by the other components).'''
-    declared = workloads.registered().get(workload)
+    declared = registry.registered().get(workload)
     return getattr(declared, 'kind', 'workload') == 'workload'
 
 
@@ -375,7 +375,7 @@ def _is_component(workload):
     '''Whether *workload* is a component benchmark (its declaration's
     ``kind``): the overall score asks how the system trains, so the
     components' own ratios are shown beside it, not in it.'''
-    declared = workloads.registered().get(workload)
+    declared = registry.registered().get(workload)
     return bool(declared and declared.kind == 'component')
 
 
@@ -461,7 +461,7 @@ def baseline_headlines(cases, data):
     in a baseline saved before they were, its cases' metric and
     orientation with the declared weight.'''
     found = {w: Headline(**h) for w, h in data.get('headlines', {}).items()}
-    declared = workloads.registered()
+    declared = registry.registered()
     for key, case in sorted(cases.items()):
         workload = key.split('|')[0]
         if workload not in found:

@@ -18,12 +18,13 @@ systems (:data:`FIELD_ORDER`).
 """
 import dataclasses
 
-#: Provenance fields in the order they break ties (most likely cause first).
-FIELD_ORDER = ('device_ran', 'gpu_driver', 'cuda_version', 'nccl_version',
-               'framework_versions', 'container_image', 'env_switches',
-               'mfu_peak', 'suite_version', 'energy_counter', 'job_nodelist')
+from hpctestlib_ml import perflog_fields
+
+#: Provenance fields in the order they break ties (most likely cause
+#: first): their declared ``cause_rank``.
+FIELD_ORDER = perflog_fields.by_cause_rank()
 #: Fields of name=value pairs, split into one entry per name.
-PAIR_FIELDS = ('framework_versions', 'env_switches')
+PAIR_FIELDS = perflog_fields.pair_fields()
 
 
 @dataclasses.dataclass

@@ -1,6 +1,6 @@
 """Which part of the system moved with a training change: the component
 benchmarks (collectives, matrix products, storage: :mod:`hpctestlib_ml.
-workloads`, ``kind='component'``) of the same system and partition, over
+registry`, ``kind='component'``) of the same system and partition, over
 the same window.
 
 When a training case's headline is flagged (:mod:`.changes`), each figure
@@ -23,6 +23,8 @@ changed; else the nodes its runs after the change ran on.
 import dataclasses
 import time
 
+from hpctestlib_ml import registry
+from hpctestlib_ml.history_refs.derive import metric_direction
 from hpctestlib_ml.report import changes
 
 
@@ -84,9 +86,7 @@ def moved_components(runs, where, interval):
     ``system:partition``) whose slowdown began within *interval* (the
     training case's last run before its change, its first after), the
     largest first.'''
-    from hpctestlib_ml import workloads
-    from hpctestlib_ml.history_refs.derive import metric_direction
-    declared = workloads.registered()
+    declared = registry.registered()
     found = []
     for run_group in _component_cases(runs, where, declared).values():
         ok = sorted((r for r in run_group if r.result == 'pass'),

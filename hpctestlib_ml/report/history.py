@@ -17,16 +17,15 @@ import os
 import re
 import sqlite3
 
+from hpctestlib_ml import perflog_fields
+
 #: Test parameters that identify a case beside its display name.
-CASE_FIELDS = ('workload', 'resolved_size', 'scale', 'launch_mode',
-               'num_nodes', 'procs_per_node', 'gpus_per_node', 'batch_size',
-               'precision', 'reference_case')
+CASE_FIELDS = perflog_fields.names(perflog_fields.CASE)
 
 #: Fields of a run's result beside its figures: the first logged losses,
 #: the slowest rank beyond the noise, the partition's noise floor and the
 #: ReFrame session it came from (absent from older perflogs: '').
-RESULT_FIELDS = ('loss_curve', 'slowest_rank', 'reference_noise_pct',
-                 'session_id')
+RESULT_FIELDS = perflog_fields.names(perflog_fields.RESULT)
 
 _METRIC_COLUMN = re.compile(r'^(?P<name>.+)_(?P<part>value|unit|ref|'
                             r'lower_thres|upper_thres)$')
@@ -288,11 +287,8 @@ def _run_from_row(row, index, metric_columns):
                params, metrics)
 
 
-#: Provenance fields kept with each run (hpctestlib_ml.siteconfig).
-PROVENANCE_FIELDS = ('suite_version', 'framework_versions', 'cuda_version',
-                     'gpu_driver', 'nccl_version', 'container_image',
-                     'env_switches', 'energy_counter', 'device_ran',
-                     'mfu_peak', 'job_nodelist')
+#: Provenance fields kept with each run (hpctestlib_ml.perflog_fields).
+PROVENANCE_FIELDS = perflog_fields.names(perflog_fields.PROVENANCE)
 
 
 def perflog_files(directory):

@@ -132,7 +132,7 @@ def in_window(runs, window=WINDOW):
 
 def sweep(case_runs, chosen, min_spread=MIN_SPREAD):
     '''The :class:`Sweep` of one case's runs on one partition, for the
-    :class:`~hpctestlib_ml.workloads.Headline` *chosen*; None where fewer
+    :class:`~hpctestlib_ml.registry.Headline` *chosen*; None where fewer
     than two nodes ran it alone.'''
     figures, failed = {}, set()
     for run in case_runs:

@@ -1,67 +1,19 @@
-"""CLIP training with OpenCLIP, and the MMoCLIP benchmark's rules.
-
-The program is ``src/clip_train``: ``open_clip_train.main`` itself on
-OpenCLIP's synthetic dataset. The ``benchmark`` size is the MMoCLIP
-benchmark of the JUPITER Benchmark Suite (jubench-mmoclip, DESCRIPTION.md):
-ViT-L-14, 3.2M samples, 1 epoch, ``--local-loss --gather-with-grad``,
-optional ``--grad-checkpointing``, ``--log-every-n-steps 1``; its metric is
-``total_time_secs``.
-"""
-import importlib.util
-import json
+"""CLIP training with OpenCLIP, and the MMoCLIP benchmark's rules: the
+check. The workload (sizes, the rules, FLOPs, model builder):
+:mod:`hpctestlib_ml.registry.clip`."""
 import math
-import pathlib
 
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, launch, model_info, precisions
-from hpctestlib_ml.paths import SRC_DIR
+from hpctestlib_ml import launch
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import open_clip as parser
-from hpctestlib_ml.workloads import Headline, Workload
-
-#: The MMoCLIP rules (jubench-mmoclip DESCRIPTION.md, "Execution").
-MMOCLIP_RULES = {
-    'model': 'ViT-L-14',
-    'train_num_samples': '3200000',
-    'epochs': '1',
-    'dataset_type': 'synthetic',
-    'local_loss': 'True',
-    'gather_with_grad': 'True',
-    'log_every_n_steps': '1',
-}
+from hpctestlib_ml.registry import clip
 
 #: A100 samples/s per GPU for ViT-L-14 in MMoCLIP (JUWELS Booster strong
 #: scaling, jubench-mmoclip): sizes the default time limit of a benchmark run.
 _VIT_L_14_SAMPLES_PER_GPU = 80.0
-
-_OPEN_CLIP_CONFIGS = SRC_DIR / 'clip_train' / 'model_configs'
-
-
-def model_config(name):
-    '''The OpenCLIP model config of *name* (suite configs first).'''
-    local = _OPEN_CLIP_CONFIGS / f'{name}.json'
-    if local.is_file():
-        return json.loads(local.read_text())
-
-    # Upstream configs ship inside open_clip; read the file, not the package
-    # (importing torch here would cost every test seconds).
-    spec = importlib.util.find_spec('open_clip')
-    path = (pathlib.Path(spec.origin).parent / 'model_configs' /
-            f'{name}.json' if spec else None)
-    if path is None or not path.is_file():
-        raise LookupError(f'no OpenCLIP model config {name!r} here (suite '
-                          f'configs: {_OPEN_CLIP_CONFIGS}; open_clip '
-                          f'{"installed" if spec else "not installed"})')
-    return json.loads(path.read_text())
-
-
-def clip_forward_flops(model):
-    '''Forward FLOPs per image-text pair of OpenCLIP model *model*.'''
-    if model in flops.OPENCLIP_FORWARD_GFLOPS:
-        return flops.OPENCLIP_FORWARD_GFLOPS[model] * 1e9
-    return flops.clip_forward_flops(model_config(model))
 
 
 def log_problems(text, log, world_size, global_batch, benchmark):
@@ -92,10 +44,10 @@ def log_problems(text, log, world_size, global_batch, benchmark):
 
     if benchmark:
         params = parser.parse_params(text)
-        broken = {k: params.get(k) for k, v in MMOCLIP_RULES.items()
+        broken = {k: params.get(k) for k, v in clip.MMOCLIP_RULES.items()
                   if params.get(k) != v}
         if broken:
-            required = {k: MMOCLIP_RULES[k] for k in broken}
+            required = {k: clip.MMOCLIP_RULES[k] for k in broken}
             problems.append(f'MMoCLIP rules not met: {broken} (required: '
                             f'{required})')
 
@@ -166,18 +118,6 @@ class MMoCLIPTraining(MLTrainingTest):
     '''
 
     workload = 'clip'
-    program = 'clip_train'
-    sizes = {
-        'tiny': {'model': 'CLIP-tiny', 'batch_size': 32,
-                 'grad_checkpointing': False, 'time_limit': '15m'},
-        'benchmark': {'model': MMOCLIP_RULES['model'], 'batch_size': 512,
-                      'train_num_samples': 3_200_000,
-                      'grad_checkpointing': True, 'precision': 'amp'},
-        # The benchmark's run for `steps` steps: not its 3.2M samples.
-        'short': {'train_num_samples': None},
-    }
-
-    whole_run_metrics = ('total_time_secs', 'done_percent_last')
 
     #: OpenCLIP model name; default: the size's.
     #:
@@ -206,8 +146,8 @@ class MMoCLIPTraining(MLTrainingTest):
     workers = variable(str, int, type(None), value=None)
 
     def fixed_work(self):
-        return (f"MMoCLIP's rules fix {int(MMOCLIP_RULES['train_num_samples']):,} "
-                f"samples in {MMOCLIP_RULES['epochs']} epoch")
+        return (f"MMoCLIP's rules fix {int(clip.MMOCLIP_RULES['train_num_samples']):,} "
+                f"samples in {clip.MMOCLIP_RULES['epochs']} epoch")
 
     def global_batch(self):
         return self.batch_size * self.layout.world_size
@@ -259,7 +199,7 @@ class MMoCLIPTraining(MLTrainingTest):
                             self.resolved_size == 'benchmark')
 
     def model_flops_per_sample(self):
-        return flops.training_flops(clip_forward_flops(self.model))
+        return clip.training_flops(self.model)
 
     def recomputes_activations(self):
         return bool(self.grad_checkpointing)
@@ -287,42 +227,3 @@ class MMoCLIPTraining(MLTrainingTest):
     @performance_function('%')
     def done_percent_last(self):
         return self.metric('done_percent_last')
-
-
-def build_model_info(size, device):
-    name = model_info.named_size(size, MMoCLIPTraining.sizes, 'model')
-    model_info.programs_importable()
-    import open_clip
-    import torch
-    from clip_train import MODEL_CONFIGS
-    open_clip.add_model_config(MODEL_CONFIGS)
-    config = open_clip.get_model_config(name)
-    if config is None:
-        raise model_info.ModelInfoError(
-            f'clip: no OpenCLIP model {name!r}: use a name of '
-            f'open_clip.list_models() or CLIP-tiny')
-    device = device or ('cpu' if name == 'CLIP-tiny' else 'meta')
-    with model_info.built_on(device):
-        model = open_clip.create_model(name, device=device)
-    image = config['vision_cfg']['image_size']
-    image = image if isinstance(image, int) else image[0]
-    context = config['text_cfg'].get('context_length', 77)
-
-    def inputs(dev):
-        return (torch.zeros(1, 3, image, image, device=dev),
-                torch.zeros(1, context, dtype=torch.long, device=dev))
-
-    return model_info.torch_info('clip', size, name, model, inputs,
-                       clip_forward_flops(name), device,
-                       f'OpenCLIP {name}, one {image} px image and '
-                       f'{context} text tokens')
-
-
-WORKLOAD = Workload(
-    name='clip', check='MMoCLIP', program='clip_train', parser=parser,
-    headline=Headline('throughput_avg'), model_info=build_model_info,
-    optimizer='adamw', data="OpenCLIP's synthetic dataset",
-    names_note='MMoCLIP is the JUPITER Benchmark Suite\'s name of the '
-               'benchmark; clip_train starts OpenCLIP\'s open_clip_train',
-    packages=('open-clip-torch[training]',),
-    precisions=precisions.OPEN_CLIP)

@@ -1,30 +1,17 @@
-"""GPT-2 fine-tuning on WikiText-2 with Hugging Face Trainer (the workload
-of transformers' run_clm example, as NVIDIA and others publish it).
-
-Benchmark size: ``gpt2`` (124M) on ``wikitext-2-raw-v1``, per-device batch 8,
-blocks of 1024 tokens, 3 epochs, from the directory ``hpcml prepare
-gpt2_finetune`` fills once on a machine with internet (jobs run offline;
-a case whose directory lacks them fails at setup, naming that command;
-:mod:`hpctestlib_ml.prepare`). Tiny size: a
-random-init 2-layer GPT-2, a corpus and tokenizer the program generates,
-the same Trainer and datasets code. Precision is a parameter: fp32, fp16,
-bf16 (CPU partitions: fp32 only).
-"""
-import pathlib
-import tempfile
-
+"""GPT-2 fine-tuning on WikiText-2 with Hugging Face Trainer: the check.
+The workload (sizes, FLOPs, what ``hpcml prepare`` fetches, model
+builder): :mod:`hpctestlib_ml.registry.gpt2_finetune`."""
 from reframe.core.builtins import parameter, performance_function, variable
 
-from hpctestlib_ml import flops, model_info, paths, precisions, prepare
+from hpctestlib_ml import paths, prepare
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.constants import GPU_FEATURE
 from hpctestlib_ml.metrics import common_problems
-from hpctestlib_ml.parsers import hf_trainer as parser
-from hpctestlib_ml.workloads import Headline, Workload
+from hpctestlib_ml.registry import gpt2_finetune
 
 #: Training precisions, a parameter of the check.
-PRECISIONS = precisions.PROGRAM
+PRECISIONS = gpt2_finetune.WORKLOAD.precisions
 
 
 def log_problems(log, world_size):
@@ -67,13 +54,6 @@ class GPT2FineTuneTraining(MLTrainingTest):
     '''
 
     workload = 'gpt2_finetune'
-    program = 'gpt2_finetune'
-    throughput_metric = 'samples_per_second'
-    sizes = {
-        'tiny': {'model': 'tiny', 'batch_size': 16, 'steps': 40,
-                 'time_limit': '15m'},
-        'benchmark': {'model': 'gpt2', 'batch_size': 8, 'time_limit': '2h'},
-    }
 
     #: Training precision: fp32, fp16 or bf16 (mixed, Trainer's --fp16 and
     #: --bf16); only fp32 on partitions without the ``gpu`` feature.
@@ -85,8 +65,6 @@ class GPT2FineTuneTraining(MLTrainingTest):
     #: :type: :class:`str` or :obj:`None`
     #: :default: :obj:`None` (the size's)
     model = variable(str, type(None), value=None)
-
-    whole_run_metrics = ('train_runtime', 'train_samples_per_second')
 
     #: Where ``hpcml prepare`` put the model and dataset; default: the
     #: partition's ``extras['prepared_dir']``, else ``$HPCML_PREPARED_DIR``,
@@ -148,7 +126,8 @@ class GPT2FineTuneTraining(MLTrainingTest):
         expected one cannot skew MFU.'''
         shape = self.metric('model_shape')
         vocab, layers, width, block = shape
-        return flops.causal_lm_training_flops(block, width, layers, vocab)
+        return gpt2_finetune.causal_lm_training_flops(block, width, layers,
+                                                      vocab)
 
     def check_flops_known(self):
         '''The FLOPs come from the log: known once the program ran.'''
@@ -181,44 +160,3 @@ class GPT2FineTuneTraining(MLTrainingTest):
     @performance_function('')
     def perplexity(self):
         return self.metric('perplexity')
-
-
-def build_model_info(size, device):
-    name = model_info.named_size(size, GPT2FineTuneTraining.sizes, 'model')
-    model_info.programs_importable()
-    import torch
-    from gpt2_finetune import __main__ as program
-    if name == 'tiny':
-        device = device or 'cpu'
-        with tempfile.TemporaryDirectory() as workdir:
-            # The program's own tokenizer, trained on its generated corpus:
-            # the vocabulary the tiny model really has.
-            _, model, _ = program.tiny_model_and_data(pathlib.Path(workdir))
-    else:
-        device = device or 'meta'
-        from transformers import AutoModelForCausalLM
-        config = program.model_config(name)
-        with model_info.built_on(device):
-            model = AutoModelForCausalLM.from_config(config)
-    config = model.config
-    block = program.block_size_of(config)
-    shape = (config.n_layer, config.n_embd, block, config.vocab_size)
-
-    def inputs(dev):
-        return (torch.zeros(1, block, dtype=torch.long, device=dev),)
-
-    return model_info.torch_info(
-        'gpt2_finetune', size, name, model, inputs,
-        flops.causal_lm_forward_flops(block, config.n_embd, config.n_layer,
-                                      config.vocab_size), device,
-        f'GPT-2 {name}: {shape[0]} layers, width {shape[1]}, block '
-        f'{shape[2]}, vocabulary {shape[3]}')
-
-
-WORKLOAD = Workload(
-    name='gpt2_finetune', check='GPT2FineTune', program='gpt2_finetune',
-    parser=parser, headline=Headline('samples_per_second'),
-    model_info=build_model_info, optimizer='adamw',
-    prepare=prepare.prepare_gpt2_finetune,
-    packages=('transformers', 'accelerate', 'datasets'),
-    precisions=precisions.PROGRAM)

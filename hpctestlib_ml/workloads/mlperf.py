@@ -4,7 +4,7 @@ BERT, CosmoFlow (and DeepCAM, OpenFold). The events are read by
 they share."""
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import inputs, precisions
+from hpctestlib_ml import inputs
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import mllog as parser
@@ -30,9 +30,6 @@ class MLLogTraining(MLTrainingTest):
     '''A training test whose program logs MLPerf events, one
     ``tracked_stats`` per step, and the world size it ran with.'''
 
-    throughput_metric = 'samples_per_second'
-    whole_run_metrics = ('run_time_secs',)
-
     #: Partition extras key naming a dataset for :attr:`data`.
     data_extra = None
 
@@ -49,18 +46,13 @@ class MLLogTraining(MLTrainingTest):
     #: :default: :obj:`None` (``extras[data_extra]``, else ``synthetic``)
     data = variable(str, type(None), value=None)
 
-    def prints_rank_compute(self):
-        '''The shared loop (``src/mlperf_train``) times each rank's
-        forward passes.'''
-        return True
-
     def finalize_settings(self):
         self.data_source = '-S data'
         if self.data is None:
             self.data_source = f'extras[{self.data_extra!r}]'
             self.data = self.current_partition.extras.get(self.data_extra,
                                                           'synthetic')
-        self.reference_precision = precisions.reference(self.workload)
+        self.reference_precision = self.declaration().reference_precision
         self.name_platform()
 
     def input_paths(self):

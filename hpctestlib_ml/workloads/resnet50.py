@@ -1,36 +1,16 @@
-"""ResNet-50 in TensorFlow (the CARAML vision benchmark).
-
-Two implementations, one log format (:mod:`~hpctestlib_ml.parsers.
-tf_cnn_benchmarks`):
-
-``keras`` (default)
-    ``src/resnet50_tf``: ``keras.applications.ResNet50(weights=None)``
-    (v1), a custom ``strategy.run`` loop under MultiWorkerMirroredStrategy,
-    synthetic images or ImageNet TFRecords (``-S data=DIR`` or
-    ``extras['imagenet_tfrecords']``). Both launch modes.
-``tf_cnn_benchmarks``
-    CARAML's program (tensorflow/benchmarks ``scripts/tf_cnn_benchmarks``,
-    its directory in ``extras['tf_cnn_benchmarks']``) with ``--model
-    resnet50_v2 --variable_update horovod``: per_task only (Horovod ranks
-    are the launcher's tasks).
-
-Metrics: total and per-GPU images/s over the timed steps (warm-up
-excluded), MFU from the analytic FLOPs of the network the implementation
-trains (:func:`hpctestlib_ml.flops.resnet50_forward_flops`).
-"""
-import os
-
+"""ResNet-50 in TensorFlow (the CARAML vision benchmark): the check. The
+workload (its two implementations, sizes, FLOPs, model builder):
+:mod:`hpctestlib_ml.registry.resnet50`."""
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, inputs, model_info, precisions, settings
+from hpctestlib_ml import inputs
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.metrics import common_problems
-from hpctestlib_ml.parsers import tf_cnn_benchmarks as parser
-from hpctestlib_ml.workloads import Headline, Workload
+from hpctestlib_ml.registry import resnet50
 
 #: The programs that train ResNet-50 here (``-S implementation=``).
-IMPLEMENTATIONS = settings.RESNET50_IMPLEMENTATIONS
+IMPLEMENTATIONS = resnet50.IMPLEMENTATIONS
 
 
 def log_problems(log, steps, world_size):
@@ -64,16 +44,7 @@ class ResNet50TFTraining(MLTrainingTest):
     '''
 
     workload = 'resnet50'
-    program = 'resnet50_tf'
-    framework = 'tensorflow'
     valid_prog_environs = ['+tensorflow']
-    throughput_metric = 'images_per_second'
-    sizes = {
-        'tiny': {'image_size': 64, 'batch_size': 8, 'steps': 10,
-                 'time_limit': '15m'},
-        'benchmark': {'image_size': 224, 'batch_size': 64, 'steps': 100,
-                      'precision': 'fp16', 'time_limit': '30m'},
-    }
 
     #: ``keras`` (``src/resnet50_tf``) or ``tf_cnn_benchmarks``.
     #:
@@ -158,11 +129,7 @@ class ResNet50TFTraining(MLTrainingTest):
                             self.layout.world_size)
 
     def model_flops_per_sample(self):
-        # Keras' ResNet50 is v1; tf_cnn_benchmarks' resnet50_v2 downsamples
-        # in the 3x3 convolutions, as v1.5.
-        return flops.training_flops(flops.resnet50_forward_flops(
-            self.image_size,
-            stride_on_3x3=self.implementation == 'tf_cnn_benchmarks'))
+        return resnet50.training_flops(self.image_size, self.implementation)
 
     @performance_function('images/s')
     def images_per_second(self):
@@ -180,37 +147,3 @@ class ResNet50TFTraining(MLTrainingTest):
     def time_per_step_secs(self):
         '''Global batch / the job's images/s.'''
         return self.metric('time_per_step_secs')
-
-
-def build_model_info(size, device):
-    '''Keras' parameter count; FLOPs from TensorFlow's graph profiler.'''
-    sizes = ResNet50TFTraining.sizes
-    if size not in sizes:
-        raise model_info.ModelInfoError(
-            f'resnet50: unknown size {size!r}: use {" or ".join(sizes)}')
-    image = sizes[size]['image_size']
-    model_info.programs_importable()
-    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-    from resnet50_tf import __main__ as program
-    model = program.build_model(image)
-    measured = program.forward_flops(model, image)
-    return model_info.ModelInfo(
-        workload='resnet50', size=size, model=f'ResNet-50 v1 {image} px',
-        params=int(model.count_params()),
-        analytic_forward_flops=flops.resnet50_forward_flops(
-            image, stride_on_3x3=False),
-        measured_forward_flops=measured,
-        measured_with='TensorFlow profiler (float_ops)' if measured else None,
-        device='cpu',
-        description=f'keras.applications.ResNet50(weights=None), one '
-                    f'{image} x {image} image')
-
-
-WORKLOAD = Workload(
-    name='resnet50', check='ResNet50TF', program='resnet50_tf',
-    parser=parser, headline=Headline('images_per_second'),
-    model_info=build_model_info, optimizer='sgd_momentum',
-    data="synthetic images (or a site's ImageNet TFRecords)",
-    names_note='TF: TensorFlow (Keras, or tf_cnn_benchmarks), beside '
-               'torchvision_resnet50',
-    precisions=precisions.PROGRAM)

@@ -1,10 +1,7 @@
-"""The storage training jobs read their data from and write checkpoints
-to, as a check (component benchmark ``storage``): read throughput of each
-workload's data format, and the checkpoint of the benchmark model's state
-written and read back, by every rank at once.
+"""The storage training jobs read from and checkpoint to: the check of the
+component benchmark ``storage`` (its sizes and what it measures:
+:mod:`hpctestlib_ml.registry.storage`).
 
-``src/storage_bench`` measures it (the formats, how each is written and
-read, what is done about the page cache and its limits: its docstrings).
 Where: the partition's ``extras['storage_dir']`` (its parallel file
 system's scratch, or a node-local disk; shell variables such as
 ``$SCRATCH`` are expanded by the job), ``-S storage_dir=`` over it, else
@@ -12,30 +9,23 @@ the case's stage directory (ReFrame's, wherever the site config puts it);
 ``reference_case`` says which (``dir=$SCRATCH``, ``dir=stage``), since
 each is another measurement.
 
-Sizes: ``benchmark`` 1 GiB of each format per rank in the benchmarks'
-sample shapes (128^3 CosmoFlow cubes, 768 x 1152 DeepCAM fields,
-ImageNet-sized TFRecord shards) and the checkpoint of Megatron 800M
-(CARAML's, 908,759,040 parameters) with Adam, 10.9 GB shared by the
-ranks, 3 rounds; ``tiny`` 4 MiB of each in small shapes and Megatron
-tiny's checkpoint (173 MB), 2 rounds. The checkpoint's size comes from
-the registry (:mod:`hpctestlib_ml.state_size`: the workload's model
-builder and optimizer): ``-S checkpoint_workload=`` and ``-S
-checkpoint_model_size=`` choose another model, ``-S checkpoint_bytes=`` a
-size.
+The checkpoint's size comes from the registry (the workload's model
+builder and optimizer, :mod:`hpctestlib_ml.state_size`): ``-S
+checkpoint_workload=`` and ``-S checkpoint_model_size=`` choose another
+model, ``-S checkpoint_bytes=`` a size.
 """
 import reframe.utility.sanity as sn
 from reframe.core.builtins import performance_function, run_before, variable
 import reframe.utility.typecheck as typ
 
-from hpctestlib_ml import launch, settings, state_size
+from hpctestlib_ml import launch, registry, state_size
 from hpctestlib_ml.base import ComponentTest
 from hpctestlib_ml.errors import BadInputError, positive_int
-from hpctestlib_ml.parsers import storage_bench as parser
 from hpctestlib_ml.paths import CACHE_DIR
-from hpctestlib_ml.workloads import Headline, Workload
+from hpctestlib_ml.registry import storage
 
 #: The data formats, by the workload that reads each.
-FORMATS = settings.STORAGE_FORMATS
+FORMATS = storage.FORMATS
 
 #: The operations, as the perflog names their rates.
 OPERATIONS = tuple(f'read_{f}' for f in FORMATS) + ('checkpoint_write',
@@ -64,19 +54,7 @@ class StorageBenchmark(ComponentTest):
          - ``storage_dir``
     '''
 
-    #: It moves data only: its ranks hold no device memory (Gloo, no
-    #: CUDA context), so no ``gpu_mem_peak_MiB`` on any partition.
-    reports_gpu_memory = False
-
     workload = 'storage'
-    program = 'storage_bench'
-    sizes = {
-        'tiny': {'steps': 2, 'data_bytes_per_rank': 4 * 2 ** 20,
-                 'checkpoint_model_size': 'tiny', 'time_limit': '10m'},
-        'benchmark': {'steps': 3, 'data_bytes_per_rank': 2 ** 30,
-                      'checkpoint_model_size': '800M', 'time_limit': '30m'},
-        'short': {'steps': 3, 'time_limit': '30m'},
-    }
 
     #: Directory to measure (shell variables are expanded by the job).
     #:
@@ -140,8 +118,8 @@ class StorageBenchmark(ComponentTest):
         '''The checkpoint of :attr:`checkpoint_workload`'s model.'''
         try:
             total, _ = state_size.checkpoint_bytes(
-                self.checkpoint_workload, self.checkpoint_model_size,
-                CACHE_DIR)
+                registry.get(self.checkpoint_workload),
+                self.checkpoint_model_size, CACHE_DIR)
         except (state_size.StateSizeError, KeyError) as err:
             raise BadInputError(f'checkpoint of {self.checkpoint_workload} '
                                 f'{self.checkpoint_model_size}: {err}; set '
@@ -223,17 +201,3 @@ class StorageBenchmark(ComponentTest):
     def checkpoint_read_GBps(self):
         '''The checkpoint's shards loaded, all ranks.'''
         return self.metric('checkpoint_read_GBps')
-
-
-WORKLOAD = Workload(
-    name='storage', check='Storage', program='storage_bench',
-    parser=parser, kind='component',
-    explains='file system',
-    # A synchronous checkpoint stops training while it is written.
-    headline=Headline('checkpoint_write_GBps'),
-    data="files it writes in the partition's storage directory",
-    # Not the program's: the check's setup counts the checkpoint's
-    # parameters with Megatron-Core's model (hpcml model-info megatron).
-    packages=('megatron-core',),
-    names_note='the program is storage_bench: a module called storage '
-               'would be too generic a name on PYTHONPATH')

@@ -1,24 +1,13 @@
 """PyTorch ResNet-50 (torchvision) on synthetic ImageNet-shaped data under
-DDP: the ML test EESSI's test-suite (``PyTorch_torchvision``) and
-cscs-reframe-tests (``pytorch_test_base.py``) run, so that a centre can
-set the suite's images/s beside theirs.
-
-``src/torchvision_resnet50`` is Horovod's and EESSI's
-``pytorch_synthetic_benchmark.py`` (its arguments, defaults, figures and
-lines; where it departs, and why: its docstring), plus the suite's
-records. ``benchmark`` size: EESSI's defaults (batch 32 per GPU, 224 px,
-10 warm-up batches, 10 iterations of 10 batches, fp32); CSCS's figure
-(980 images/s per GPU) is at ``-S batch_size=512``. ``tiny``: 32 px, batch
-4, for CPUs. Precision ``fp16`` (GPUs) and ``bf16`` (CPUs) are upstream's
-``--use-amp``, EESSI's ``mixed``.
-"""
+DDP, as EESSI's and CSCS's PyTorch tests run it: the check. The workload
+(sizes from the program's presets, FLOPs, model builder):
+:mod:`hpctestlib_ml.registry.torchvision_resnet50`."""
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, model_info, precisions
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
-from hpctestlib_ml.parsers import torchvision_bench as parser
-from hpctestlib_ml.workloads import Headline, Workload
+from hpctestlib_ml.registry import torchvision_resnet50
+
 
 def log_problems(log, steps, world_size):
     '''One-line reasons why a log of the program (a :class:`~hpctestlib_ml.
@@ -59,16 +48,6 @@ class TorchvisionResNet50Training(MLTrainingTest):
     '''
 
     workload = 'torchvision_resnet50'
-    program = 'torchvision_resnet50'
-    throughput_metric = 'images_per_second'
-    sizes = {
-        'tiny': {'image_size': 32, 'batch_size': 4, 'steps': 6,
-                 'batches_per_iteration': 2, 'warmup_batches': 1,
-                 'time_limit': '15m'},
-        'benchmark': {'image_size': 224, 'batch_size': 32, 'steps': 100,
-                      'batches_per_iteration': 10, 'warmup_batches': 10,
-                      'precision': 'fp32', 'time_limit': '30m'},
-    }
 
     #: Side of the square synthetic images, pixels.
     #:
@@ -89,11 +68,6 @@ class TorchvisionResNet50Training(MLTrainingTest):
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 10, ``tiny`` 1)
     warmup_batches = variable(str, int, type(None), value=None)
-
-    def prints_rank_compute(self):
-        '''Its program times each rank's forward passes
-        (``src/rank_compute.py``).'''
-        return True
 
     def finalize_settings(self):
         self.batches_per_iteration = batches_per_iteration(
@@ -116,8 +90,7 @@ class TorchvisionResNet50Training(MLTrainingTest):
                             self.layout.world_size)
 
     def model_flops_per_sample(self):
-        return flops.training_flops(
-            flops.resnet50_forward_flops(self.image_size))
+        return torchvision_resnet50.training_flops(self.image_size)
 
     @performance_function('images/s')
     def images_per_second(self):
@@ -134,35 +107,3 @@ class TorchvisionResNet50Training(MLTrainingTest):
     @performance_function('s')
     def time_per_step_secs(self):
         return self.metric('time_per_step_secs')
-
-
-def build_model_info(size, device):
-    '''torchvision's ``resnet50(weights=None)`` at *size*'s image side,
-    as the program builds it.'''
-    sizes = TorchvisionResNet50Training.sizes
-    if size not in sizes:
-        raise model_info.ModelInfoError(
-            f'torchvision_resnet50: unknown size {size!r}: use '
-            f'{" or ".join(sizes)}')
-    image = sizes[size]['image_size']
-    model_info.programs_importable()
-    import torch
-    from torchvision_resnet50.__main__ import build_model
-    device = device or 'meta'
-    model = build_model('resnet50', torch.device(device), False)
-
-    def inputs(dev):
-        return (torch.zeros(1, 3, image, image, device=dev),)
-
-    return model_info.torch_info(
-        'torchvision_resnet50', size, 'resnet50', model, inputs,
-        flops.resnet50_forward_flops(image), device,
-        f'torchvision resnet50 (ResNet v1.5), one {image} x {image} image')
-
-
-WORKLOAD = Workload(
-    name='torchvision_resnet50', check='TorchvisionResNet50',
-    program='torchvision_resnet50', parser=parser,
-    headline=Headline('images_per_second'), model_info=build_model_info,
-    optimizer='sgd', data='one synthetic batch per rank, made on its device',
-    precisions=precisions.TORCHVISION)

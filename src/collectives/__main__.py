@@ -193,6 +193,7 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     import torch.distributed as dist
 
+    import hpcml_log
     import torch_device
     rank, world, device = torch_device.start_ranks(cpu=args.cpu)
 
@@ -215,7 +216,8 @@ def main(argv=None):
     begin = time.time()
     for op in args.ops:
         benchmark_op(op, args, rank, world, device, say)
-    say(f'[hpcml] timed region {begin:.3f} {time.time():.3f}')
+    if rank == 0:
+        hpcml_log.emit_timed_region(begin, time.time())
     torch_device.end_ranks(device, rank)
     return 0
 

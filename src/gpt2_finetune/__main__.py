@@ -182,8 +182,7 @@ def step_times(global_batch, is_main, rank, synchronize,
                 end_warmup()       # the memory peaks of the timed steps
             if is_main and state.global_step == state.max_steps:
                 # The timed region in Unix time, for the energy figures.
-                print(f'[hpcml] timed region {self.timed_start:.3f} '
-                      f'{time.time():.3f}', flush=True)
+                hpcml_log.emit_timed_region(self.timed_start, time.time())
             if is_main:
                 print(f'[hpcml] step {state.global_step}/{state.max_steps}'
                       f' time {now - start:.4f} s samples {global_batch}',

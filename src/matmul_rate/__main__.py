@@ -120,6 +120,7 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     import torch.distributed as dist
 
+    import hpcml_log
     import torch_device
     rank, world, device = torch_device.start_ranks(cpu=args.cpu,
                                                    math_mode=False)
@@ -141,8 +142,7 @@ def main(argv=None):
     if world > 1:
         dist.barrier()
     if rank == 0:
-        print(f'[hpcml] timed region {begin:.3f} {time.time():.3f}',
-              flush=True)
+        hpcml_log.emit_timed_region(begin, time.time())
     torch_device.end_ranks(device, rank)
     return 0
 

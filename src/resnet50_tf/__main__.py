@@ -135,7 +135,7 @@ def main(argv=None):
     import tensorflow as tf
 
     from device_choice import DeviceChoiceError
-    from hpcml_log import emit, emit_timing
+    from hpcml_log import emit, emit_timed_region, emit_timing
     from resnet50_tf import devices
     rank = int(os.environ.get('RANK', 0))
     local_rank = int(os.environ.get('LOCAL_RANK') or 0)
@@ -248,7 +248,7 @@ def main(argv=None):
             print('resnet50_tf: error: the loss is NaN', file=sys.stderr)
             return 1
     # The timed region in Unix time, for the energy figures.
-    print(f'[hpcml] timed region {timed_start:.3f} {time.time():.3f}')
+    emit_timed_region(timed_start, time.time())
     mean, _, _ = timing(args.batch_size, times)
     if chosen is not None:
         emit('memory', **devices.memory_record(tf, rank, record['backend'],

@@ -185,6 +185,7 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     import torch.distributed as dist
 
+    import hpcml_log
     import torch_device
     rank, world, device = torch_device.start_ranks(cpu=args.cpu,
                                                    computes=False)
@@ -204,8 +205,7 @@ def main(argv=None):
             checkpoint_round(args, run_dir, rank, world, writer, round_)
     dist.barrier()
     if rank == 0:
-        print(f'[hpcml] timed region {begin:.3f} {time.time():.3f}',
-              flush=True)
+        hpcml_log.emit_timed_region(begin, time.time())
         shutil.rmtree(run_dir, ignore_errors=True)
     torch_device.end_ranks(device, rank)
     return 0

@@ -44,16 +44,6 @@ This module holds the arithmetic and the lines (standard library only);
 """
 import statistics
 
-#: ``--size`` presets: ``benchmark`` is Horovod's and EESSI's defaults;
-#: ``tiny`` the same program at a size a CPU runs in seconds.
-SIZES = {
-    'benchmark': {'image_size': 224, 'batch_size': 32,
-                  'num_warmup_batches': 10, 'num_batches_per_iter': 10,
-                  'num_iters': 10},
-    'tiny': {'image_size': 32, 'batch_size': 4, 'num_warmup_batches': 1,
-             'num_batches_per_iter': 2, 'num_iters': 3},
-}
-
 #: Upstream's confidence factor: ``img_sec_conf = 1.96 * np.std(img_secs)``.
 CONFIDENCE = 1.96
 

@@ -43,6 +43,7 @@ import sys
 import time
 
 import torchvision_resnet50 as bench
+from torchvision_resnet50.sizes import SIZES
 
 NUM_CLASSES = 1000
 LOG_STYLES = ('both', 'horovod', 'cscs')
@@ -54,7 +55,7 @@ def parse_args(argv):
     ``--log-style``, ``--seed``. EESSI's ``--use-ddp``, ``--world-size``
     and ``--master-*`` are the launcher's env:// variables here.'''
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    p.add_argument('--size', choices=list(bench.SIZES), default='benchmark',
+    p.add_argument('--size', choices=list(SIZES), default='benchmark',
                    help='defaults of the next five options')
     p.add_argument('--model', default='resnet50',
                    help='torchvision model (upstream\'s --model)')
@@ -75,7 +76,7 @@ def parse_args(argv):
     p.add_argument('--log-style', choices=LOG_STYLES, default='both')
     p.add_argument('--seed', type=int, default=0)
     args = p.parse_args(argv)
-    for key, value in bench.SIZES[args.size].items():
+    for key, value in SIZES[args.size].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     return args
@@ -273,7 +274,8 @@ def main(argv=None):
     say('Running benchmark...')
     rates, begin, end, seconds = benchmark(args, step, rank, device, say)
     report(args, rates, world, device, say)
-    say(f'[hpcml] timed region {begin:.3f} {end:.3f}')
+    if rank == 0:
+        hpcml_log.emit_timed_region(begin, end)
     hpcml_log.emit_timing(rank, args.num_iters * args.num_batches_per_iter,
                           0.0, seconds)
     rank_compute.emit(rank)
