@@ -98,7 +98,7 @@ def check(text, benchmark=None, usage=None, ruleset=None):
         why = triage.unrecognised(text) or ''
         if not why.startswith('the file is'):       # not empty, not binary
             why = (f'no {MARKER.strip()} line: give the output of an MLPerf '
-                   f"program (the suite's {', '.join(sorted(RULESETS))})")
+                   f"program (the suite's {', '.join(sorted(rulesets()))})")
         raise ValueError(f'not an MLPerf log: {why}')
     if benchmark is None:
         benchmark = next((_value(line) for line in lines
@@ -111,7 +111,7 @@ def check(text, benchmark=None, usage=None, ruleset=None):
                      f'known here' if benchmark else
                      'names no submission_benchmark')
             rules = {}
-            for name, pair in sorted(RULESETS.items()):
+            for name, pair in sorted(rulesets().items()):
                 rules.setdefault(pair, []).append(name)
             known = '; '.join(f'--usage {u} --ruleset {r} for '
                               f'{", ".join(names)}'

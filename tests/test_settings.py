@@ -666,7 +666,10 @@ def test_var_dir_under_a_file_stays_one_line(run_reframe, tmp_path,
     proc, _ = run_reframe(*args, *COSMOFLOW, '-l',
                           env={'HPCML_VAR_DIR': str(afile / 'var')})
     assert proc.returncode == 1
-    assert f"[Errno 20] Not a directory: '{afile}/var'" in config_error(proc)
+    assert config_error(proc) == (
+        f'cannot write in {afile}/var (Not a directory): make it writable, '
+        f'or set HPCML_VAR_DIR (or give the session --prefix) to a '
+        f'directory you may write')
 
 
 # A missing input file: filesystem (or bad_input where the value is no
