@@ -12,6 +12,7 @@ import csv
 import dataclasses
 import datetime
 import glob
+import io
 import json
 import os
 import re
@@ -143,6 +144,16 @@ class History:
         for reason, count in other.skipped.items():
             self.skip(reason, count)
 
+    def add(self, parsed):
+        '''A parsed row (:meth:`RowParser.parse`): a run, a dry-run line
+        or a skipped one.'''
+        if parsed == 'dry-run':
+            self.dry_run_lines += 1
+        elif isinstance(parsed, str):
+            self.skip(parsed)
+        else:
+            self.runs.append(parsed)
+
     def skip(self, reason, count=1):
         self.skipped[reason] = self.skipped.get(reason, 0) + count
 
@@ -225,6 +236,39 @@ def _plain_value(header_name, value):
     return value
 
 
+class RowParser:
+    '''The rows of one perflog header generation: :meth:`parse` makes a
+    :class:`Run`, ``'dry-run'`` or the reason a row is skipped
+    (:data:`SKIP_REASONS`) of each row, as :func:`read_perflog` and the
+    history store (:mod:`.store`) read them.'''
+
+    def __init__(self, header):
+        self.header = header
+        names = [_plain(h) for h in header]
+        self.metric_columns = {}
+        for i, name in enumerate(names):
+            match = _METRIC_COLUMN.match(name)
+            if match:
+                self.metric_columns.setdefault(match['name'],
+                                               {})[match['part']] = i
+        self.index = {name: i for i, name in enumerate(names)}
+        self.keyed = any('=' in h for h in header)
+
+    def parse(self, row):
+        if len(row) != len(self.header):
+            return 'short' if len(row) < len(self.header) else 'long'
+        if self.keyed:
+            row = [_plain_value(h, v) for h, v in zip(self.header, row)]
+        run = _run_from_row(row, self.index, self.metric_columns)
+        return 'time' if run is None else run
+
+
+def perflog_rows(text):
+    '''The rows of perflog *text* (whole lines), as ReFrame wrote them.'''
+    return csv.reader(io.StringIO(text, newline=''), delimiter='|',
+                      quoting=csv.QUOTE_NONE)
+
+
 def read_perflog(path):
     '''A :class:`History` of one perflog file.'''
     history = History(files=[str(path)])
@@ -233,25 +277,9 @@ def read_perflog(path):
         header = next(reader, None)
         if not header:
             return history
-        names = [_plain(h) for h in header]
-        metric_columns = {}
-        for i, name in enumerate(names):
-            match = _METRIC_COLUMN.match(name)
-            if match:
-                metric_columns.setdefault(match['name'], {})[match['part']] = i
-        index = {name: i for i, name in enumerate(names)}
+        parser = RowParser(header)
         for row in reader:
-            if len(row) != len(header):
-                history.skip('short' if len(row) < len(header) else 'long')
-                continue
-            row = [_plain_value(h, v) for h, v in zip(header, row)]
-            run = _run_from_row(row, index, metric_columns)
-            if run is None:
-                history.skip('time')
-            elif run == 'dry-run':
-                history.dry_run_lines += 1
-            else:
-                history.runs.append(run)
+            history.add(parser.parse(row))
     return history
 
 
