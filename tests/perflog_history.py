@@ -129,12 +129,13 @@ SWEPT = (
 
 
 def generate_sweeps(directory, nodes, days, checks=3, seed=2,
-                    start=1.79e9, slow_node=None):
+                    start=1.79e9, slow_node=None, first_day=0):
     '''Node sweeps of a system ``big:gpu`` under *directory*: each night,
     each of the first *checks* of :data:`SWEPT` on each of *nodes* nodes
     (one line per node, as ``reframe --distribute=all`` writes them, the
     suite's perflog format), 2 % noise, 1 % failures; *slow_node*: (node
-    index, factor) applied on the last night. Returns the lines written.'''
+    index, factor) applied on the last night; *first_day* > 0 appends
+    nights from that one on. Returns the lines written.'''
     from perflog import suite_header
     rng = random.Random(seed)
     out = os.path.join(directory, 'big', 'gpu')
@@ -152,16 +153,18 @@ def generate_sweeps(directory, nodes, days, checks=3, seed=2,
                   'reference_case': 'tiny 1x4 per_task bf16'}
         from hpctestlib_ml.siteconfig import PERFLOG_FIELDS
         middle = '|'.join(fields.get(f, '') for f in PERFLOG_FIELDS)
-        with open(os.path.join(out, f'{check}.log'), 'w') as fp:
-            fp.write(suite_header([metric]) + '\n')
-            for day in range(days):
+        with open(os.path.join(out, f'{check}.log'),
+                  'a' if first_day else 'w') as fp:
+            if not first_day:
+                fp.write(suite_header([metric]) + '\n')
+            for day in range(first_day, first_day + days):
                 night = start + day * 86400
                 chunk = []
                 for i, node in enumerate(names):
                     when = time.strftime('%Y-%m-%dT%H:%M:%S+0000',
                                          time.gmtime(night + i % 3600))
                     value = rate * rng.gauss(1.0, 0.02)
-                    if slow_node and i == slow_node[0] and day == days - 1:
+                    if slow_node and i == slow_node[0] and day == first_day + days - 1:
                         value *= slow_node[1]
                     failed = rng.random() < 0.01
                     figure = 'None' if failed else f'{value:.4f}'
