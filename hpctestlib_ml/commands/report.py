@@ -13,6 +13,7 @@ from hpctestlib_ml import paths, workloads
 from hpctestlib_ml.report import (analysis, history, nodes, plots, recent,
                                   render, store)
 from hpctestlib_ml.report.analysis import ReportError
+from hpctestlib_ml.tsdb import read
 
 #: The command's line in ``hpcml --help``.
 HELP = ('tables, score against a baseline, comparisons and figures from '
@@ -30,6 +31,10 @@ def add_history_arguments(parser, system_required=False):
     parser.add_argument('--db', metavar='FILE',
                         help="ReFrame's results database (results.db); "
                              'alone, or with --perflogs')
+    parser.add_argument('--tsdb', metavar='URL',
+                        help='a VictoriaMetrics the suite sends to '
+                             '(HPCML_TSDB_URL): its runs, of every system '
+                             'or of --system; alone, or with --perflogs')
     parser.add_argument('--system', metavar='SYS[:PART]',
                         required=system_required)
     parser.add_argument('--workload')
@@ -93,13 +98,14 @@ def load(args, headlines, since=None, until=None, last=10,
     report.store`) where there is no results DB and the store is on.'''
     data = history.History()
     sources = []
-    if args.perflogs or not args.db:
+    remote = getattr(args, 'tsdb', None)
+    if args.perflogs or not (args.db or remote):
         sources = args.perflogs or [paths.PERFLOG_DIR]
         for source in sources:
             if not os.path.exists(source):
                 raise ReportError(f'no perflogs at {source}: run the suite '
                                   f'first, or pass --perflogs DIR')
-    if sources and not args.db:
+    if sources and not (args.db or remote):
         with contextlib.ExitStack() as stack:
             stores = [stack.enter_context(store.open_store(s))
                       for s in sources]
@@ -119,6 +125,11 @@ def load(args, headlines, since=None, until=None, last=10,
                 f'it aside (ReFrame starts a new one at its next run) and '
                 f'read the perflogs, which hold the same runs, with '
                 f'--perflogs') from None
+    if remote:
+        try:
+            data.extend(read.read_history(remote, args.system))
+        except read.TsdbError as err:
+            raise ReportError(str(err)) from None
     runs = analysis.select(data.runs, args.system, None, args.workload,
                            since, until)
     return Selected(data, len(data.runs), runs,
