@@ -54,9 +54,12 @@ FORMAT = 1
 #: history``). ``off`` reads the perflogs line by line at every report.
 STORE_ENV = 'HPCML_HISTORY_STORE'
 #: Rows written to one Parquet file at most while reading (bounds memory).
-CHUNK_ROWS = 200_000
+CHUNK_ROWS = 100_000
 #: Bytes of a perflog read at a time.
-CHUNK_BYTES = 32 << 20
+CHUNK_BYTES = 8 << 20
+#: Rows of a Parquet row group: a query for recent runs reads the groups
+#: of their times only.
+ROW_GROUP = 65536
 #: Parts of one size class merged into one (:meth:`Store._merge`).
 FANOUT = 8
 
@@ -255,14 +258,19 @@ class Store:
             parts.append(self._rewrite(merged))
 
     def _rewrite(self, merged):
+        '''One part of the live rows of *merged*, streamed (the merged
+        parts are never in memory whole).'''
         frame = (pl.concat([pl.scan_parquet(self._path(p['name']))
                             for p in merged], how='diagonal_relaxed')
-                 .filter(pl.col('fid').is_in(self.live_fids)).collect())
+                 .filter(pl.col('fid').is_in(self.live_fids)))
         name = self._new_part_name()
-        _write(frame, self._path(name))
+        path = self._path(name)
+        frame.sink_parquet(f'{path}.partial', row_group_size=ROW_GROUP)
+        os.replace(f'{path}.partial', path)
         for part in merged:
             os.remove(self._path(part['name']))
-        return {'name': name, 'rows': frame.height}
+        rows = pl.scan_parquet(path).select(pl.len()).collect().item()
+        return {'name': name, 'rows': rows}
 
     def _new_part_name(self):
         number = self.manifest['next_part']
@@ -315,7 +323,7 @@ def _check_part(path):
 
 def _write(frame, path):
     partial = f'{path}.partial'
-    frame.write_parquet(partial, statistics=True, row_group_size=65536)
+    frame.write_parquet(partial, statistics=True, row_group_size=ROW_GROUP)
     os.replace(partial, path)
 
 
