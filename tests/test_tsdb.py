@@ -35,8 +35,9 @@ def lines_of(runs):
 
 
 def comparable(runs):
-    '''What a run is, as both the perflog and the database hold it.'''
-    return sorted((round(r.time, 3), r.system, r.partition, r.display_name,
+    '''What a run is, as both the perflog and the database hold it (the
+    perflog's time to the second, the database's to the millisecond).'''
+    return sorted((int(r.time), r.system, r.partition, r.display_name,
                    r.result, tuple((k, r.params.get(k))
                                    for k in series.LABELS),
                    tuple(sorted((n, m.value, m.unit, m.ref or 0.0, m.lower,
