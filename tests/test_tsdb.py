@@ -40,9 +40,17 @@ def comparable(runs):
     return sorted((int(r.time), r.system, r.partition, r.display_name,
                    r.result, tuple((k, r.params.get(k))
                                    for k in series.LABELS),
-                   tuple(sorted((n, m.value, m.unit, m.ref or 0.0, m.lower,
-                                 m.upper) for n, m in r.metrics.items())))
+                   tuple(sorted((n, _digits(m.value), m.unit,
+                                 _digits(m.ref or 0.0), _digits(m.lower),
+                                 _digits(m.upper))
+                                for n, m in r.metrics.items())))
                   for r in runs)
+
+
+def _digits(value):
+    '''*value* to the 12 significant digits VictoriaMetrics stores (it
+    keeps a value as a decimal mantissa and exponent).'''
+    return None if value is None else float(f'{value:.12g}')
 
 
 def test_every_run_reads_back_as_it_was(tmp_path):
