@@ -242,19 +242,29 @@ class Store:
         return _read_file(self, path, entry, writer)
 
     def _merge(self):
-        '''Merge the newest parts while :data:`FANOUT` of them share a
-        size class (rows, in powers of FANOUT): each row is rewritten
-        about log_FANOUT(rows) times over the store's life, and an update
-        writes in proportion to its new lines.'''
+        '''Merge :data:`FANOUT` parts of one size class (rows, in powers of
+        FANOUT) into one while there are as many, the smallest class
+        first: each row is rewritten about log_FANOUT(rows) times over the
+        store's life, and an update writes in proportion to its new lines.
+        The parts of a class need not be neighbours (a query orders rows
+        by file and line, never by part): an update's last, smaller part
+        sits between larger ones and would otherwise stop every merge
+        (a first build of 10.95 million lines left 92 parts).'''
         parts = self.manifest['parts']
 
         def level(part):
             return int(math.log(max(part['rows'], 1), FANOUT))
 
-        while (len(parts) >= FANOUT and
-               len({level(p) for p in parts[-FANOUT:]}) == 1):
-            merged = parts[-FANOUT:]
-            del parts[-FANOUT:]
+        while True:
+            classes = {}
+            for part in parts:
+                classes.setdefault(level(part), []).append(part)
+            full = [c for c in sorted(classes) if len(classes[c]) >= FANOUT]
+            if not full:
+                return
+            merged = classes[full[0]][:FANOUT]
+            names = {p['name'] for p in merged}
+            parts[:] = [p for p in parts if p['name'] not in names]
             parts.append(self._rewrite(merged))
 
     def _rewrite(self, merged):
