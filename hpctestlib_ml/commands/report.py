@@ -152,8 +152,8 @@ def _from_stores(args, stores, headlines, since, until, last, window):
     logged = selection.workload_metrics
     if frame is None:
         return Selected(data, read, [], logged)
-    totals, unkeyed = selection.totals(frame, headlines)
-    runs = selection.recent_runs(frame, headlines, last, window)
+    totals, unkeyed, runs = selection.latest(frame, headlines, last,
+                                             window)
 
     def case_values(system=None, chosen_headlines=headlines):
         chosen = selection.narrow(frame, system) if system else frame

@@ -209,12 +209,16 @@ def _number(text):
         return None
 
 
+_SECONDS = re.compile(r'\d+(\.\d*)?')
+_OFFSET = re.compile(r'([+-]\d\d)(\d\d)$')
+
+
 def parse_time(text):
     '''Unix seconds of an ISO 8601 time (ReFrame's ``%Y-%m-%dT%H:%M:%S%z``).'''
     text = text.strip()
-    if re.fullmatch(r'\d+(\.\d*)?', text):
+    if _SECONDS.fullmatch(text):
         return float(text)
-    text = re.sub(r'([+-]\d\d)(\d\d)$', r'\1:\2', text)
+    text = _OFFSET.sub(r'\1:\2', text)
     moment = datetime.datetime.fromisoformat(text)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.timezone.utc)
@@ -309,7 +313,7 @@ def _run_from_row(row, index, metric_columns):
     if not metrics and result == 'pass':
         return 'dry-run'
     params = {name: row[i] for name, i in index.items()
-              if name in CASE_FIELDS + PROVENANCE_FIELDS + RESULT_FIELDS}
+              if name in _KEPT_FIELDS}
     return Run(when, system, partition, field('display_name'), result,
                params, metrics)
 
@@ -319,6 +323,8 @@ PROVENANCE_FIELDS = ('suite_version', 'framework_versions', 'cuda_version',
                      'gpu_driver', 'nccl_version', 'container_image',
                      'env_switches', 'energy_counter', 'device_ran',
                      'mfu_peak', 'job_nodelist')
+#: The fields a :class:`Run` keeps in its ``params``.
+_KEPT_FIELDS = frozenset(CASE_FIELDS + PROVENANCE_FIELDS + RESULT_FIELDS)
 
 
 def perflog_files(directory):

@@ -20,6 +20,10 @@ import polars as pl
 
 from hpctestlib_ml.report import changes, history
 
+#: The time buckets (seconds) in which :meth:`StoreSelection.latest` first
+#: counts each case's runs: a day, a night's sweep.
+DAY = 86400.0
+
 
 @dataclasses.dataclass
 class CaseTotals:
@@ -42,6 +46,13 @@ class StoreSelection:
         frames = [f for f in frames if f is not None]
         self.frame = (pl.concat(frames, how='diagonal_relaxed')
                       if frames else None)
+        # Each file's place in the perflogs' order (by path, as the line
+        # reader reads them), joined to the few rows that need it.
+        order = [(rank, entry.fid, place) for rank, store in
+                 enumerate(stores) for place, (_, entry) in
+                 enumerate(sorted(store.manifest['files'].items()))]
+        self.order = pl.DataFrame(order, orient='row', schema={
+            'source': pl.Int32, 'fid': pl.Int32, 'order': pl.Int32})
         self.names = {kind: {n: k for k, n in table.items()}
                       for kind, table in self.keys.items()}
         self.headers = {}
@@ -62,23 +73,31 @@ class StoreSelection:
         return table[key]
 
     def _scan(self, rank, store):
+        '''*store*'s rows, its keys numbered as all stores' are (a
+        join with each key that numbers differently: one store's never
+        do; a join, unlike ``replace_strict``, keeps polars' streaming
+        engine streaming, in bounded memory).'''
         frame = store.scan()
         if frame is None:
             return None
-        remap = []
         for kind in ('case', 'group', 'workload', 'system', 'partition',
                      'node'):
             local = store.manifest['keys'][kind]
             mapping = {n: self._global(kind, k) for k, n in local.items()}
-            remap.append(pl.col(kind).replace_strict(
-                mapping, default=None, return_dtype=pl.Int32))
-        files = sorted(store.manifest['files'].items())
-        order = {e.fid: i for i, (_, e) in enumerate(files)}
-        return frame.with_columns(
-            *remap, pl.lit(rank, pl.Int32).alias('source'),
-            pl.col('fid').replace_strict(order, default=None,
-                                         return_dtype=pl.Int32)
-            .alias('order'))
+            if all(n == g for n, g in mapping.items()):
+                continue
+            table = pl.DataFrame(
+                {kind: list(mapping), '_global': list(mapping.values())},
+                schema={kind: pl.Int32, '_global': pl.Int32})
+            frame = (frame.join(table.lazy(), on=kind, how='left')
+                     .drop(kind).rename({'_global': kind}))
+        return frame.with_columns(pl.lit(rank, pl.Int32).alias('source'))
+
+    def _with_order(self, frame):
+        '''*frame* with ``order``: its file's place in the perflogs'
+        order.'''
+        return frame.join(self.order.lazy(), on=['source', 'fid'],
+                          how='left')
 
     # Selection
 
@@ -106,69 +125,120 @@ class StoreSelection:
                 frame = frame.filter(pl.col(kind) == number)
         return frame
 
-    def _headline_value(self, frame, headlines, by='case'):
-        '''*frame* with ``hv``: each row's headline value (its case's
-        workload's declared headline), and the cases whose workload
-        declares none (their runs are all kept).'''
-        names = self.names.get(by, {})
+    def _headlines(self, headlines, by='case'):
+        '''({headline metric logged: the *by* numbers of the cases whose
+        workload declares it}, the numbers of the cases whose workload
+        declares none: their runs are all kept).'''
         by_metric, undeclared = {}, []
-        for number, key in names.items():
+        for number, key in self.names.get(by, {}).items():
             workload = json.loads(key)[0]
-            if workload in headlines:
+            if workload not in headlines:
+                undeclared.append(number)
+            elif headlines[workload].metric in self.metrics:
                 by_metric.setdefault(headlines[workload].metric,
                                      []).append(number)
-            else:
-                undeclared.append(number)
-        value = pl.lit(None, pl.Float64)
-        for metric, numbers in by_metric.items():
-            if metric in self.metrics:
-                value = pl.when(pl.col(by).is_in(numbers)).then(
-                    pl.col(f'v:{metric}')).otherwise(value)
-        return frame.with_columns(value.alias('hv')), undeclared
+        return by_metric, undeclared
 
-    def totals(self, frame, headlines):
-        '''Case key (``Run.case_here``) -> :class:`CaseTotals`; and the
-        runs without a ``reference_case``.'''
-        frame, _ = self._headline_value(frame, headlines)
-        good = pl.col('ok') & pl.col('hv').is_not_null()
-        table = frame.group_by('case').agg(
+    def _headline_value(self, frame, headlines, by='case'):
+        '''*frame* with ``hv``: each row's headline value (its case's
+        workload's declared headline); and the undeclared cases
+        (:meth:`_headlines`).'''
+        by_metric, undeclared = self._headlines(headlines, by)
+        return (frame.with_columns(_per_case(by_metric, 'v:', by=by)
+                                   .alias('hv')), undeclared)
+
+    def latest(self, frame, headlines, last, window):
+        '''(case key (``Run.case_here``) -> :class:`CaseTotals`, the runs
+        without a ``reference_case``, and the runs each case's report
+        looks at (module docstring) as :class:`~.history.Run`, in the
+        order the perflogs hold them).
+
+        Two passes over the store in polars' streaming engine, in memory
+        that does not grow with the rows. The first counts each case's
+        rows per :data:`DAY` (sums, minima and maxima of each figure
+        column: a headline value chosen per row, or a per-case ``top_k``
+        over all rows, would hold the rows in memory); the counts give,
+        for each kind of run the report wants the latest *n* of, the day
+        from which on each case has *n* of them. The second reads the
+        rows from that day on (the Parquet row groups of older times
+        skipped by their statistics where every case has such a day),
+        among which each case's *n*-th latest is found exactly.'''
+        by_metric, undeclared = self._headlines(headlines)
+        deep = max(changes.MAX_HISTORY, 2 * last)
+        # (rows counted per day, n, the same as a condition on the rows)
+        wanted = [('n:good', deep, pl.col('ok') & pl.col('hv').is_not_null()),
+                  ('passed', last, pl.col('ok')),
+                  ('n:has', 1, pl.col('hv').is_not_null())]
+        extra = [m for m in ('mfu', 'energy_per_sample_J')
+                 if m in self.metrics]
+        wanted += [(f'good:{m}', last,
+                    pl.col('ok') & pl.col(f'v:{m}').is_not_null())
+                   for m in extra]
+        figures = []
+        for metric in sorted(set(by_metric) | set(extra)):
+            value = pl.col(f'v:{metric}')
+            passing = pl.when(pl.col('ok')).then(value)
+            figures += [passing.min().alias(f'min:{metric}'),
+                        passing.max().alias(f'max:{metric}'),
+                        passing.is_not_null().sum().alias(f'good:{metric}'),
+                        value.is_not_null().sum().alias(f'has:{metric}')]
+        days = frame.group_by(
+            'case', (pl.col('time') // DAY).alias('day')).agg(
             pl.len().alias('runs'), (~pl.col('ok')).sum().alias('failures'),
             pl.col('ok').sum().alias('passed'),
-            pl.col('hv').filter(good).min().alias('minimum'),
-            pl.col('hv').filter(good).max().alias('maximum'),
-            (~pl.col('keyed')).sum().alias('unkeyed')).collect()
+            (~pl.col('keyed')).sum().alias('unkeyed'),
+            pl.col('time').max().alias('latest'),
+            pl.col('time').min().alias('earliest'), *figures
+        ).collect(engine='streaming').with_columns(
+            _per_case(by_metric, 'min:').alias('minimum'),
+            _per_case(by_metric, 'max:').alias('maximum'),
+            _per_case(by_metric, 'good:', 0).alias('n:good'),
+            _per_case(by_metric, 'has:', 0).alias('n:has'))
+        table = days.group_by('case').agg(
+            pl.col('runs', 'failures', 'passed', 'unkeyed').sum(),
+            pl.col('minimum').min(), pl.col('maximum').max(),
+            pl.col('latest').max())
         names = self.names.get('case', {})
         totals = {tuple(json.loads(names[row['case']])): CaseTotals(
             row['runs'], row['failures'], row['passed'], row['minimum'],
             row['maximum']) for row in table.iter_rows(named=True)}
-        return totals, int(table['unkeyed'].sum()) if table.height else 0
+        unkeyed = int(table['unkeyed'].sum()) if table.height else 0
+        if not table.height:
+            return totals, unkeyed, []
 
-    def recent_runs(self, frame, headlines, last, window):
-        '''The runs each case's report looks at (module docstring), as
-        :class:`~.history.Run`, in the order the perflogs hold them.'''
-        frame, undeclared = self._headline_value(frame, headlines)
-        deep = max(changes.MAX_HISTORY, 2 * last)
-        cuts = [_nth_latest(frame, pl.col('ok') & pl.col('hv').is_not_null(),
-                            deep),
-                _nth_latest(frame, pl.col('ok'), last),
-                _nth_latest(frame, pl.col('hv').is_not_null(), 1)]
-        for metric in ('mfu', 'energy_per_sample_J'):
-            if metric in self.metrics:
-                cuts.append(_nth_latest(
-                    frame, pl.col('ok') & pl.col(f'v:{metric}').is_not_null(),
-                    last))
-        latest = frame.group_by('case').agg(
-            (pl.col('time').max() - window).alias('cut'))
-        cut = pl.concat([latest.collect(), *[c.collect() for c in cuts]],
-                        how='vertical_relaxed')
-        cut = cut.group_by('case').agg(pl.col('cut').min())
-        if undeclared:
-            cut = cut.with_columns(
-                pl.when(pl.col('case').is_in(undeclared))
-                .then(-math.inf).otherwise(pl.col('cut')).alias('cut'))
-        chosen = (frame.join(cut.lazy(), on='case', how='inner')
+        # Each case's first row to read: the earliest of the day where,
+        # counted back from its latest day, each kind of run reaches its
+        # n (-inf: never)
+        back = days.sort('day', descending=True)
+        starts = [table.select('case', (pl.col('latest') - window)
+                               .alias('start'))]
+        for column, n, _ in wanted:
+            reached = (back.with_columns(pl.col(column).cum_sum()
+                                         .over('case').alias('count'))
+                       .filter(pl.col('count') >= n)
+                       .group_by('case')
+                       .agg(pl.col('earliest').sort_by('day').last()))
+            starts.append(table.select('case').join(
+                reached, on='case', how='left').select(
+                'case', pl.col('earliest').fill_null(-math.inf)))
+        start = _earliest(starts, undeclared)
+        if math.isfinite(start['cut'].min()):
+            frame = frame.filter(pl.col('time') >= start['cut'].min())
+        columns = ['case', 'source', 'fid', 'line', 'time', 'ok',
+                   *[f'v:{m}' for m in sorted(set(by_metric) | set(extra))]]
+        rows = (frame.join(start.lazy(), on='case', how='inner')
+                .filter(pl.col('time') >= pl.col('cut'))
+                .select(columns).collect(engine='streaming'))
+        rows, _ = self._headline_value(rows.lazy(), headlines)
+
+        # The exact cut of each case among those rows
+        cut = _earliest([table.select('case', (pl.col('latest') - window)
+                                      .alias('cut')),
+                         *[_nth_latest(rows, condition, n).collect()
+                           for _, n, condition in wanted]], undeclared)
+        chosen = (rows.join(cut.lazy(), on='case', how='inner')
                   .filter(pl.col('time') >= pl.col('cut')))
-        return self.runs_of(chosen)
+        return totals, unkeyed, self.runs_of(chosen)
 
     def runs_of(self, frame, exact_times=False):
         '''The :class:`~.history.Run` of each row of *frame* (a
@@ -176,8 +246,9 @@ class StoreSelection:
         numeric columns first; their lines are then read from the row
         groups of their times only (the ``raw`` column is most of the
         store). *exact_times*: few rows, far apart in time.'''
-        keys = (frame.select('source', 'order', 'fid', 'line', 'time')
-                .collect())
+        keys = self._with_order(
+            frame.select('source', 'fid', 'line', 'time')
+        ).collect(engine='streaming')
         found = []
         for source, store in enumerate(self.stores):
             mine = keys.filter(pl.col('source') == source)
@@ -214,8 +285,8 @@ class StoreSelection:
         values > 0 in time order, runs, failures, the first run with the
         headline) for :func:`~.analysis.case_stats`; and the runs of the
         cases whose workload declares no headline.'''
-        frame, undeclared = self._headline_value(frame, headlines,
-                                                 by='group')
+        frame, undeclared = self._headline_value(self._with_order(frame),
+                                                 headlines, by='group')
         order = ['time', 'source', 'order', 'line']
         has = pl.col('hv').is_not_null()
         good = pl.col('ok') & (pl.col('hv') > 0)
@@ -263,15 +334,38 @@ class StoreSelection:
             pl.col('node').is_not_null().all().alias('swept'))
         here = here.join(swept, on='case')
         series = pl.when(pl.col('swept')).then(pl.col('node')).otherwise(-1)
-        here = here.with_columns(series.alias('series'))
+        here = self._with_order(here.with_columns(series.alias('series')))
+        # the latest in time, then in the perflogs' order (as the line
+        # reader's stable sort by time keeps them), of the rows with it
+        latest = pl.struct('time', 'source', 'order', 'line')
         keep = pl.lit(False)
         for metric in sorted(self.metrics):
             has = pl.col(f'v:{metric}').is_not_null()
-            rank = (pl.when(has).then(pl.col('time')).otherwise(None)
-                    .rank('ordinal', descending=True)
-                    .over('case', 'series'))
+            rank = (latest.rank('ordinal', descending=True)
+                    .over('case', 'series', has))
             keep = keep | (has & (rank <= changes.MAX_HISTORY))
         return self.runs_of(here.filter(keep))
+
+
+def _per_case(by_metric, prefix, default=None, by='case'):
+    '''The column *prefix* + each case's headline metric, by the case
+    numbers *by_metric* (:meth:`StoreSelection._headlines`).'''
+    value = pl.lit(default, pl.Float64 if default is None else pl.Int64)
+    for metric, numbers in by_metric.items():
+        value = pl.when(pl.col(by).is_in(numbers)).then(
+            pl.col(f'{prefix}{metric}')).otherwise(value)
+    return value
+
+
+def _earliest(frames, undeclared):
+    '''Per case, the least ``cut`` or ``start`` of *frames*, as ``cut``;
+    -inf for the *undeclared* cases.'''
+    found = (pl.concat([f.rename({f.columns[1]: 'cut'}) for f in frames],
+                       how='vertical_relaxed')
+             .group_by('case').agg(pl.col('cut').min()))
+    return found.with_columns(
+        pl.when(pl.col('case').is_in(undeclared)).then(-math.inf)
+        .otherwise(pl.col('cut')).alias('cut'))
 
 
 def _nth_latest(frame, condition, n):
