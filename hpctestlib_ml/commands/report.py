@@ -148,11 +148,12 @@ def _from_stores(args, stores, headlines, since, until, last, window):
         for reason, count in skipped.items():
             data.skip(reason, count)
     selection = recent.StoreSelection(stores)
-    frame = selection.select(args.system, None, args.workload, since, until)
+    frame, days = selection.select(args.system, None, args.workload, since,
+                                   until)
     logged = selection.workload_metrics
     if frame is None:
         return Selected(data, read, [], logged)
-    totals, unkeyed, runs = selection.latest(frame, headlines, last,
+    totals, unkeyed, runs = selection.latest(frame, days, headlines, last,
                                              window)
 
     def case_values(system=None, chosen_headlines=headlines):

@@ -218,8 +218,10 @@ def parse_time(text):
     text = text.strip()
     if _SECONDS.fullmatch(text):
         return float(text)
-    text = _OFFSET.sub(r'\1:\2', text)
-    moment = datetime.datetime.fromisoformat(text)
+    try:                # Python 3.11 reads ReFrame's +0000 itself
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        moment = datetime.datetime.fromisoformat(_OFFSET.sub(r'\1:\2', text))
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.timezone.utc)
     return moment.timestamp()

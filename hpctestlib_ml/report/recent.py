@@ -19,10 +19,7 @@ import math
 import polars as pl
 
 from hpctestlib_ml.report import changes, history
-
-#: The time buckets (seconds) in which :meth:`StoreSelection.latest` first
-#: counts each case's runs: a day, a night's sweep.
-DAY = 86400.0
+from hpctestlib_ml.report import store as stores
 
 
 @dataclasses.dataclass
@@ -46,6 +43,11 @@ class StoreSelection:
         frames = [f for f in frames if f is not None]
         self.frame = (pl.concat(frames, how='diagonal_relaxed')
                       if frames else None)
+        days = [self._scan(rank, store, days=True) for rank, store in
+                enumerate(stores)]
+        days = [f for f in days if f is not None]
+        self.days = (pl.concat(days, how='diagonal_relaxed')
+                     if days else None)
         # Each file's place in the perflogs' order (by path, as the line
         # reader reads them), joined to the few rows that need it.
         order = [(rank, entry.fid, place) for rank, store in
@@ -72,16 +74,18 @@ class StoreSelection:
             table[key] = len(table)
         return table[key]
 
-    def _scan(self, rank, store):
-        '''*store*'s rows, its keys numbered as all stores' are (a
-        join with each key that numbers differently: one store's never
-        do; a join, unlike ``replace_strict``, keeps polars' streaming
-        engine streaming, in bounded memory).'''
-        frame = store.scan()
+    def _scan(self, rank, store, days=False):
+        '''*store*'s rows (with *days*, its counts per day), its keys
+        numbered as all stores' are (a join with each key that numbers
+        differently: one store's never do; a join, unlike
+        ``replace_strict``, keeps polars' streaming engine streaming, in
+        bounded memory).'''
+        frame = store.scan(days)
         if frame is None:
             return None
-        for kind in ('case', 'group', 'workload', 'system', 'partition',
-                     'node'):
+        kinds = (('case', 'workload', 'system', 'partition') if days else
+                 ('case', 'group', 'workload', 'system', 'partition', 'node'))
+        for kind in kinds:
             local = store.manifest['keys'][kind]
             mapping = {n: self._global(kind, k) for k, n in local.items()}
             if all(n == g for n, g in mapping.items()):
@@ -103,15 +107,19 @@ class StoreSelection:
 
     def select(self, system=None, partition=None, workload=None, since=None,
                until=None):
-        '''The rows matching the report's filters (a LazyFrame), or None.'''
+        '''The rows matching the report's filters (a LazyFrame), or None;
+        and their counts per day (:func:`.store.day_counts`), or None where
+        *since* or *until* cut days.'''
         if self.frame is None:
-            return None
+            return None, None
         frame = self.narrow(self.frame, system, partition, workload)
         if since is not None:
             frame = frame.filter(pl.col('time') >= since)
         if until is not None:
             frame = frame.filter(pl.col('time') <= until)
-        return frame
+        days = (None if since is not None or until is not None else
+                self.narrow(self.days, system, partition, workload))
+        return frame, days
 
     def narrow(self, frame, system=None, partition=None, workload=None):
         '''The rows of *frame* of *system* (``sys:part``), *partition*
@@ -147,22 +155,24 @@ class StoreSelection:
         return (frame.with_columns(_per_case(by_metric, 'v:', by=by)
                                    .alias('hv')), undeclared)
 
-    def latest(self, frame, headlines, last, window):
+    def latest(self, frame, days, headlines, last, window):
         '''(case key (``Run.case_here``) -> :class:`CaseTotals`, the runs
         without a ``reference_case``, and the runs each case's report
         looks at (module docstring) as :class:`~.history.Run`, in the
         order the perflogs hold them).
 
-        Two passes over the store in polars' streaming engine, in memory
-        that does not grow with the rows. The first counts each case's
-        rows per :data:`DAY` (sums, minima and maxima of each figure
-        column: a headline value chosen per row, or a per-case ``top_k``
-        over all rows, would hold the rows in memory); the counts give,
-        for each kind of run the report wants the latest *n* of, the day
-        from which on each case has *n* of them. The second reads the
-        rows from that day on (the Parquet row groups of older times
-        skipped by their statistics where every case has such a day),
-        among which each case's *n*-th latest is found exactly.'''
+        *days*: the selected rows' counts per day
+        (:func:`.store.day_counts`, kept with the store's parts), or None
+        (counted here from *frame*, in polars' streaming engine). The
+        counts give the totals and, for each kind of run the report wants
+        the latest *n* of, the day from which on each case has *n* of
+        them; the rows from that day on are read (the Parquet row groups
+        of older times skipped by their statistics where every case has
+        such a day), and among them each case's *n*-th latest found
+        exactly. What the report reads grows with the days and the cases
+        of the history, and the runs it shows, not with its runs (a
+        headline value chosen per row, or a per-case ``top_k`` over all
+        rows, would also hold the rows in memory).'''
         by_metric, undeclared = self._headlines(headlines)
         deep = max(changes.MAX_HISTORY, 2 * last)
         # (rows counted per day, n, the same as a condition on the rows)
@@ -174,21 +184,21 @@ class StoreSelection:
         wanted += [(f'good:{m}', last,
                     pl.col('ok') & pl.col(f'v:{m}').is_not_null())
                    for m in extra]
-        figures = []
-        for metric in sorted(set(by_metric) | set(extra)):
-            value = pl.col(f'v:{metric}')
-            passing = pl.when(pl.col('ok')).then(value)
-            figures += [passing.min().alias(f'min:{metric}'),
-                        passing.max().alias(f'max:{metric}'),
-                        passing.is_not_null().sum().alias(f'good:{metric}'),
-                        value.is_not_null().sum().alias(f'has:{metric}')]
-        days = frame.group_by(
-            'case', (pl.col('time') // DAY).alias('day')).agg(
-            pl.len().alias('runs'), (~pl.col('ok')).sum().alias('failures'),
-            pl.col('ok').sum().alias('passed'),
-            (~pl.col('keyed')).sum().alias('unkeyed'),
-            pl.col('time').max().alias('latest'),
-            pl.col('time').min().alias('earliest'), *figures
+        used = sorted(set(by_metric) | set(extra))
+        if days is None:
+            days = stores.day_counts(
+                frame.select('case', 'time', 'ok', 'keyed',
+                             *[f'v:{m}' for m in used]), ('case', 'day'))
+        else:
+            days = stores.combine_days(days, ('case', 'day'))
+        present = days.collect_schema().names()
+        figures = [f'{kind}:{metric}' for metric in used
+                   for kind in ('min', 'max', 'good', 'has')]
+        days = days.select(
+            'case', 'day', 'runs', 'failures', 'passed', 'unkeyed', 'latest',
+            'earliest', *[pl.col(c) if c in present else
+                          pl.lit(None if c[:3] in ('min', 'max') else 0)
+                          .alias(c) for c in figures]
         ).collect(engine='streaming').with_columns(
             _per_case(by_metric, 'min:').alias('minimum'),
             _per_case(by_metric, 'max:').alias('maximum'),

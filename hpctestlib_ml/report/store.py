@@ -25,8 +25,11 @@ Layout of a store (one per perflog directory or file, under
 - ``part-N.parquet``: one row per run: the numbered keys (``case``: the
   run's :attr:`~.history.Run.case_here`; ``group``: its
   :attr:`~.history.Run.case`), its time, whether it passed, a column
-  ``v:<metric>`` per figure, and the run itself as JSON (``run``), read
-  back only for the runs a report shows (:mod:`.recent`).
+  ``v:<metric>`` per figure, and its perflog line (``raw``), read back
+  only for the runs a report shows (:mod:`.recent`);
+- ``part-N.days.parquet``: the same rows counted per file, case and
+  :data:`DAY` (:func:`day_counts`): what a report reads of the whole
+  history, in rows that grow with the days and the cases, not the runs.
 
 A perflog that grew is read from where the store stopped; one that was
 replaced, cut, rewritten or rotated (ReFrame moves a file whose header
@@ -48,7 +51,7 @@ from hpctestlib_ml.report import history
 from hpctestlib_ml.report import perflog_columns as columns
 
 #: The store's format: a store of another is rebuilt.
-FORMAT = 1
+FORMAT = 2
 #: Where the stores live, or ``off``: the setting ``HPCML_HISTORY_STORE``
 #: (:type: str, a directory or ``off``; :default: ``$HPCML_VAR_DIR/
 #: history``). ``off`` reads the perflogs line by line at every report.
@@ -62,6 +65,9 @@ CHUNK_BYTES = 8 << 20
 ROW_GROUP = 65536
 #: Parts of one size class merged into one (:meth:`Store._merge`).
 FANOUT = 8
+#: The time buckets (seconds) of a part's counts (:func:`day_counts`): a
+#: day, a night's sweep.
+DAY = 86400.0
 
 
 #: The numbered keys of each row, and their types.
@@ -157,7 +163,9 @@ class Store:
         try:
             files = {p: Entry(**e) for p, e in manifest['files'].items()}
             for part in manifest['parts']:
-                _check_part(self._path(part['name']))
+                _check_part(self._path(part['name']), ROW_COLUMNS)
+                _check_part(self._path(_days_name(part['name'])),
+                            DAY_COLUMNS)
         except (KeyError, TypeError) as err:
             raise StoreError(f'manifest.json: {err!r}') from None
         manifest['files'] = files
@@ -277,8 +285,14 @@ class Store:
         path = self._path(name)
         frame.sink_parquet(f'{path}.partial', row_group_size=ROW_GROUP)
         os.replace(f'{path}.partial', path)
+        days = (pl.concat([pl.scan_parquet(self._path(_days_name(p['name'])))
+                           for p in merged], how='diagonal_relaxed')
+                .filter(pl.col('fid').is_in(self.live_fids)))
+        _write(combine_days(days, DAY_KEYS).collect(),
+               self._path(_days_name(name)))
         for part in merged:
             os.remove(self._path(part['name']))
+            os.remove(self._path(_days_name(part['name'])))
         rows = pl.scan_parquet(path).select(pl.len()).collect().item()
         return {'name': name, 'rows': rows}
 
@@ -289,13 +303,15 @@ class Store:
 
     # Reading
 
-    def scan(self):
-        '''A polars LazyFrame of the live rows of every part.'''
+    def scan(self, days=False):
+        '''A polars LazyFrame of the live rows of every part (with *days*,
+        of their counts per day: :func:`day_counts`).'''
         parts = self.manifest['parts']
         if not parts:
             return None
-        frame = pl.concat([pl.scan_parquet(self._path(p['name']))
-                           for p in parts], how='diagonal_relaxed')
+        frame = pl.concat([pl.scan_parquet(self._path(
+            _days_name(p['name']) if days else p['name'])) for p in parts],
+            how='diagonal_relaxed')
         return frame.filter(pl.col('fid').is_in(self.live_fids))
 
     def counts(self):
@@ -316,7 +332,62 @@ class Store:
         return os.path.join(self.given, os.path.relpath(path, self.source))
 
 
-def _check_part(path):
+def _days_name(part):
+    return part.replace('.parquet', '.days.parquet')
+
+
+#: The keys of a part's counts per day (:func:`day_counts`).
+DAY_KEYS = ('fid', 'case', 'workload', 'system', 'partition', 'day')
+#: The columns of every part's counts per day (beside ``min:<metric>``,
+#: ``max:<metric>``, ``good:<metric>`` and ``has:<metric>`` per figure).
+DAY_COLUMNS = (*DAY_KEYS, 'runs', 'failures', 'passed', 'unkeyed', 'latest',
+               'earliest')
+
+
+def day_counts(frame, keys=DAY_KEYS):
+    '''The rows of *frame* (a part's, a LazyFrame) counted per *keys*
+    (``day``: the :data:`DAY` of ``time``): runs, failures, passed, runs
+    without a ``reference_case`` (``unkeyed``), latest and earliest time,
+    and per figure its least and greatest passing value, its passing runs
+    (``good:``) and its runs (``has:``). The counts of several parts are
+    combined by :func:`combine_days`.'''
+    figures = []
+    for column in frame.collect_schema().names():
+        if column.startswith('v:'):
+            metric, value = column[2:], pl.col(column)
+            passing = pl.when(pl.col('ok')).then(value)
+            figures += [passing.min().alias(f'min:{metric}'),
+                        passing.max().alias(f'max:{metric}'),
+                        passing.is_not_null().sum().cast(pl.Int64)
+                        .alias(f'good:{metric}'),
+                        value.is_not_null().sum().cast(pl.Int64)
+                        .alias(f'has:{metric}')]
+    return frame.with_columns((pl.col('time') // DAY).alias('day')).group_by(
+        keys).agg(
+        pl.len().cast(pl.Int64).alias('runs'),
+        (~pl.col('ok')).sum().cast(pl.Int64).alias('failures'),
+        pl.col('ok').sum().cast(pl.Int64).alias('passed'),
+        (~pl.col('keyed')).sum().cast(pl.Int64).alias('unkeyed'),
+        pl.col('time').max().alias('latest'),
+        pl.col('time').min().alias('earliest'), *figures)
+
+
+def combine_days(frame, keys):
+    ''':func:`day_counts` (a LazyFrame) combined per *keys*.'''
+    combined = []
+    for column in frame.collect_schema().names():
+        if column in keys:
+            continue
+        if column.startswith(('min:', 'earliest')):
+            combined.append(pl.col(column).min())
+        elif column.startswith(('max:', 'latest')):
+            combined.append(pl.col(column).max())
+        else:
+            combined.append(pl.col(column).sum())
+    return frame.group_by(keys).agg(combined)
+
+
+def _check_part(path, columns):
     ''':class:`StoreError` unless *path* is a readable Parquet file.'''
     try:
         schema = pl.read_parquet_schema(path)
@@ -325,7 +396,7 @@ def _check_part(path):
     except Exception as err:        # polars' and the OS's errors alike
         raise StoreError(f'{os.path.basename(path)}: '
                          f'{str(err).splitlines()[0]}') from None
-    missing = set(ROW_COLUMNS) - set(schema)
+    missing = set(columns) - set(schema)
     if missing:
         raise StoreError(f'{os.path.basename(path)} lacks the columns '
                          f'{", ".join(sorted(missing))}')
@@ -405,6 +476,8 @@ class _PartWriter:
         frame = pl.concat(self.frames, how='diagonal_relaxed')
         name = self.store._new_part_name()
         _write(frame, self.store._path(name))
+        _write(day_counts(frame.lazy()).collect(),
+               self.store._path(_days_name(name)))
         self.store.manifest['parts'].append({'name': name,
                                              'rows': frame.height})
         self.frames, self.rows = [], 0
