@@ -7,6 +7,7 @@ records it missed from the next session; hpcml report --tsdb reads a
 history back."""
 import contextlib
 import io
+import math
 import os
 import pathlib
 import threading
@@ -36,27 +37,35 @@ def lines_of(runs):
 
 def comparable(runs):
     '''What a run is, as both the perflog and the database hold it (the
-    perflog's time to the second, the database's to the millisecond).'''
-    return sorted((int(r.time), r.system, r.partition, r.display_name,
-                   r.result, tuple((k, r.params.get(k))
-                                   for k in series.LABELS),
-                   tuple(sorted((n, _digits(m.value), m.unit,
-                                 _digits(m.ref or 0.0), _digits(m.lower),
-                                 _digits(m.upper))
-                                for n, m in r.metrics.items())))
+    perflog's time to the second, the database's to the millisecond):
+    (what names it, its numbers), in order.'''
+    return sorted(((int(r.time), r.system, r.partition, r.display_name,
+                    r.result, tuple((k, r.params.get(k))
+                                    for k in series.LABELS),
+                    tuple(sorted((n, m.unit) for n, m in r.metrics.items()))),
+                   [number for _, m in sorted(r.metrics.items())
+                    for number in (m.value, m.ref or 0.0, m.lower, m.upper)])
                   for r in runs)
 
 
-def _digits(value):
-    '''*value* to the 12 significant digits VictoriaMetrics stores (it
-    keeps a value as a decimal mantissa and exponent).'''
-    return None if value is None else float(f'{value:.12g}')
+def assert_same_runs(found, expected):
+    '''*found* (read back) are the *expected* runs, their numbers equal
+    to VictoriaMetrics' precision: it keeps a value as a decimal mantissa
+    and exponent, of 10 to 13 significant digits (20,000 random values
+    imported and exported: relative difference at most 1.0e-12;
+    5863.187748994534 came back as 5863.187749).'''
+    found, expected = comparable(found), comparable(expected)
+    assert [name for name, _ in found] == [name for name, _ in expected]
+    for (name, numbers), (_, wanted) in zip(found, expected):
+        assert all(a == b or (a is not None and b is not None and
+                              math.isclose(a, b, rel_tol=1e-11))
+                   for a, b in zip(numbers, wanted)), (name, numbers, wanted)
 
 
 def test_every_run_reads_back_as_it_was(tmp_path):
     generate(tmp_path / 'logs', days=8, slowdown=('BERTLarge', 4, 0.8))
     runs = history.read_perflogs([tmp_path / 'logs']).runs
-    assert comparable(series.runs_of(lines_of(runs))) == comparable(runs)
+    assert_same_runs(series.runs_of(lines_of(runs)), runs)
 
 
 @pytest.fixture
@@ -86,7 +95,7 @@ def test_a_history_pushed_reads_back_and_reports(server, tmp_path):
     urllib.request.urlopen(request, timeout=60).read()
     server.export(expect=samples(runs))
     back = read.read_history(server.url)
-    assert comparable(back.runs) == comparable(runs)
+    assert_same_runs(back.runs, runs)
     booster = read.read_history(server.url, 'booster:gpu').runs
     assert booster and {r.where for r in booster} == {'booster:gpu'}
     # PromQL over the same series: the latest value of one case.
@@ -166,5 +175,5 @@ def test_a_session_reaches_victoriametrics_and_survives_its_stop(
     assert len(runs) == 4
     server.export(expect=samples(runs))
     back = read.read_history(server.url).runs
-    assert comparable(back) == comparable(runs)
+    assert_same_runs(back, runs)
     assert outbox.read_text() == ''
