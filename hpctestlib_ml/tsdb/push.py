@@ -9,12 +9,12 @@ database would hold the session) and drops a record whose post fails
 (``HTTPJSONHandler.emit``, reframe/core/logging.py 4.10). So the formatter
 sends the record itself and gives the handler nothing to post
 (``None``): it first appends the record's lines to an outbox on disk
-(:data:`OUTBOX`), then posts the whole outbox to ``/api/v1/import`` with
-a short timeout (:data:`TIMEOUT`), emptying it when the database took it.
-A database that is down or slow costs a session one timeout at most: the
-session stops trying, keeps its records in the outbox, tries once more at
-its end, and says in one line how many it kept; the next session's first
-record sends them. Past :data:`MAX_KEPT` lines, the oldest are dropped,
+(:func:`outbox_path`), then posts the whole outbox to ``/api/v1/import``
+with a short timeout (:data:`TIMEOUT`), emptying it when the database took
+it. A database that is down or slow costs a session two timeouts at most:
+at the first post that fails the session stops trying and keeps its
+records in the outbox; it tries once more at its end and says in one line
+how many it kept; the next session's first record sends them. Past :data:`MAX_KEPT` lines, the oldest are dropped,
 with one line and their count.
 
 ReFrame checks that the database answers when a session starts and
