@@ -7,13 +7,13 @@ them whenever it is missing, stale or of another :data:`FORMAT` (without
 a word) or unreadable (with one line saying so).
 
 Why Parquet and polars: polars comes with ReFrame (no new dependency);
-its lazy scans read only the columns and row groups a query needs
-(a night's report on 10 million lines reads four numeric columns, not the
-lines), and an update is one new Parquet file of the new lines
-(:meth:`Store.update`), merged with its neighbours once
-:data:`FANOUT` of one size have piled up, so that each line is rewritten
-only a few times over the store's life. DuckDB would do the same work as
-a ~30 MB dependency (bench/README.md, "The history store").
+its lazy scans read only the columns and row groups a query needs (a
+night's report on 10 million lines reads each part's counts per day and
+the row groups of the latest nights, not the lines), and an update is one
+new Parquet file of the new lines (:meth:`Store.update`), merged with
+others once :data:`FANOUT` of one size have piled up, so that each line
+is rewritten only a few times over the store's life. DuckDB would do the
+same work as a ~30 MB dependency (bench/README.md, "The history store").
 
 Layout of a store (one per perflog directory or file, under
 ``$HPCML_VAR_DIR/history/``, or :data:`STORE_ENV`):
