@@ -1,6 +1,7 @@
 # Quick start (see README.md):
 #   make suite   set up .venv and run the suite on this machine (config/local.py)
 #   make test    set up .venv and run the tests
+#   make docs    set up .venv and build the documentation (docs/_build/html)
 #
 # ARGS are passed to reframe (make suite ARGS='-n MMoCLIP --mode smoke'),
 # PYTEST_ARGS to pytest (make test PYTEST_ARGS='-m "not integration"').
@@ -9,14 +10,14 @@ PYTHON ?= python3
 VENV ?= .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: suite test setup clean
+.PHONY: suite test docs setup clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		-e '.[pytorch,tensorflow,test]'
+		-e '.[pytorch,tensorflow,test,docs]'
 	$(VENV)/bin/python -m hpctestlib_ml.venv_config
 	touch $@
 
@@ -25,6 +26,10 @@ suite: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# Warnings are errors (-W), as in CI; --keep-going lists them all.
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
 clean:
 	rm -rf var

@@ -1,7 +1,8 @@
 """Which kind of failure a training run had, and why, in one line.
 
 A failed case's message starts with its category, so that whoever reads it
-knows at once who acts on it (README.md, "Failures and who acts on them"):
+knows at once who acts on it (docs/guide/regression.md, "Triage: failures
+and who acts on them"):
 
 ``out_of_memory``  device or host memory ran out (the user's sizes)
 ``communication``  NCCL, RCCL, Gloo, MPI, collective timeouts, watchdogs
@@ -41,9 +42,9 @@ Pure: the standard library and the failures parser only.
 import dataclasses
 import re
 
-from hpctestlib_ml.parsers import failures
+from hpctestlib_ml.parsers import failures, labels
 
-#: The categories, in README's order.
+#: The categories, in the order of the docs' table of them.
 CATEGORIES = ('out_of_memory', 'communication', 'hardware', 'filesystem',
               'scheduler', 'numerics', 'software', 'bad_input')
 
@@ -904,16 +905,16 @@ def _where(line, cause, text):
 
 
 def _label(line, text):
-    '''The rank torchrun's label gives the line of *text* that holds
-    *line* ("[rank3]: torch.OutOfMemoryError: ..."), or None.'''
-    for match in _LABELLED.finditer(text):
-        if line[:100] in match.group(2):
-            return match.group(1)
+    '''The rank a launcher's label gives the line of *text* that holds
+    *line* ("[rank3]: torch.OutOfMemoryError: ...", :mod:`~hpctestlib_ml.
+    parsers.labels`), or None.'''
+    for whole in text.splitlines():
+        found, rest = labels.split(whole)
+        if found and line[:100] in rest:
+            rank = labels.rank_of(found)
+            if rank is not None:
+                return rank
     return None
-
-
-#: A line behind torchrun's label: "[rank3]: ...", "[default1]: ...".
-_LABELLED = re.compile(r'^\[(?:rank|default)(\d+)\]:\s*(.*)$', re.MULTILINE)
 
 
 #: A rank killed by SIGKILL as the failures parser words it, and what the

@@ -223,3 +223,21 @@ def test_a_first_build_of_many_parts_merges_them(tmp_path, monkeypatch):
     assert sum(p['rows'] for p in parts) == 7 * 25
     same_with_and_without(['report', '--perflogs', logs, '--no-plots'],
                           tmp_path / 'stores')
+
+
+def test_a_store_setting_that_is_no_directory_is_one_line(tmp_path):
+    '''Before, a file or an unwritable place there was passed over in
+    silence: every report read the perflogs line by line.'''
+    (tmp_path / 'perflogs').mkdir()
+    (tmp_path / 'a_file').write_text('')
+    for setting, why in [(tmp_path / 'a_file', 'not a directory'),
+                         (tmp_path / 'a_file' / 'below',
+                          'Not a directory')]:
+        status, lines, err = hpcml(['report', '--perflogs',
+                                    tmp_path / 'perflogs'], setting)
+        assert (status, lines) == (2, [])
+        assert err == (f"hpcml report: error: HPCML_HISTORY_STORE must be a "
+                       f"directory or off, got '{setting}' ({why}): fix "
+                       f"the environment variable HPCML_HISTORY_STORE (read "
+                       f"by hpctestlib_ml/report/store.py (hpcml report, "
+                       f"hpcml references))\n")

@@ -78,8 +78,9 @@ def test_the_page_cache_is_dropped_where_the_system_can(tmp_path):
 
 
 def test_checkpoint_is_the_registrys_model_and_optimizer(tmp_path):
-    '''Megatron 800M (908,759,040 parameters, README's count) with Adam:
-    parameters and two moments in fp32, 12 bytes a parameter.'''
+    '''Megatron 800M (908,759,040 parameters, the count on
+    docs/workloads/megatron.md) with Adam: parameters and two moments in
+    fp32, 12 bytes a parameter.'''
     (tmp_path / 'model_params.json').write_text(
         '{"megatron|800M": {"params": 908759040}}')
     total, what = state_size.checkpoint_bytes('megatron', '800M', tmp_path)
@@ -200,3 +201,60 @@ def test_a_directory_that_is_not_there_says_where_to_set_it(tmp_path):
         capture_output=True, text=True)
     assert proc.returncode == 2
     assert "extras['storage_dir'] or -S storage_dir=" in proc.stderr
+
+
+def test_storage_ranks_on_a_gpu_node_use_gloo_and_no_cuda_context(
+        monkeypatch):
+    '''storage_bench's start on a 4-GPU node (torch's GPU calls stood in
+    for): its collectives are barriers, so Gloo, not NCCL, and no
+    torch.cuda.set_device (a CUDA context per rank); the device record
+    still names the rank's GPU.'''
+    import torch
+    import torch_device
+    calls = {}
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 4)
+    monkeypatch.setattr(torch.cuda, 'set_device',
+                        lambda index: calls.setdefault('set_device', index))
+    monkeypatch.setattr(torch_device, 'init_process_group',
+                        lambda backend, env: calls.setdefault('backend',
+                                                              backend))
+    monkeypatch.setattr(torch_device, 'capability', lambda device: (9, 0))
+    monkeypatch.setattr(torch_device, 'emit_device',
+                        lambda device, rank: calls.setdefault('record',
+                                                              device))
+    monkeypatch.setattr(torch.distributed, 'get_rank', lambda: 1)
+    env = {'WORLD_SIZE': '4', 'LOCAL_RANK': '1', 'LOCAL_WORLD_SIZE': '4'}
+    rank, world, device = torch_device.start_ranks(env=env, computes=False)
+    assert (rank, world, device) == (1, 4, torch.device('cuda', 1))
+    assert calls == {'backend': 'gloo', 'record': torch.device('cuda', 1)}
+    # A program that computes keeps NCCL and its current device.
+    calls.clear()
+    torch_device.start_ranks(env=env, math_mode=False)
+    assert calls['backend'] == 'nccl' and calls['set_device'] == 1
+
+
+def test_the_storage_program_starts_its_ranks_without_computing(
+        monkeypatch, tmp_path):
+    import torch_device
+    from storage_bench.__main__ import main
+    asked = {}
+
+    class Started(Exception):
+        pass
+
+    def start_ranks(**kwargs):
+        asked.update(kwargs)
+        raise Started
+    monkeypatch.setattr(torch_device, 'start_ranks', start_ranks)
+    with pytest.raises(Started):
+        main(['--dir', str(tmp_path)])
+    assert asked['computes'] is False
+
+
+def test_the_storage_check_logs_no_gpu_memory():
+    # Nor does any other check's GPU case miss it.
+    from hpctestlib_ml.workloads.matmul_rate import MatmulRateBenchmark
+    from hpctestlib_ml.workloads.storage import StorageBenchmark
+    assert StorageBenchmark.reports_gpu_memory is False
+    assert MatmulRateBenchmark.reports_gpu_memory is True

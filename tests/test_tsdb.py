@@ -133,6 +133,20 @@ def test_a_database_that_is_down_is_a_clear_error(tmp_path):
     assert status == 2
 
 
+@pytest.mark.parametrize('value', ['localhost:8428', 'http://', 'ftp://h'])
+def test_a_bad_url_stops_the_configuration_in_one_line(monkeypatch, value):
+    '''Before it was declared, 'localhost:8428' made a handler that posted
+    nowhere, each record's failure a line of its own.'''
+    from hpctestlib_ml import siteconfig
+    monkeypatch.setenv(push.URL_ENV, value)
+    with pytest.raises(siteconfig.SiteConfigError) as err:
+        siteconfig.tsdb_handlers()
+    assert str(err.value) == (
+        f"HPCML_TSDB_URL must be a VictoriaMetrics base URL, http://host:"
+        f"8428, got {value!r}: fix the environment variable HPCML_TSDB_URL "
+        f"(read by hpctestlib_ml/siteconfig.py, for every configuration)")
+
+
 @pytest.mark.integration
 def test_a_session_reaches_victoriametrics_and_survives_its_stop(
         run_reframe, server, tmp_path):

@@ -8,7 +8,8 @@ from hpctestlib_ml.commands.report import add_history_arguments, load
 from hpctestlib_ml.history_refs import ReferencesError
 from hpctestlib_ml.history_refs.derive import (DEFAULT_LAST,
                                                DEFAULT_MIN_RUNS, derive)
-from hpctestlib_ml.history_refs.lookup import references_file
+from hpctestlib_ml.history_refs.lookup import (NOISE_FLOOR_EXTRA,
+                                               references_file)
 from hpctestlib_ml.history_refs.store import merge_into_file, preview
 from hpctestlib_ml.paths import REFERENCES_DIR
 from hpctestlib_ml.report import analysis
@@ -43,6 +44,18 @@ def run(args, out=print):
     except (ReferencesError, ReportError) as err:
         print(f'hpcml references: error: {err}', file=sys.stderr)
         return 2
+
+
+def single_session_advice(ref):
+    '''What a single session's references rest on, and how to do
+    better.'''
+    if ref.floor_from.startswith('the default'):
+        return (f'its thresholds are no narrower than {ref.floor_from}: '
+                f"declare the partition's extras['{NOISE_FLOOR_EXTRA}'] (the "
+                f'noise it sees night to night), or derive them again after '
+                f'runs on several nights')
+    return (f'its thresholds are no narrower than {ref.floor_from}; '
+            f'derive them again after runs on several nights')
 
 
 def _targets(references, write):
@@ -96,8 +109,14 @@ def _references(args, out):
     for ref in refs:
         spread = ', '.join(f'{n} {100 * s:.1f}%' for n, s in
                            sorted(ref.spreads.items()))
-        out(f'{ref.check} {ref.partition} {ref.case!r}: {ref.runs} runs; '
-            f'robust spread: {spread}')
+        out(f'{ref.check} {ref.partition} {ref.case!r}: {ref.runs} runs, '
+            f'{ref.sessions_text()}; robust spread: {spread}; '
+            f'{ref.thresholds_text()}')
+        if ref.single_session and ref.metrics:
+            out(f'  note: {ref.check} {ref.partition} {ref.case!r}: '
+                f'references from a single session; nights apart its '
+                f'figures move more than in one sitting: '
+                + single_session_advice(ref))
     if not args.write:
         out('')
         out(preview(refs))

@@ -9,7 +9,7 @@ import sqlite3
 import sys
 import time
 
-from hpctestlib_ml import paths, workloads
+from hpctestlib_ml import paths, settings, workloads
 from hpctestlib_ml.report import (analysis, history, nodes, plots, recent,
                                   render, store)
 from hpctestlib_ml.report.analysis import ReportError
@@ -26,8 +26,11 @@ def add_history_arguments(parser, system_required=False):
     :func:`~hpctestlib_ml.report.analysis.select`).'''
     parser.add_argument('--perflogs', nargs='+', metavar='PATH',
                         help='perflog files or directories (default: '
-                             '$HPCML_VAR_DIR/perflogs, else var/perflogs '
-                             'in the repository)')
+                             'PREFIX/perflogs)')
+    parser.add_argument('--prefix', metavar='DIR', default=paths.VAR_DIR,
+                        help="where the suite wrote: reframe's --prefix "
+                             'DIR, else $HPCML_VAR_DIR, else var/ in the '
+                             'repository (its perflogs and baselines)')
     parser.add_argument('--db', metavar='FILE',
                         help="ReFrame's results database (results.db); "
                              'alone, or with --perflogs')
@@ -93,22 +96,29 @@ class Selected:
 def load(args, headlines, since=None, until=None, last=10,
          window=nodes.WINDOW):
     '''The :class:`Selected` runs the arguments name: the suite's perflogs
-    (:data:`~hpctestlib_ml.paths.PERFLOG_DIR`) unless they name perflogs or
-    a results DB; read through the history store (:mod:`~hpctestlib_ml.
-    report.store`) where there is no results DB and the store is on.'''
+    (``perflogs`` under ``--prefix``, by default
+    :data:`~hpctestlib_ml.paths.PERFLOG_DIR`) unless they name perflogs or
+    a results DB; read through the history store
+    (:mod:`~hpctestlib_ml.report.store`) where there is no results DB and
+    the store is on.'''
     data = history.History()
     sources = []
     remote = getattr(args, 'tsdb', None)
     if args.perflogs or not (args.db or remote):
-        sources = args.perflogs or [paths.PERFLOG_DIR]
+        sources = args.perflogs or [os.path.join(args.prefix, 'perflogs')]
         for source in sources:
             if not os.path.exists(source):
                 raise ReportError(f'no perflogs at {source}: run the suite '
-                                  f'first, or pass --perflogs DIR')
+                                  f'first, or pass --prefix DIR (where '
+                                  f'reframe --prefix DIR wrote) or '
+                                  f'--perflogs DIR')
     if sources and not (args.db or remote):
         with contextlib.ExitStack() as stack:
-            stores = [stack.enter_context(store.open_store(s))
-                      for s in sources]
+            try:
+                stores = [stack.enter_context(store.open_store(s))
+                          for s in sources]
+            except settings.SettingError as err:
+                raise ReportError(str(err)) from None
             if all(stores):
                 return _from_stores(args, stores, headlines, since, until,
                                     last, window)
@@ -247,7 +257,7 @@ def _baselines(args, selected, headlines, summary, out):
     sections = []
     if args.save_baseline:
         stats = _stats(selected, headlines)
-        path = analysis.baseline_path(args.save_baseline, paths.VAR_DIR)
+        path = analysis.baseline_path(args.save_baseline, args.prefix)
         try:
             analysis.save_baseline(path, stats, summary, headlines)
         except OSError as err:
@@ -256,7 +266,7 @@ def _baselines(args, selected, headlines, summary, out):
                               f'you may write') from None
         out(f'\nbaseline {args.save_baseline!r}: {len(stats)} cases -> {path}')
     if args.baseline:
-        path = analysis.baseline_path(args.baseline, paths.VAR_DIR)
+        path = analysis.baseline_path(args.baseline, args.prefix)
         baseline, data = analysis.load_baseline(path)
         headlines = _baseline_headlines(args, headlines, baseline, data, path)
         stats = _stats(selected, headlines)

@@ -13,7 +13,8 @@ Slurm's time limit makes torchrun raise SignalException):
    victims, not the cause. A rank that died by a signal is named with its
    signal, and for SIGABRT with what aborted it (NCCL's watchdog timeout, a
    C++ exception's ``what()``); a rank that exited with an error with its
-   exception, its own (``[rankN]:``) where ranks are labelled, and not a
+   exception, its own where ranks are labelled (``[rankN]:``, ``N:``,
+   ...: :mod:`~hpctestlib_ml.parsers.labels`), and not a
    peer-failure consequence (``Connection closed by peer``, NCCL's
    ``remote process exited``) where another exception was raised;
 3. the last exception a rank raised;
@@ -23,15 +24,17 @@ import collections
 import re
 import signal
 
+from hpctestlib_ml.parsers import labels
+
 _TRACEBACK = 'Traceback (most recent call last)'
 
 # "RuntimeError: ...", "torch.distributed.DistBackendError: ...", a bare
-# "Exception: ..." (Megatron-Core raises those), possibly behind torchrun's
-# "[rank0]: " label.
+# "Exception: ..." (Megatron-Core raises those), possibly behind
+# launchers' labels (torchrun's "[rank0]: ", srun's "0: ", ...).
 _EXCEPTION_LINE = re.compile(
-    r'^(?:\[(?:rank|default)(\d+)\]:\s*)?'
-    r'((?:[A-Za-z_][\w]*\.)*'
-    r'([A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)|Exception)'
+    r'^(?:(?P<labels>' + labels.PREFIX + r')\s*)?'
+    r'(?P<line>(?:[A-Za-z_][\w]*\.)*'
+    r'(?P<name>[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)|Exception)'
     r'(?::.*)?)$', re.MULTILINE)
 
 #: Exceptions that report another failure (torchrun's agent relaying a
@@ -407,14 +410,15 @@ def exception_line(text, rank=None):
     starts on the next line (PyTorch's ``AssertionError:`` of a driver too
     old) is said with that line.'''
     found = [m for m in _EXCEPTION_LINE.finditer(text)
-             if m.group(3) not in _RELAYED_EXCEPTIONS]
-    causes = [m for m in found if not _PEER_FAILURE.search(m.group(2))]
+             if m.group('name') not in _RELAYED_EXCEPTIONS]
+    causes = [m for m in found if not _PEER_FAILURE.search(m.group('line'))]
     found = causes or found
-    own = [m for m in found if rank is not None and m.group(1) == rank]
+    own = [m for m in found if rank is not None and
+           labels.rank_of(m.group('labels') or '') == rank]
     found = own or found
     if not found:
         return None
-    line = found[-1].group(2)
+    line = found[-1].group('line')
     if line.rstrip().endswith(':'):
         following = [ln.strip() for ln in text[found[-1].end():].splitlines()
                      if ln.strip()]

@@ -24,8 +24,10 @@ CASE_FIELDS = ('workload', 'resolved_size', 'scale', 'launch_mode',
                'precision', 'reference_case')
 
 #: Fields of a run's result beside its figures: the first logged losses,
-#: the slowest rank beyond the noise (absent from older perflogs: '').
-RESULT_FIELDS = ('loss_curve', 'slowest_rank')
+#: the slowest rank beyond the noise, the partition's noise floor and the
+#: ReFrame session it came from (absent from older perflogs: '').
+RESULT_FIELDS = ('loss_curve', 'slowest_rank', 'reference_noise_pct',
+                 'session_id')
 
 _METRIC_COLUMN = re.compile(r'^(?P<name>.+)_(?P<part>value|unit|ref|'
                             r'lower_thres|upper_thres)$')

@@ -47,14 +47,15 @@ import sys
 
 import polars as pl
 
+from hpctestlib_ml import settings
 from hpctestlib_ml.report import history
 from hpctestlib_ml.report import perflog_columns as columns
 
 #: The store's format: a store of another is rebuilt.
 FORMAT = 2
-#: Where the stores live, or ``off``: the setting ``HPCML_HISTORY_STORE``
-#: (:type: str, a directory or ``off``; :default: ``$HPCML_VAR_DIR/
-#: history``). ``off`` reads the perflogs line by line at every report.
+#: Where the stores live, or ``off`` (the perflogs read line by line at
+#: every report): the setting ``HPCML_HISTORY_STORE``, declared in
+#: :mod:`hpctestlib_ml.settings` (default ``$HPCML_VAR_DIR/history``).
 STORE_ENV = 'HPCML_HISTORY_STORE'
 #: Rows written to one Parquet file at most while reading (bounds memory).
 CHUNK_ROWS = 100_000
@@ -85,12 +86,22 @@ class StoreError(Exception):
 
 
 def store_root():
-    '''The directory the stores live in, or None where they are off.'''
+    '''The directory the stores live in, or None where they are off; a
+    :data:`STORE_ENV` that names something other than a directory is a
+    :class:`~hpctestlib_ml.settings.SettingError`.'''
     from hpctestlib_ml import paths
-    setting = os.environ.get(STORE_ENV, '').strip()
+    setting = (settings.env(STORE_ENV) or '').strip()
     if setting.lower() == 'off':
         return None
+    if setting and os.path.exists(setting) and not os.path.isdir(setting):
+        _refuse(setting, 'not a directory')
     return setting or os.path.join(paths.VAR_DIR, 'history')
+
+
+def _refuse(setting, why):
+    raise settings.SettingError(
+        f'{STORE_ENV} must be a directory or off, got {setting!r} ({why}): '
+        f'{settings.env_fix(STORE_ENV)}')
 
 
 def store_dir(root, source):
@@ -577,8 +588,10 @@ def open_store(source, warn=None):
     try:
         os.makedirs(directory, exist_ok=True)
         lock = open(os.path.join(directory, 'lock'), 'w')
-    except OSError:
-        yield None
+    except OSError as err:
+        if settings.env(STORE_ENV):     # named by the user: say so
+            _refuse(root, err.strerror or str(err))
+        yield None                      # the default: read line by line
         return
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -31,10 +31,11 @@ import sys
 import urllib.error
 import urllib.request
 
+from hpctestlib_ml import settings
 from hpctestlib_ml.tsdb import series
 
-#: The site setting: VictoriaMetrics' base URL (``http://host:8428``).
-#: ``HPCML_TSDB_URL`` (:type: str; :default: unset: nothing is sent).
+#: The site setting: VictoriaMetrics' base URL (``http://host:8428``),
+#: declared in :mod:`hpctestlib_ml.settings` (unset: nothing is sent).
 URL_ENV = 'HPCML_TSDB_URL'
 #: Seconds to connect and to be answered (each).
 TIMEOUT = 3.0
@@ -43,7 +44,9 @@ MAX_KEPT = 1_000_000
 
 
 def url():
-    return (os.environ.get(URL_ENV) or '').rstrip('/')
+    ''':data:`URL_ENV` checked ('' where unset); a bad one is a
+    :class:`~hpctestlib_ml.settings.SettingError`.'''
+    return (settings.env(URL_ENV) or '').rstrip('/')
 
 
 def outbox_path():

@@ -9,7 +9,7 @@ model-info``, what ``hpcml prepare`` fetches for it, and its headline
 metric for the report's score. ``hpcml extract``, ``hpcml model-info``,
 ``hpcml prepare``, the report's score and the references' directions read
 the declarations found here (:func:`registered`); a new workload adds a
-module here and touches no shared file (README, "Adding a workload").
+module here and touches no shared file (docs/developer/adding_a_workload.rst).
 
 The component benchmarks (``collectives``, ``matmul_rate``, ``storage``:
 what training leans on, measured alone) are declared here the same way,
@@ -100,6 +100,19 @@ class Workload:
     #: names a training change's likely cause (``network``, ``device
     #: compute``, ``file system``).
     explains: str = ''
+    #: The precisions its program trains in, as ``-S precision=`` names
+    #: them (the program's ``--precision`` choices): a tuple, or by the
+    #: kind of device (``{'cpu': (...), 'gpu': (...)}``) where that
+    #: decides; None where it trains in none (a component that takes no
+    #: precision). Checked at setup, before a job is written.
+    precisions: object = None
+
+    def precisions_on(self, device_kind):
+        ''':attr:`precisions` on a device of *device_kind* (``cpu`` or
+        ``gpu``); None where any is taken.'''
+        if isinstance(self.precisions, dict):
+            return tuple(self.precisions[device_kind])
+        return tuple(self.precisions) if self.precisions else None
 
     def test_class(self):
         '''The workload's ReFrame test class: ``<check>Training``, or a

@@ -110,4 +110,4 @@ WORKLOAD = Workload(
     data="synthetic proteins (or a site's OpenFold data)",
     names_note='MLPerf HPC trains it with OpenFold, whose initial training '
                'the program ports',
-    packages=('mlperf-logging',))
+    packages=('mlperf-logging',), precisions=precisions.PROGRAM)

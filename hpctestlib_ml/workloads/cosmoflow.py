@@ -87,4 +87,4 @@ WORKLOAD = Workload(
     optimizer='sgd_momentum',
     benchmark='cosmoflow',
     data="synthetic cubes (or a site's NumPy samples)",
-    packages=('mlperf-logging',))
+    packages=('mlperf-logging',), precisions=precisions.PROGRAM)

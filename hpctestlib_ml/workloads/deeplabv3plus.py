@@ -95,4 +95,4 @@ WORKLOAD = Workload(
     data="synthetic climate fields (or a site's samples)",
     names_note='the network is DeepLabV3+; deepcam is the MLPerf HPC '
                'benchmark that trains it (mlcommons/hpc deepcam)',
-    packages=('mlperf-logging',))
+    packages=('mlperf-logging',), precisions=precisions.PROGRAM)
