@@ -48,6 +48,10 @@ class Column:
     #: Whether its value holds several ``name=value`` pairs, compared one
     #: name at a time.
     pairs: bool = False
+    #: Whether the report's keys of a run (its case, its node) are made
+    #: of it: the history store parses each distinct combination of these
+    #: once (:mod:`hpctestlib_ml.report.perflog_columns`).
+    report_key: bool = False
 
     @property
     def format(self):
@@ -64,8 +68,8 @@ COLUMNS = (
     Column('partition', REFRAME),
     Column('environ', REFRAME),
     # the case
-    Column('workload', CASE),
-    Column('resolved_size', CASE),
+    Column('workload', CASE, report_key=True),
+    Column('resolved_size', CASE, report_key=True),
     Column('scale', CASE),
     Column('launch_mode', CASE),
     Column('num_nodes', CASE),
@@ -96,12 +100,12 @@ COLUMNS = (
     Column('slowest_rank', RESULT),
     # references from history (hpctestlib_ml.history_refs): the case, its
     # first losses, the partition's noise floor and the ReFrame session
-    Column('reference_case', CASE),
+    Column('reference_case', CASE, report_key=True),
     Column('loss_curve', RESULT),
     Column('reference_noise_pct', RESULT),
     Column('session_id', RESULT),
     # the job's nodes (ReFrame's job.nodelist)
-    Column('job_nodelist', PROVENANCE, cause_rank=10),
+    Column('job_nodelist', PROVENANCE, cause_rank=10, report_key=True),
     Column('result', REFRAME),
 )
 
@@ -120,6 +124,11 @@ def by_cause_rank():
     return tuple(c.name for c in sorted(
         (c for c in COLUMNS if c.cause_rank is not None),
         key=lambda c: c.cause_rank))
+
+
+def report_keys():
+    '''The fields the report's keys of a run are made of.'''
+    return tuple(c.name for c in COLUMNS if c.report_key)
 
 
 def pair_fields():

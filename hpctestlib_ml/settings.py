@@ -59,8 +59,9 @@ class Setting:
     #: One of :data:`KINDS`.
     kind: str
     #: ``int``, ``float``, ``bool``, ``str``, ``list`` (comma- or
-    #: space-separated words), ``path``, ``dict`` or ``assignments``
-    #: (shell words ``NAME=value``).
+    #: space-separated words), ``path``, ``dict``, ``assignments``
+    #: (shell words ``NAME=value``) or ``url`` (``http://`` or
+    #: ``https://`` and a host).
     type: str
     #: Its value where unset; None where unset means something the reader
     #: decides (said in :attr:`doc`: ``default: ...``).
@@ -167,6 +168,13 @@ def _as_text(value):
     return value
 
 
+def _as_url(value):
+    text = _as_text(value).strip()
+    if not re.fullmatch(r'https?://[^/\s:]+(:\d+)?(/\S*)?', text):
+        raise ValueError
+    return text
+
+
 def _as_dict(value):
     if not isinstance(value, dict):
         raise ValueError
@@ -190,7 +198,8 @@ def _as_assignments(value):
 
 _CONVERT = {'int': _as_int, 'float': _as_float, 'bool': _as_bool,
             'str': _as_text, 'path': _as_text, 'list': _as_list,
-            'dict': _as_dict, 'assignments': _as_assignments}
+            'dict': _as_dict, 'assignments': _as_assignments,
+            'url': _as_url}
 
 
 def _edits(a, b):
@@ -363,6 +372,13 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          'files the checks read; default: config/references',
          {'allowed': 'an existing directory'}),
     ]),
+    **_declare(ENVIRONMENT, 'hpctestlib_ml/report/store.py (hpcml report, '
+               'hpcml references)', [
+        ('HPCML_HISTORY_STORE', 'str', None, 'where the history store '
+         '(Parquet copies of the perflogs) lives, or off: read the perflogs '
+         'line by line; default: $HPCML_VAR_DIR/history',
+         {'allowed': 'a directory or off'}),
+    ]),
     **_declare(ENVIRONMENT, 'hpctestlib_ml/siteconfig.py, for every '
                'configuration', [
         ('HPCML_LOG_LEVEL', 'str', 'info', "level of ReFrame's reframe.log",
@@ -374,6 +390,10 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          {'allowed': 'a URL'}),
         ('HPCML_SITE', 'str', '', "the site's name in every posted record",
          {'allowed': 'a word'}),
+        ('HPCML_TSDB_URL', 'url', None, 'send every performance record to '
+         "this VictoriaMetrics too (hpctestlib_ml/tsdb/push.py); default: "
+         "none", {'allowed': "a VictoriaMetrics base URL, "
+                             "http://host:8428"}),
     ]),
     **_declare(ENVIRONMENT, 'config/local.py, config/slurm.py', [
         ('HPCML_STORAGE_DIR', 'path', None, "where the Storage component "

@@ -152,7 +152,9 @@ def logging_config(results=VAR_DIR):
              'format': '[%(asctime)s] %(levelname)s: %(check_info)s: '
                        '%(message)s'},
         ],
-        'handlers_perflog': [*httpjson_handlers(), {
+        # The perflog first: a handler that raises (ReFrame's httpjson on a
+        # failed post) stops the handlers after it from getting the record.
+        'handlers_perflog': [{
             'type': 'filelog',
             # Relative to the system's prefix (VAR_DIR, or --prefix):
             # paths.PERFLOG_DIR by default; --perflogdir moves it.
@@ -166,7 +168,7 @@ def logging_config(results=VAR_DIR):
             'format_perfvars': _PERFVAR_FORMAT,
             'datefmt': '%Y-%m-%dT%H:%M:%S%z',
             'append': True,
-        }],
+        }, *httpjson_handlers(), *tsdb_handlers()],
     }]
 
 
@@ -187,6 +189,18 @@ def httpjson_handlers():
         'ignore_keys': ['check_perfvalues', 'check_executable_opts',
                         'check_prerun_cmds', 'check_sizes'],
     }]
+
+
+def tsdb_handlers():
+    '''The handler that sends every performance record to a time-series
+    database (VictoriaMetrics) when ``HPCML_TSDB_URL`` is set
+    (:mod:`hpctestlib_ml.tsdb.push`); none otherwise.'''
+    from hpctestlib_ml.tsdb import push
+    try:
+        found = push.handler()
+    except settings.SettingError as err:
+        raise SiteConfigError(str(err)) from None
+    return [found] if found else []
 
 
 def modes():

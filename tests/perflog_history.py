@@ -114,3 +114,73 @@ def generate(directory, days=60, seed=1, dry_runs=5, slowdown=None,
                          '\n'.join(new) + '\n')
             lines += len(old) + len(new)
     return lines
+
+
+#: Checks of a node sweep (``--distribute=all``): check, workload, metric,
+#: unit, per-node figure. The first three are component benchmarks.
+SWEPT = (
+    ('Collectives', 'collectives', 'allreduce_busbw_GBps', 'GB/s', 40.0),
+    ('MatmulRate', 'matmul_rate', 'fp32_tflops', 'TFLOP/s', 50.0),
+    ('Storage', 'storage', 'checkpoint_write_GBps', 'GB/s', 5.0),
+    ('CosmoFlow', 'cosmoflow', 'samples_per_second', 'samples/s', 100.0),
+    ('DeepLabV3Plus', 'deeplabv3plus', 'samples_per_second', 'samples/s',
+     20.0),
+)
+
+
+def generate_sweeps(directory, nodes, days, checks=3, seed=2,
+                    start=1.79e9, slow_node=None, first_day=0):
+    '''Node sweeps of a system ``big:gpu`` under *directory*: each night,
+    each of the first *checks* of :data:`SWEPT` on each of *nodes* nodes
+    (one line per node, as ``reframe --distribute=all`` writes them, the
+    suite's perflog format), 2 % noise, 1 % failures; *slow_node*: (node
+    index, factor) applied on the last night; *first_day* > 0 appends
+    nights from that one on. Returns the lines written.'''
+    from perflog import suite_header
+    rng = random.Random(seed)
+    out = os.path.join(directory, 'big', 'gpu')
+    os.makedirs(out, exist_ok=True)
+    names = [f'nid{i:06d}' for i in range(nodes)]
+    lines = 0
+    for check, workload, metric, unit, rate in SWEPT[:checks]:
+        fields = {'workload': workload, 'resolved_size': 'tiny',
+                  'scale': '1_node', 'launch_mode': 'per_task',
+                  'num_nodes': '1', 'procs_per_node': '4',
+                  'gpus_per_node': '4', 'batch_size': '8',
+                  'precision': 'bf16', 'suite_version': '0.1.0+gabc1234',
+                  'framework_versions': 'torch=2.5.1',
+                  'gpu_driver': '550.54',
+                  'reference_case': 'tiny 1x4 per_task bf16'}
+        # The columns between ReFrame's six leading ones and the job's
+        # nodes and result, which each line below writes itself.
+        from hpctestlib_ml import perflog_fields
+        columns = perflog_fields.names()
+        assert columns[:6] == ('job_completion_time', 'version',
+                               'display_name', 'system', 'partition',
+                               'environ')
+        assert columns[-2:] == ('job_nodelist', 'result')
+        middle = '|'.join(fields.get(f, '') for f in columns[6:-2])
+        with open(os.path.join(out, f'{check}.log'),
+                  'a' if first_day else 'w') as fp:
+            if not first_day:
+                fp.write(suite_header([metric]) + '\n')
+            for day in range(first_day, first_day + days):
+                night = start + day * 86400
+                chunk = []
+                for i, node in enumerate(names):
+                    when = time.strftime('%Y-%m-%dT%H:%M:%S+0000',
+                                         time.gmtime(night + i % 3600))
+                    value = rate * rng.gauss(1.0, 0.02)
+                    if slow_node and i == slow_node[0] and day == first_day + days - 1:
+                        value *= slow_node[1]
+                    failed = rng.random() < 0.01
+                    figure = 'None' if failed else f'{value:.4f}'
+                    chunk.append(
+                        f'{when}|4.10.4|{check} %scale=1_node '
+                        f'%launch_mode=per_task %.part=gpu %.nid={node}|'
+                        f'big|gpu|default|{middle}|{node}|'
+                        f'{"fail" if failed else "pass"}|{figure}|{unit}|0|'
+                        f'None|None\n')
+                fp.write(''.join(chunk))
+                lines += len(chunk)
+    return lines

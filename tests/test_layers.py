@@ -34,7 +34,8 @@ FOUNDATION = (
                         'history_refs.store', 'history_refs.lookup')),
     ('log parsers', ('parsers.*',)),
     ('what logs and settings say', ('settings', 'inputs', 'triage',
-                                    'provenance', 'cpu_peak', 'state_size')),
+                                    'provenance', 'cpu_peak', 'state_size',
+                                    'tsdb', 'tsdb.series', 'tsdb.push')),
     ('the registry of workloads', ('registry', 'registry.*')),
 )
 
@@ -43,7 +44,7 @@ FOUNDATION = (
 WINGS = {
     'tools': (
         ('analyses by workload', ('history_refs.derive', 'compliance')),
-        ('report', ('report', 'report.*')),
+        ('report', ('report', 'report.*', 'tsdb.read')),
         ('commands', ('commands', 'commands.*', 'cli')),
     ),
     'reframe': (

@@ -82,6 +82,28 @@ def test_the_score_is_iglewicz_and_hoaglin_s_against_the_others():
     assert score == pytest.approx(-0.6745 * 10 / 2)
 
 
+def test_every_node_is_scored_against_the_others_exactly():
+    '''score_nodes' leave-one-out median and MAD (O(n log n)) are
+    modified_z's against the other nodes, to the last bit: odd and even
+    counts, ties, a node at the middle.'''
+    rng = random.Random(5)
+    cases = [[200.0, 60.0], [1.0, 1.0, 1.0], [3.0, 1.0, 2.0],
+             [5.0, 5.0, 1.0, 9.0], [2.0, 2.0, 2.0, 7.0, 7.0]]
+    for count in (2, 3, 4, 5, 6, 7, 50, 51, 400):
+        cases.append([round(rng.gauss(100, 5), rng.choice((0, 1, 4)))
+                      for _ in range(count)])
+    for values in cases:
+        figures = {f'n{i:03d}': [v] for i, v in enumerate(values)}
+        for higher in (True, False):
+            for floor in (0, 0.05):
+                found = nodes.score_nodes(figures, higher, floor)
+                for score in found:
+                    others = [v[0] for n, v in figures.items()
+                              if n != score.node]
+                    assert (score.score, score.others) == nodes.modified_z(
+                        score.value, others, higher, floor), values
+
+
 def test_two_nodes_name_the_slower_one_when_it_is_far_enough():
     '''Scored against all nodes, two nodes always score +-0.6745; against
     the other node, the slow one is named, the fast one is not.'''

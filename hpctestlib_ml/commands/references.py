@@ -79,14 +79,18 @@ def _targets(references, write):
 
 def _references(args, out):
     '''The command (:func:`run`), raising on bad input.'''
-    data = load(args)
     since = analysis.parse_since(args.since) if args.since else None
-    runs = analysis.select(data.runs, args.system, None, args.workload,
-                           since)
+    if args.last < 2 or args.min_runs < 2:
+        raise ReferencesError('--last and --min-runs must be at least 2: a '
+                              'spread needs two runs')
+    selected = load(args, analysis.load_weights(), since, last=args.last)
+    data, runs = selected.data, selected.runs
+    chosen = (len(runs) if selected.totals is None else
+              sum(t.runs for t in selected.totals.values()))
     skipped = (f'; {data.skipped_text()}' if data.unreadable_lines else '')
-    out(f'{len(runs)} runs of {args.system} selected of {len(data.runs)} '
+    out(f'{chosen} runs of {args.system} selected of {selected.read} '
         f'read from {len(data.files)} files{skipped}')
-    if not data.runs:
+    if not selected.read:
         raise ReferencesError(data.nothing_read())
     if not runs:
         raise ReferencesError(
@@ -95,7 +99,8 @@ def _references(args, out):
             f'name them; check --since and --workload){skipped}')
     source = ', '.join(sorted({os.path.dirname(f) if f.endswith(
         ('.log',)) or '.log.h' in f else f for f in data.files}))
-    refs, notes = derive(runs, args.last, args.min_runs, source)
+    refs, notes = derive(runs, args.last, args.min_runs, source,
+                         selected.totals, selected.unkeyed)
     for note in notes:
         out(f'  {note}')
     if not any(r.metrics for r in refs):

@@ -2,15 +2,19 @@
 text, with a score against a baseline, comparisons and figures; and the
 options that say which history is read, which ``hpcml references``
 shares."""
+import contextlib
+import dataclasses
 import os
 import sqlite3
 import sys
 import time
 
-from hpctestlib_ml import paths
+from hpctestlib_ml import paths, registry, settings
 from hpctestlib_ml.commands import counting
-from hpctestlib_ml.report import analysis, history, nodes, plots, render
+from hpctestlib_ml.report import (analysis, history, nodes, plots, recent,
+                                  render, store)
 from hpctestlib_ml.report.analysis import ReportError
+from hpctestlib_ml.tsdb import read
 
 #: The command's line in ``hpcml --help``.
 HELP = ('tables, score against a baseline, comparisons and figures from '
@@ -31,6 +35,10 @@ def add_history_arguments(parser, system_required=False):
     parser.add_argument('--db', metavar='FILE',
                         help="ReFrame's results database (results.db); "
                              'alone, or with --perflogs')
+    parser.add_argument('--tsdb', metavar='URL',
+                        help='a VictoriaMetrics the suite sends to '
+                             '(HPCML_TSDB_URL): its runs, of every system '
+                             'or of --system; alone, or with --perflogs')
     parser.add_argument('--system', metavar='SYS[:PART]',
                         required=system_required)
     parser.add_argument('--workload')
@@ -71,13 +79,33 @@ def add_arguments(parser):
     parser.add_argument('--no-plots', action='store_true')
 
 
-def load(args):
-    '''The :class:`~hpctestlib_ml.report.history.History` the arguments
-    name: the suite's perflogs (``perflogs`` under ``--prefix``, by
-    default :data:`~hpctestlib_ml.paths.PERFLOG_DIR`) unless they name
-    perflogs or a results DB.'''
+@dataclasses.dataclass
+class Selected:
+    '''The runs a report or ``hpcml references`` reads (:func:`load`).'''
+    data: history.History   # what was read: files, counts (its runs: all
+    #                         of them, or [] from the history store)
+    read: int               # runs read
+    runs: list              # the selected runs (from the store: each
+    #                         case's latest, :mod:`~..report.recent`)
+    logged: dict            # workload -> figures its runs logged
+    totals: dict = None     # case_here -> CaseTotals (store), else None
+    unkeyed: int = None     # runs without reference_case (store)
+    case_values: object = None      # system -> case figures (store)
+    component_runs: object = None   # system:partition -> runs (store)
+
+
+def load(args, headlines, since=None, until=None, last=10,
+         window=nodes.WINDOW):
+    '''The :class:`Selected` runs the arguments name: the suite's perflogs
+    (``perflogs`` under ``--prefix``, by default
+    :data:`~hpctestlib_ml.paths.PERFLOG_DIR`) unless they name perflogs or
+    a results DB; read through the history store
+    (:mod:`~hpctestlib_ml.report.store`) where there is no results DB and
+    the store is on.'''
     data = history.History()
-    if args.perflogs or not args.db:
+    sources = []
+    remote = getattr(args, 'tsdb', None)
+    if args.perflogs or not (args.db or remote):
         sources = args.perflogs or [os.path.join(args.prefix, 'perflogs')]
         for source in sources:
             if not os.path.exists(source):
@@ -85,6 +113,17 @@ def load(args):
                                   f'first, or pass --prefix DIR (where '
                                   f'reframe --prefix DIR wrote) or '
                                   f'--perflogs DIR')
+    if sources and not (args.db or remote):
+        with contextlib.ExitStack() as stack:
+            try:
+                stores = [stack.enter_context(store.open_store(s))
+                          for s in sources]
+            except settings.SettingError as err:
+                raise ReportError(str(err)) from None
+            if all(stores):
+                return _from_stores(args, stores, headlines, since, until,
+                                    last, window)
+    if sources:
         data.extend(history.read_perflogs(sources))
     if args.db:
         if not os.path.exists(args.db):
@@ -97,7 +136,49 @@ def load(args):
                 f'it aside (ReFrame starts a new one at its next run) and '
                 f'read the perflogs, which hold the same runs, with '
                 f'--perflogs') from None
-    return data
+    if remote:
+        try:
+            data.extend(read.read_history(remote, args.system))
+        except read.TsdbError as err:
+            raise ReportError(str(err)) from None
+    runs = analysis.select(data.runs, args.system, None, args.workload,
+                           since, until)
+    return Selected(data, len(data.runs), runs,
+                    analysis.workload_metrics(data.runs))
+
+
+def _from_stores(args, stores, headlines, since, until, last, window):
+    ''':class:`Selected` of the history *stores*.'''
+    data = history.History()
+    read = 0
+    for kept in stores:
+        runs, dry_runs, skipped, files = kept.counts()
+        read += runs
+        data.dry_run_lines += dry_runs
+        data.files += files
+        for reason, count in skipped.items():
+            data.skip(reason, count)
+    selection = recent.StoreSelection(stores)
+    frame, days = selection.select(args.system, None, args.workload, since,
+                                   until)
+    logged = selection.workload_metrics
+    if frame is None:
+        return Selected(data, read, [], logged)
+    totals, unkeyed, runs = selection.latest(frame, days, headlines, last,
+                                             window)
+
+    def case_values(system=None, chosen_headlines=headlines):
+        chosen = selection.narrow(frame, system) if system else frame
+        return selection.case_values(chosen, chosen_headlines)
+
+    def component_runs(where):
+        system, partition = where.split(':', 1)
+        declared = registry.registered()
+        kinds = [w for w, d in declared.items() if d.kind == 'component']
+        return selection.component_runs(frame, kinds, system, partition)
+
+    return Selected(data, read, runs, logged, totals, unkeyed, case_values,
+                    component_runs)
 
 
 def run(args, out=print):
@@ -119,32 +200,38 @@ def _report(args, out):
             args.save_baseline,
             analysis.baseline_path(args.save_baseline, args.prefix))
     headlines = analysis.load_weights(args.weights)
-    data = load(args)
-    if args.weights:
-        analysis.check_weights(args.weights, headlines, data.runs)
     since = analysis.parse_since(args.since) if args.since else None
     until = analysis.parse_since(args.until) if args.until else None
-    runs = analysis.select(data.runs, args.system, None, args.workload,
-                           since, until)
-    summary = (f'{len(runs)} runs selected of {len(data.runs)} read from '
+    window = analysis.duration(args.node_window)
+    if window is None:
+        raise ReportError(f'--node-window {args.node_window}: use 12h, 1d, '
+                          f'90m')
+    selected = load(args, headlines, since, until, args.last, window)
+    if args.weights:
+        analysis.check_weights(args.weights, headlines, selected.logged)
+    data, runs = selected.data, selected.runs
+    chosen = (len(runs) if selected.totals is None else
+              sum(t.runs for t in selected.totals.values()))
+    summary = (f'{chosen} runs selected of {selected.read} read from '
                f'{len(data.files)} files; ignored: {data.dry_run_lines} '
                f'dry-run lines (no values), {data.skipped_text()}')
     out(summary)
-    if not data.runs:
+    if not selected.read:
         raise ReportError(data.nothing_read())
     if not runs:
         raise ReportError('no runs match the filters (--system, '
                           '--workload, --since, --until)')
 
-    rows = analysis.table(runs, headlines, args.last)
+    rows = analysis.table(runs, headlines, args.last, selected.totals,
+                          selected.component_runs)
     out('')
     out('What changed:')
     out('\n'.join(render.change_lines(rows)))
     out('')
     out(render.text_table(render.TABLE_COLUMNS, render.table_cells(rows)))
-    sections = _baselines(args, runs, headlines, summary, out)
-    compared = _comparison(args, runs, headlines, sections, out)
-    slow = _slow_nodes(args, runs, headlines, out)
+    sections = _baselines(args, selected, headlines, summary, out)
+    compared = _comparison(args, selected, headlines, sections, out)
+    slow = _slow_nodes(args, runs, headlines, window, out)
     if args.out:
         try:
             _figures(args, runs, headlines, rows, compared, summary,
@@ -158,12 +245,23 @@ def _report(args, out):
     return 1 if any(r.status != 'pass' for r in rows) else 0
 
 
-def _baselines(args, runs, headlines, summary, out):
+def _stats(selected, headlines, system=None):
+    ''':func:`~hpctestlib_ml.report.analysis.case_stats` of the selected
+    runs (of *system* alone, a ``--compare`` side, where given).'''
+    if selected.case_values is None:
+        runs = (analysis.select(selected.runs, system=system) if system
+                else selected.runs)
+        return analysis.case_stats(runs, headlines)
+    found, others = selected.case_values(system, headlines)
+    return analysis.case_stats(others, headlines, found)
+
+
+def _baselines(args, selected, headlines, summary, out):
     '''Save the runs as a baseline and score them against one, as the
     arguments ask; the report's sections (title, lines) it makes.'''
     sections = []
-    stats = analysis.case_stats(runs, headlines)
     if args.save_baseline:
+        stats = _stats(selected, headlines)
         path = analysis.baseline_path(args.save_baseline, args.prefix)
         try:
             analysis.save_baseline(path, stats, summary, headlines)
@@ -175,8 +273,8 @@ def _baselines(args, runs, headlines, summary, out):
     if args.baseline:
         path = analysis.baseline_path(args.baseline, args.prefix)
         baseline, data = analysis.load_baseline(path)
-        headlines, stats = _baseline_headlines(args, headlines, runs,
-                                               baseline, data, path)
+        headlines = _baseline_headlines(args, headlines, baseline, data, path)
+        stats = _stats(selected, headlines)
         result = analysis.score(stats, baseline, headlines)
         lines = render.score_lines(result, args.baseline, stats, baseline)
         sections.append((f'Score against {args.baseline}', lines))
@@ -185,11 +283,11 @@ def _baselines(args, runs, headlines, summary, out):
     return sections
 
 
-def _baseline_headlines(args, headlines, runs, baseline, data, path):
-    '''The headlines and case figures to score against *baseline* by:
-    the ones it was saved with (:func:`~hpctestlib_ml.report.analysis.
-    baseline_headlines`) where no ``--weights`` are given; the given ones
-    where they agree with them, else :class:`ReportError`.'''
+def _baseline_headlines(args, headlines, baseline, data, path):
+    '''The headlines to score against *baseline* by: the ones it was
+    saved with (:func:`~hpctestlib_ml.report.analysis.baseline_headlines`)
+    where no ``--weights`` are given; the given ones where they agree with
+    them, else :class:`ReportError`.'''
     saved = analysis.baseline_headlines(baseline, data)
     if args.weights:
         differ = analysis.headline_disagreements(headlines, saved)
@@ -198,34 +296,34 @@ def _baseline_headlines(args, headlines, runs, baseline, data, path):
                 f'--weights {args.weights} scores {"; ".join(differ)} '
                 f'({path}): pass the weights the baseline was saved with, '
                 f'or leave --weights out to score with them')
-        return headlines, analysis.case_stats(runs, headlines)
-    headlines = {**headlines, **saved}
-    return headlines, analysis.case_stats(runs, headlines)
+        return headlines
+    return {**headlines, **saved}
 
 
-def _side(runs, label):
-    '''Runs of one side of --compare: ``system:partition``, ``system`` or
-    ``session:UUID`` (results DB).'''
+def _side(selected, headlines, label):
+    '''Case figures of one side of --compare: ``system:partition``,
+    ``system`` or ``session:UUID`` (results DB).'''
     if label.startswith('session:'):
         uuid = label.split(':', 1)[1]
-        chosen = [r for r in runs if r.session.startswith(uuid)]
+        chosen = [r for r in selected.runs if r.session.startswith(uuid)]
+        stats = analysis.case_stats(chosen, headlines) if chosen else {}
     else:
-        chosen = analysis.select(runs, system=label)
-    if not chosen:
+        stats = _stats(selected, headlines, label)
+    if not stats:
         raise ReportError(f'--compare {label}: no runs match (give '
                           f'system:partition, system, or session:UUID with '
                           f'--db)')
-    return chosen
+    return stats
 
 
-def _comparison(args, runs, headlines, sections, out):
+def _comparison(args, selected, headlines, sections, out):
     '''The two sides of ``--compare`` side by side (added to *sections*),
     or None without it.'''
     if not args.compare:
         return None
     label_a, label_b = args.compare
-    compared = analysis.compare(_side(runs, label_a),
-                                _side(runs, label_b), headlines)
+    compared = analysis.compare_stats(_side(selected, headlines, label_a),
+                                      _side(selected, headlines, label_b))
     lines = render.comparison_lines(compared, label_a, label_b)
     sections.append((f'{label_b} vs {label_a}', lines))
     out('')
@@ -233,14 +331,10 @@ def _comparison(args, runs, headlines, sections, out):
     return compared
 
 
-def _slow_nodes(args, runs, headlines, out):
+def _slow_nodes(args, runs, headlines, window, out):
     '''The "Slow nodes" section (:mod:`hpctestlib_ml.report.nodes`),
     printed where a case was swept over nodes or a run named a slowest
     rank; its parts for report.html.'''
-    window = analysis.duration(args.node_window)
-    if window is None:
-        raise ReportError(f'--node-window {args.node_window}: use 12h, 1d, '
-                          f'90m')
     found = nodes.sweeps(runs, headlines, window)
     parts = render.slow_node_section(found, nodes.slow_ranks(runs, window),
                                      args.node_threshold, nodes.MIN_SPREAD,

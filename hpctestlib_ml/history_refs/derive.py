@@ -262,28 +262,36 @@ def _loss_reference(runs):
     return {'losses': centers, 'tolerance': tolerances, 'runs': len(curves)}
 
 
-def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source=''):
+def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source='',
+           totals=None, unkeyed=None):
     '''(references, notes): a :class:`CaseReference` per case with at
-    least *min_runs* passing runs, and one line per case or run left out.'''
+    least *min_runs* passing runs, and one line per case or run left out.
+    Where *runs* are each case's latest only (the history store), *totals*
+    (``Run.case_here`` -> :class:`~hpctestlib_ml.report.recent.CaseTotals`)
+    count each case's passing runs and *unkeyed* the runs without a
+    ``reference_case``.'''
     if last < 2 or min_runs < 2:
         raise ReferencesError('--last and --min-runs must be at least 2: a '
                               'spread needs two runs')
-    groups, unkeyed = {}, 0
+    groups, counted = {}, 0
     for run in sorted(runs, key=lambda r: r.time):
         if not run.params.get('reference_case'):
-            unkeyed += 1
+            counted += 1
             continue
         _, where, check, case = run.case_here
         groups.setdefault((check, where, case), []).append(run)
     notes = []
+    unkeyed = counted if unkeyed is None else unkeyed
     if unkeyed:
         notes.append(f'{unkeyed} runs have no reference_case (written '
                      f'before hpcml logged it): not used')
     references = []
     for (check, where, case), case_runs in sorted(groups.items()):
         passed = [r for r in case_runs if r.result == 'pass']
-        if len(passed) < min_runs:
-            notes.append(f'{check} {where} {case!r}: {len(passed)} passing '
+        whole = (totals.get(case_runs[0].case_here) if totals else None)
+        passing = whole.passed if whole else len(passed)
+        if passing < min_runs:
+            notes.append(f'{check} {where} {case!r}: {passing} passing '
                          f'runs, {min_runs} needed (--min-runs)')
             continue
         chosen = passed[-last:]
@@ -308,7 +316,7 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source=''):
             set_by[name] = found.set_by
         sessions = [session_of(r) for r in chosen]
         references.append(CaseReference(
-            check, where, case, metrics, spreads, len(chosen), len(passed),
+            check, where, case, metrics, spreads, len(chosen), passing,
             chosen[0].time, chosen[-1].time, source,
             _loss_reference(chosen), chosen[-1].workload,
             sessions=len(set(filter(None, sessions))),

@@ -89,19 +89,26 @@ def closest(name, known):
     return f' (did you mean {found[0]!r}?)' if found else ''
 
 
-def check_weights(path, headlines, runs):
+def workload_metrics(runs):
+    '''Workload -> the names of the figures its *runs* logged.'''
+    found = {}
+    for run in runs:
+        found.setdefault(run.workload, set()).update(run.metrics)
+    return found
+
+
+def check_weights(path, headlines, logged):
     '''That each workload of the weights file *path* (its *headlines*)
-    is one the suite declares or *runs* hold, and its metric one its runs
-    logged, where it has runs; :class:`ReportError` naming the closest
-    name otherwise.'''
-    names = set(registry.registered()) | {r.workload for r in runs}
+    is one the suite declares or the runs hold, and its metric one its
+    runs logged (*logged*: :func:`workload_metrics`), where it has runs;
+    :class:`ReportError` naming the closest name otherwise.'''
+    names = set(registry.registered()) | set(logged)
     for workload, chosen in headlines.items():
         if workload not in names:
             raise ReportError(f'{path}: unknown workload {workload!r}'
                               f'{closest(workload, names)}: use one of '
                               f'{", ".join(sorted(names))}')
-        metrics = {name for r in runs if r.workload == workload
-                   for name in r.metrics}
+        metrics = logged.get(workload, set())
         if metrics and chosen.metric not in metrics:
             raise ReportError(
                 f'{path}: {workload}: metric {chosen.metric!r} is not one its '
@@ -246,12 +253,17 @@ def _by_label(item):
             key)
 
 
-def table(runs, headlines, last=10):
+def table(runs, headlines, last=10, totals=None, component_runs=None):
     '''One :class:`Row` per case on a system:partition
-    (:attr:`~.history.Run.case_here`), named by its latest run.'''
+    (:attr:`~.history.Run.case_here`), named by its latest run. Where
+    *runs* are each case's latest only (the history store,
+    :mod:`.recent`), *totals* give each case's runs, failures, least and
+    greatest value over all its runs, and *component_runs* (where ->
+    runs) the component runs a change's likely cause is searched in.'''
     rows = []
-    for (workload, where, *_), case_runs in sorted(group(
+    for (workload, where, *rest), case_runs in sorted(group(
             runs, lambda r: r.case_here).items(), key=_by_label):
+        whole = totals.get((workload, where, *rest)) if totals else None
         name = case_runs[-1].name
         size = case_runs[-1].params.get('resolved_size', '')
         chosen = headline(workload, case_runs, headlines)
@@ -264,20 +276,26 @@ def table(runs, headlines, last=10):
                               reversed(case_runs)
                               if chosen.metric in r.metrics), None)
         detected, cause, began = detect_change(case_runs, chosen, last)
-        component = (components.likely_component(runs, where, began)
-                     if began and _is_training(workload) else '')
+        component = (components.likely_component(
+            component_runs(where) if component_runs else runs, where, began)
+            if began and _is_training(workload) else '')
         if detected:
             change = detected.effect
         else:
             change = (statistics.median(recent) / statistics.median(before)
                       - 1 if recent and before and statistics.median(before)
                       else None)
+        count, minimum, maximum = (
+            len(case_runs), min(values) if values else None,
+            max(values) if values else None)
+        if whole:
+            count, failures = whole.runs, whole.failures
+            minimum, maximum = whole.minimum, whole.maximum
         rows.append(Row(
             workload, where, name, size, chosen.metric,
-            latest_metric.unit if latest_metric else '', len(case_runs),
+            latest_metric.unit if latest_metric else '', count,
             failures, values[-1] if values else None,
-            statistics.median(recent) if recent else None,
-            min(values) if values else None, max(values) if values else None,
+            statistics.median(recent) if recent else None, minimum, maximum,
             change, latest_metric.ref if latest_metric else 0.0,
             case_runs[-1].result, _recent_median(case_runs, 'mfu', last),
             _recent_median(case_runs, 'energy_per_sample_J', last),
@@ -307,8 +325,11 @@ class CaseStats:
     #                      "higher is better" figure
 
 
-def case_stats(runs, headlines):
-    '''Case key (``workload|display name|size``) -> :class:`CaseStats`.'''
+def case_stats(runs, headlines, figures=None):
+    '''Case key (``workload|display name|size``) -> :class:`CaseStats`.
+    *figures*: case -> (passing headline values > 0, runs, failures, the
+    first run with the headline) of cases whose runs are not in *runs*
+    (the history store: :meth:`.recent.StoreSelection.case_values`).'''
     stats = {}
     for case, case_runs in group(runs, lambda r: r.case).items():
         chosen = headline(case[0], case_runs, headlines)
@@ -316,24 +337,33 @@ def case_stats(runs, headlines):
             continue
         values = [v for v in passed_values(case_runs, chosen.metric)
                   if v > 0]
-        failures = sum(r.result != 'pass' for r in case_runs)
-        n = len(case_runs)
-        if not values:
-            stats['|'.join(case)] = CaseStats(chosen.metric, '',
-                                              chosen.higher_is_better, n,
-                                              failures, None, None, 0.0)
-            continue
-        perf = statistics.median(values)
-        mean = statistics.fmean(values)
-        rel_std = statistics.pstdev(values) / mean if len(values) > 1 else 0.0
-        oriented = perf if chosen.higher_is_better else 1 / perf
-        perf_adj = oriented * max(0.0, 1 - rel_std) * (1 - failures / n)
-        unit = next(r.metrics[chosen.metric].unit for r in case_runs
-                    if chosen.metric in r.metrics)
-        stats['|'.join(case)] = CaseStats(chosen.metric, unit,
-                                          chosen.higher_is_better, n,
-                                          failures, perf, rel_std, perf_adj)
+        first = next((r for r in case_runs if chosen.metric in r.metrics),
+                     None)
+        _add_stats(stats, case, chosen, values, len(case_runs),
+                   sum(r.result != 'pass' for r in case_runs), first)
+    for case, (values, n, failures, first) in (figures or {}).items():
+        chosen = headlines[case[0]]
+        _add_stats(stats, case, chosen, list(values), n, failures, first)
     return stats
+
+
+def _add_stats(stats, case, chosen, values, n, failures, first):
+    '''*case*'s :class:`CaseStats` in *stats*, from its passing values
+    > 0 of the headline *chosen*, its runs and failures, and its first
+    run with the headline (whose unit it takes).'''
+    key = '|'.join(case)
+    if not values:
+        stats[key] = CaseStats(chosen.metric, '', chosen.higher_is_better,
+                               n, failures, None, None, 0.0)
+        return
+    perf = statistics.median(values)
+    mean = statistics.fmean(values)
+    rel_std = statistics.pstdev(values) / mean if len(values) > 1 else 0.0
+    oriented = perf if chosen.higher_is_better else 1 / perf
+    perf_adj = oriented * max(0.0, 1 - rel_std) * (1 - failures / n)
+    unit = first.metrics[chosen.metric].unit
+    stats[key] = CaseStats(chosen.metric, unit, chosen.higher_is_better, n,
+                           failures, perf, rel_std, perf_adj)
 
 
 @dataclasses.dataclass
@@ -491,7 +521,12 @@ def headline_disagreements(headlines, saved):
 
 def compare(runs_a, runs_b, headlines):
     '''(case key, stats A, stats B, ratio B/A) for cases in both.'''
-    a, b = case_stats(runs_a, headlines), case_stats(runs_b, headlines)
+    return compare_stats(case_stats(runs_a, headlines),
+                         case_stats(runs_b, headlines))
+
+
+def compare_stats(a, b):
+    ''':func:`compare` of two sides' :func:`case_stats`.'''
     rows = []
     for key in sorted(set(a) & set(b)):
         if a[key].perf_adj and b[key].perf is not None:

@@ -12,6 +12,7 @@ import csv
 import dataclasses
 import datetime
 import glob
+import io
 import json
 import os
 import re
@@ -144,6 +145,16 @@ class History:
         for reason, count in other.skipped.items():
             self.skip(reason, count)
 
+    def add(self, parsed):
+        '''A parsed row (:meth:`RowParser.parse`): a run, a dry-run line
+        or a skipped one.'''
+        if parsed == 'dry-run':
+            self.dry_run_lines += 1
+        elif isinstance(parsed, str):
+            self.skip(parsed)
+        else:
+            self.runs.append(parsed)
+
     def skip(self, reason, count=1):
         self.skipped[reason] = self.skipped.get(reason, 0) + count
 
@@ -199,13 +210,19 @@ def _number(text):
         return None
 
 
+_SECONDS = re.compile(r'\d+(\.\d*)?')
+_OFFSET = re.compile(r'([+-]\d\d)(\d\d)$')
+
+
 def parse_time(text):
     '''Unix seconds of an ISO 8601 time (ReFrame's ``%Y-%m-%dT%H:%M:%S%z``).'''
     text = text.strip()
-    if re.fullmatch(r'\d+(\.\d*)?', text):
+    if _SECONDS.fullmatch(text):
         return float(text)
-    text = re.sub(r'([+-]\d\d)(\d\d)$', r'\1:\2', text)
-    moment = datetime.datetime.fromisoformat(text)
+    try:                # Python 3.11 reads ReFrame's +0000 itself
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        moment = datetime.datetime.fromisoformat(_OFFSET.sub(r'\1:\2', text))
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.timezone.utc)
     return moment.timestamp()
@@ -226,6 +243,39 @@ def _plain_value(header_name, value):
     return value
 
 
+class RowParser:
+    '''The rows of one perflog header generation: :meth:`parse` makes a
+    :class:`Run`, ``'dry-run'`` or the reason a row is skipped
+    (:data:`SKIP_REASONS`) of each row, as :func:`read_perflog` and the
+    history store (:mod:`.store`) read them.'''
+
+    def __init__(self, header):
+        self.header = header
+        names = [_plain(h) for h in header]
+        self.metric_columns = {}
+        for i, name in enumerate(names):
+            match = _METRIC_COLUMN.match(name)
+            if match:
+                self.metric_columns.setdefault(match['name'],
+                                               {})[match['part']] = i
+        self.index = {name: i for i, name in enumerate(names)}
+        self.keyed = any('=' in h for h in header)
+
+    def parse(self, row):
+        if len(row) != len(self.header):
+            return 'short' if len(row) < len(self.header) else 'long'
+        if self.keyed:
+            row = [_plain_value(h, v) for h, v in zip(self.header, row)]
+        run = _run_from_row(row, self.index, self.metric_columns)
+        return 'time' if run is None else run
+
+
+def perflog_rows(text):
+    '''The rows of perflog *text* (whole lines), as ReFrame wrote them.'''
+    return csv.reader(io.StringIO(text, newline=''), delimiter='|',
+                      quoting=csv.QUOTE_NONE)
+
+
 def read_perflog(path):
     '''A :class:`History` of one perflog file.'''
     history = History(files=[str(path)])
@@ -234,25 +284,9 @@ def read_perflog(path):
         header = next(reader, None)
         if not header:
             return history
-        names = [_plain(h) for h in header]
-        metric_columns = {}
-        for i, name in enumerate(names):
-            match = _METRIC_COLUMN.match(name)
-            if match:
-                metric_columns.setdefault(match['name'], {})[match['part']] = i
-        index = {name: i for i, name in enumerate(names)}
+        parser = RowParser(header)
         for row in reader:
-            if len(row) != len(header):
-                history.skip('short' if len(row) < len(header) else 'long')
-                continue
-            row = [_plain_value(h, v) for h, v in zip(header, row)]
-            run = _run_from_row(row, index, metric_columns)
-            if run is None:
-                history.skip('time')
-            elif run == 'dry-run':
-                history.dry_run_lines += 1
-            else:
-                history.runs.append(run)
+            history.add(parser.parse(row))
     return history
 
 
@@ -282,13 +316,15 @@ def _run_from_row(row, index, metric_columns):
     if not metrics and result == 'pass':
         return 'dry-run'
     params = {name: row[i] for name, i in index.items()
-              if name in CASE_FIELDS + PROVENANCE_FIELDS + RESULT_FIELDS}
+              if name in _KEPT_FIELDS}
     return Run(when, system, partition, field('display_name'), result,
                params, metrics)
 
 
 #: Provenance fields kept with each run (hpctestlib_ml.perflog_fields).
 PROVENANCE_FIELDS = perflog_fields.names(perflog_fields.PROVENANCE)
+#: The fields a :class:`Run` keeps in its ``params``.
+_KEPT_FIELDS = frozenset(CASE_FIELDS + PROVENANCE_FIELDS + RESULT_FIELDS)
 
 
 def perflog_files(directory):

@@ -100,28 +100,70 @@ def modified_z(value, others, higher_is_better=True, min_spread=MIN_SPREAD):
     direction.'''
     center = statistics.median(others)
     mad = statistics.median(abs(x - center) for x in others)
+    return _score(value, center, mad, higher_is_better, min_spread), center
+
+
+def _score(value, center, mad, higher_is_better, min_spread):
     scale = max(mad, CONSISTENCY * min_spread * abs(center))
     if scale == 0:
-        return 0.0, center
+        return 0.0
     score = CONSISTENCY * (value - center) / scale
-    return (score if higher_is_better else -score), center
+    return score if higher_is_better else -score
+
+
+def _median_without(ordered, index):
+    '''The median of *ordered* (sorted) without its element *index*, as
+    :func:`statistics.median` computes it.'''
+    half = (len(ordered) - 1) // 2
+
+    def at(position):
+        return ordered[position if position < index else position + 1]
+    if len(ordered) % 2 == 0:           # an odd number left
+        return at(half)
+    return (at(half - 1) + at(half)) / 2
+
+
+def others_median_and_mad(values):
+    '''For each of *values* (at least two), the median and the MAD of the
+    other values: what :func:`modified_z` computes against the others,
+    for all of them in O(n log n) rather than O(n^2) (a sweep of 6,000
+    nodes: 36 million differences). Removing one value leaves one of at
+    most three medians (the value is below, at or above the middle); for
+    each, the deviations of all values are sorted once and each value's
+    own deviation left out the same way.'''
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ordered = [values[i] for i in order]
+    centers = [0.0] * len(values)
+    for position, index in enumerate(order):
+        centers[index] = _median_without(ordered, position)
+    deviations = {}
+    for center in set(centers):
+        spread = [abs(x - center) for x in values]
+        by_size = sorted(range(len(values)), key=spread.__getitem__)
+        where = [0] * len(values)
+        for position, index in enumerate(by_size):
+            where[index] = position
+        deviations[center] = ([spread[i] for i in by_size], where)
+    found = []
+    for index, center in enumerate(centers):
+        spread, where = deviations[center]
+        found.append((center, _median_without(spread, where[index])))
+    return found
 
 
 def score_nodes(figures, higher_is_better=True, min_spread=MIN_SPREAD):
     ''':class:`NodeScore` of each node of *figures* (node -> its values),
-    against the others; [] with fewer than two nodes.'''
-    medians = {node: statistics.median(values)
-               for node, values in figures.items() if values}
+    against the others (:func:`modified_z`); [] with fewer than two
+    nodes.'''
+    medians = sorted((node, statistics.median(values))
+                     for node, values in figures.items() if values)
     if len(medians) < 2:
         return []
-    scores = []
-    for node, value in sorted(medians.items()):
-        others = [v for n, v in medians.items() if n != node]
-        score, center = modified_z(value, others, higher_is_better,
-                                   min_spread)
-        scores.append(NodeScore(node, value, len(figures[node]), center,
-                                score))
-    return scores
+    against = others_median_and_mad([value for _, value in medians])
+    return [NodeScore(node, value, len(figures[node]), center,
+                      _score(value, center, mad, higher_is_better,
+                             min_spread))
+            for (node, value), (center, mad) in zip(medians, against)]
 
 
 def in_window(runs, window=WINDOW):

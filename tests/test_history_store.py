@@ -1,0 +1,243 @@
+"""The history store (hpctestlib_ml/report/store.py): the report's and the
+references' figures are the same with it as from the perflogs line by
+line, on generated histories (training cases over two systems and header
+generations; node sweeps) and on the project's real ones; it reads only
+what the perflogs gained; it is rebuilt when missing, stale, older or
+unreadable (saying so, in one line, only for the last)."""
+import collections
+import contextlib
+import io
+import json
+import math
+import os
+import pathlib
+import shutil
+
+import pytest
+
+from perflog_history import generate, generate_sweeps
+from hpctestlib_ml import cli
+from hpctestlib_ml.report import store
+
+REAL = pathlib.Path(__file__).parent / 'data' / 'history'
+
+
+def hpcml(argv, store_dir):
+    '''(exit status, stdout lines without the timing, stderr) of an hpcml
+    command run here, with the stores in *store_dir* (or ``off``).'''
+    old = os.environ.get(store.STORE_ENV)
+    os.environ[store.STORE_ENV] = str(store_dir)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = cli.main([str(a) for a in argv])
+    finally:
+        if old is None:
+            os.environ.pop(store.STORE_ENV)
+        else:
+            os.environ[store.STORE_ENV] = old
+    lines = [line for line in out.getvalue().splitlines()
+             if not line.startswith('report took')]
+    return status, lines, err.getvalue()
+
+
+def same_with_and_without(argv, stores):
+    '''The command's output with the store equals its output without.'''
+    without = hpcml(argv, 'off')
+    with_it = hpcml(argv, stores)
+    assert with_it == without
+    return with_it
+
+
+@pytest.fixture(scope='module')
+def histories(tmp_path_factory):
+    root = tmp_path_factory.mktemp('histories')
+    generate(root / 'training', days=60, slowdown=('BERTLarge', 4, 0.8))
+    generate_sweeps(root / 'sweeps', nodes=40, days=30, checks=4,
+                    slow_node=(7, 0.6))
+    return root
+
+
+REPORTS = [
+    [],
+    ['--system', 'booster:gpu'],
+    ['--since', '2026-10-20', '--until', '2026-10-28'],
+    ['--compare', 'booster:gpu', 'newcluster:gpu'],
+    ['--workload', 'bert', '--last', '5'],
+]
+
+
+@pytest.mark.parametrize('extra', REPORTS, ids=lambda a: ' '.join(a) or
+                         'plain')
+def test_generated_training_history(histories, tmp_path, extra):
+    status, lines, _ = same_with_and_without(
+        ['report', '--perflogs', histories / 'training', '--no-plots',
+         *extra], tmp_path / 'stores')
+    assert status in (0, 1) and len(lines) > 5
+
+
+def test_node_sweeps_with_the_training_history(histories, tmp_path):
+    _, lines, _ = same_with_and_without(
+        ['report', '--perflogs', histories / 'sweeps',
+         histories / 'training', '--no-plots'], tmp_path / 'stores')
+    assert any('slow: nid000007' in line for line in lines)
+
+
+def test_baseline_saved_and_scored(histories, tmp_path):
+    logs = histories / 'training'
+    for name, store_dir in (('off', 'off'), ('on', tmp_path / 'stores')):
+        saved = hpcml(['report', '--perflogs', logs, '--system',
+                       'booster:gpu', '--save-baseline',
+                       tmp_path / f'{name}.json', '--no-plots'], store_dir)
+        assert saved[0] in (0, 1), saved
+    cases = [json.loads((tmp_path / f'{n}.json').read_text())['cases']
+             for n in ('off', 'on')]
+    assert cases[0] == cases[1]
+    same_with_and_without(['report', '--perflogs', logs, '--system',
+                           'newcluster:gpu', '--baseline',
+                           tmp_path / 'off.json', '--no-plots'],
+                          tmp_path / 'stores')
+
+
+def test_references(histories, tmp_path):
+    same_with_and_without(['references', '--system', 'big:gpu',
+                           '--perflogs', histories / 'sweeps'],
+                          tmp_path / 'stores')
+
+
+@pytest.mark.parametrize('name', sorted(p.name for p in REAL.iterdir()
+                                        if p.is_dir()))
+def test_the_projects_real_histories(name, tmp_path):
+    logs = REAL / name / 'perflogs'
+    same_with_and_without(['report', '--perflogs', logs, '--no-plots'],
+                          tmp_path / 'stores')
+    same_with_and_without(['references', '--system', 'local',
+                           '--perflogs', logs], tmp_path / 'stores')
+
+
+def test_a_night_reads_only_the_new_lines(histories, tmp_path, monkeypatch):
+    '''Appended lines are all an update reads; a file rotated by ReFrame
+    (.log -> .log.h0, a new header) and a last line without its newline
+    (a session killed while writing) read as the line reader reads them.'''
+    logs = tmp_path / 'perflogs'
+    shutil.copytree(histories / 'sweeps', logs)
+    stores = tmp_path / 'stores'
+    monkeypatch.setenv(store.STORE_ENV, str(stores))
+    path = logs / 'big' / 'gpu' / 'Storage.log'
+    lines = path.read_text().splitlines()
+    with store.open_store(logs) as kept:
+        assert kept.update() == 0           # up to date: nothing read
+        runs = kept.counts()[0]
+        with open(path, 'a') as fp:
+            fp.write('\n'.join(lines[-3:]) + '\n')
+        assert kept.update() == 3
+        assert kept.counts()[0] == runs + 3
+    with open(path, 'a') as fp:
+        fp.write(lines[-1][:40])            # cut short: no newline
+    same_with_and_without(['report', '--perflogs', logs, '--no-plots'],
+                          stores)
+    with open(path, 'a') as fp:
+        fp.write(lines[-1][40:] + '\n' + lines[-2] + '\n')
+    same_with_and_without(['report', '--perflogs', logs, '--no-plots'],
+                          stores)
+    os.rename(path, str(path) + '.h0')
+    path.write_text(lines[0] + '|extra\n' + lines[-1] + '|x\n')
+    status, out, err = same_with_and_without(
+        ['report', '--perflogs', logs, '--no-plots'], stores)
+    assert err == ''
+
+
+def test_missing_stale_and_older_stores_are_rebuilt_silently(
+        histories, tmp_path):
+    logs = histories / 'training'
+    stores = tmp_path / 'stores'
+    first = hpcml(['report', '--perflogs', logs, '--no-plots'], stores)
+    directory = store.store_dir(stores, logs)
+    manifest = os.path.join(directory, 'manifest.json')
+    data = json.loads(open(manifest).read())
+    data['format'] = store.FORMAT - 1
+    open(manifest, 'w').write(json.dumps(data))
+    assert hpcml(['report', '--perflogs', logs, '--no-plots'],
+                 stores) == first
+    os.remove(manifest)
+    assert hpcml(['report', '--perflogs', logs, '--no-plots'],
+                 stores) == first
+    assert first[2] == ''
+
+
+@pytest.mark.parametrize('damage', ['part', 'manifest'])
+def test_a_corrupt_store_is_rebuilt_with_one_line(histories, tmp_path,
+                                                  damage):
+    logs = histories / 'training'
+    stores = tmp_path / 'stores'
+    first = hpcml(['report', '--perflogs', logs, '--no-plots'], stores)
+    directory = pathlib.Path(store.store_dir(stores, logs))
+    if damage == 'part':
+        part = sorted(directory.glob('part-*.parquet'))[0]
+        part.write_bytes(part.read_bytes()[:100])
+    else:
+        (directory / 'manifest.json').write_text('{"format": 1, "sou')
+    status, lines, err = hpcml(['report', '--perflogs', logs, '--no-plots'],
+                               stores)
+    assert (status, lines) == first[:2]
+    assert len(err.splitlines()) == 1
+    assert 'could not be read' in err and 'rebuilt from the perflogs' in err
+    assert hpcml(['report', '--perflogs', logs, '--no-plots'],
+                 stores) == first
+
+
+def test_merging_keeps_every_run(tmp_path, monkeypatch):
+    '''FANOUT updates of one size merge into one part; the rows of a
+    rewritten file are dropped then.'''
+    logs = tmp_path / 'perflogs'
+    generate_sweeps(logs, nodes=5, days=2, checks=1)
+    monkeypatch.setenv(store.STORE_ENV, str(tmp_path / 'stores'))
+    path = logs / 'big' / 'gpu' / 'Collectives.log'
+    lines = path.read_text().splitlines()
+    for _ in range(store.FANOUT + 1):
+        with open(path, 'a') as fp:
+            fp.write(lines[-1] + '\n')
+        with store.open_store(logs) as kept:
+            parts = kept.manifest['parts']
+    assert len(parts) < store.FANOUT
+    assert sum(p['rows'] for p in parts) == kept.counts()[0]
+    same_with_and_without(['report', '--perflogs', logs, '--no-plots'],
+                          tmp_path / 'stores')
+
+
+def test_a_first_build_of_many_parts_merges_them(tmp_path, monkeypatch):
+    '''A build that writes many parts, its last one smaller, merges them
+    (the merges once looked at the newest parts only, which the small
+    last part stopped: 10.95 million lines stayed 92 parts).'''
+    logs = tmp_path / 'perflogs'
+    generate_sweeps(logs, nodes=7, days=25, checks=1)
+    monkeypatch.setenv(store.STORE_ENV, str(tmp_path / 'stores'))
+    monkeypatch.setattr(store, 'CHUNK_BYTES', 2000)
+    monkeypatch.setattr(store, 'CHUNK_ROWS', 10)
+    with store.open_store(logs) as kept:
+        parts = kept.manifest['parts']
+        assert kept.counts()[0] == 7 * 25
+    classes = collections.Counter(int(math.log(p['rows'], store.FANOUT))
+                                  for p in parts)
+    assert max(classes.values()) < store.FANOUT, [p['rows'] for p in parts]
+    assert sum(p['rows'] for p in parts) == 7 * 25
+    same_with_and_without(['report', '--perflogs', logs, '--no-plots'],
+                          tmp_path / 'stores')
+
+
+def test_a_store_setting_that_is_no_directory_is_one_line(tmp_path):
+    '''Before, a file or an unwritable place there was passed over in
+    silence: every report read the perflogs line by line.'''
+    (tmp_path / 'perflogs').mkdir()
+    (tmp_path / 'a_file').write_text('')
+    for setting, why in [(tmp_path / 'a_file', 'not a directory'),
+                         (tmp_path / 'a_file' / 'below',
+                          'Not a directory')]:
+        status, lines, err = hpcml(['report', '--perflogs',
+                                    tmp_path / 'perflogs'], setting)
+        assert (status, lines) == (2, [])
+        assert err == (f"hpcml report: error: HPCML_HISTORY_STORE must be a "
+                       f"directory or off, got '{setting}' ({why}): fix "
+                       f"the environment variable HPCML_HISTORY_STORE (read "
+                       f"by hpctestlib_ml/report/store.py (hpcml report, "
+                       f"hpcml references))\n")
