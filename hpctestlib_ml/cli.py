@@ -16,6 +16,8 @@
                                         from a hub (run where it is reachable)
     hpcml triage LOGFILE...             why training runs failed: category,
                                         reason, rank, node (JSON per file)
+    hpcml image [--base IMAGE]          build the suite's container image
+                                        (make image): Podman, else Apptainer
 """
 import argparse
 import importlib
@@ -28,7 +30,7 @@ COMMANDS = {
     'suite': 'suite', 'extract': 'extract', 'cpu-peak': 'cpu_peak',
     'model-info': 'model_info', 'compliance': 'compliance',
     'prepare': 'prepare', 'report': 'report', 'references': 'references',
-    'triage': 'triage',
+    'triage': 'triage', 'image': 'image',
 }
 
 
