@@ -63,7 +63,7 @@ _PODMAN_OPTIONS = {
     'run': _PODMAN_RUN, '--rm': _PODMAN_RUN, '--init': _PODMAN_RUN,
     '--network': _PODMAN_RUN, '--ipc': _PODMAN_RUN, '--uts': _PODMAN_RUN,
     '--volume': _PODMAN_RUN, '--workdir': _PODMAN_RUN, '--env': _PODMAN_RUN,
-    '--device': _PODMAN_RUN,
+    '--device': _PODMAN_RUN, '--cpu-shares': _PODMAN_RUN,
 }
 DOCUMENTED = {
     'Apptainer': {'exec': _APPTAINER_EXEC, '-B': _APPTAINER_EXEC,
@@ -108,6 +108,10 @@ PASSED_ENV_PREFIXES = ('SLURM', 'OMPI_', 'PMI', 'MPI_', 'HPCML_', 'NCCL_',
                        'ROCR_', 'OMP_', 'TF_', 'XLA_', 'NVIDIA_TF32_',
                        'MALLOC_', 'UCX_', 'FI_')
 
+#: A CPU's weight in the kernel's scheduler (cgroup v1 ``cpu.shares``, a
+#: nice-0 task's load weight).
+CPU_SHARES_PER_CPU = 1024
+
 #: Platforms that are options of the job launcher itself (Slurm plugins):
 #: they need srun.
 SRUN_PLATFORMS = ('Pyxis', 'ContainerEngine')
@@ -128,7 +132,8 @@ class ContainerRun:
     *gpu_vendor* (``nvidia``, ``amd`` or None), passing *env* (the names
     the job sets) where the runtime does not pass the host's environment;
     *options* are the site's own for the runtime, *annotations* the
-    Container Engine's (hooks, e.g. ``com.hooks.aws_ofi_nccl.enabled``).'''
+    Container Engine's (hooks, e.g. ``com.hooks.aws_ofi_nccl.enabled``);
+    *cpus*: the CPUs its processes run on (the launcher task's).'''
     image: str
     command: str
     mounts: tuple = ()
@@ -137,6 +142,7 @@ class ContainerRun:
     env: tuple = ()
     options: tuple = ()
     annotations: tuple = ()
+    cpus: int = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,9 +186,16 @@ def podman_launch(run, program='podman'):
     PID 1 that forwards signals (``--init``: a job's SIGTERM reaches the
     program), the node's network, shared memory and host name (ranks meet
     at the node's addresses, data loaders share /dev/shm, ranks name their
-    node), each mount at its path, the job's environment by name.'''
+    node), each mount at its path, the job's environment by name, and
+    the CPU weight of the task's CPUs (``--cpu-shares``): rootful Podman
+    puts a container in a cgroup of its own (``libpod_parent/libpod-<id>``)
+    whose weight, 1024 by default, is that of one busy thread, so that
+    where other work shares the node its threads together got what one of
+    the bare program's threads gets.'''
     words = [program, 'run', '--rm', '--init', '--network=host',
              '--ipc=host', '--uts=host']
+    if run.cpus:
+        words.append(f'--cpu-shares={CPU_SHARES_PER_CPU * run.cpus}')
     words += [f'--volume="{_mount_path(h)}:{_mount_path(c)}"'
               for h, c in run.mounts]
     if run.workdir:
