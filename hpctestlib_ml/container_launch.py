@@ -100,17 +100,27 @@ GPU_OPTIONS = {
 #: Variables a container started by Podman (which, unlike the others, does
 #: not pass the host's environment) gets from the job besides those the
 #: job itself sets: by prefix (``--env 'NAME*'``), the launchers' per-task
-#: ids (srun's SLURM_PROCID and SLURMD_NODENAME, Open MPI's, PMI's), the
+#: ids (srun's SLURM_PROCID and SLURMD_NODENAME, HPE PALS', Open MPI's,
+#: PMI's: podman-hpc passes ``SLURM_*``, ``PALS_*`` and ``PMI_*`` the same
+#: way, its ``shared_run_exec_args`` in podman_hpc/siteconfig.py), the
 #: suite's own switches (HPCML_*), and the libraries' tuning a site or user
 #: sets (NCCL_*, GLOO_*, TORCH_*, CUDA_*, ...).
-PASSED_ENV_PREFIXES = ('SLURM', 'OMPI_', 'PMI', 'MPI_', 'HPCML_', 'NCCL_',
-                       'GLOO_', 'TORCH_', 'PYTORCH_', 'CUDA_', 'HIP_',
+PASSED_ENV_PREFIXES = ('SLURM', 'PALS_', 'OMPI_', 'PMI', 'MPI_', 'HPCML_',
+                       'NCCL_', 'GLOO_', 'TORCH_', 'PYTORCH_', 'CUDA_', 'HIP_',
                        'ROCR_', 'OMP_', 'TF_', 'XLA_', 'NVIDIA_TF32_',
                        'MALLOC_', 'UCX_', 'FI_')
 
-#: A CPU's weight in the kernel's scheduler (cgroup v1 ``cpu.shares``, a
-#: nice-0 task's load weight).
-CPU_SHARES_PER_CPU = 1024
+#: The CPU weight of a Podman container's cgroup: the kernel's largest
+#: (cgroup v1 ``cpu.shares``; Podman maps it to cgroup v2's ``cpu.weight``).
+#: Rootful Podman puts each container in a cgroup of its own
+#: (``libpod_parent/libpod-<id>``) whose default weight, 1024, is one busy
+#: thread's: where other work shares the node, all the container's
+#: threads together got what one thread of the bare program gets (a rank's
+#: compute and communication threads compete each with its own weight).
+#: With the largest weight they compete with other work at least as the
+#: bare program's would; inside, each still has its own; on a node the job
+#: has alone nothing competes and the weight changes nothing.
+MAX_CPU_SHARES = 262144
 
 #: Platforms that are options of the job launcher itself (Slurm plugins):
 #: they need srun.
@@ -132,8 +142,7 @@ class ContainerRun:
     *gpu_vendor* (``nvidia``, ``amd`` or None), passing *env* (the names
     the job sets) where the runtime does not pass the host's environment;
     *options* are the site's own for the runtime, *annotations* the
-    Container Engine's (hooks, e.g. ``com.hooks.aws_ofi_nccl.enabled``);
-    *cpus*: the CPUs its processes run on (the launcher task's).'''
+    Container Engine's (hooks, e.g. ``com.hooks.aws_ofi_nccl.enabled``).'''
     image: str
     command: str
     mounts: tuple = ()
@@ -142,7 +151,6 @@ class ContainerRun:
     env: tuple = ()
     options: tuple = ()
     annotations: tuple = ()
-    cpus: int = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,16 +194,10 @@ def podman_launch(run, program='podman'):
     PID 1 that forwards signals (``--init``: a job's SIGTERM reaches the
     program), the node's network, shared memory and host name (ranks meet
     at the node's addresses, data loaders share /dev/shm, ranks name their
-    node), each mount at its path, the job's environment by name, and
-    the CPU weight of the task's CPUs (``--cpu-shares``): rootful Podman
-    puts a container in a cgroup of its own (``libpod_parent/libpod-<id>``)
-    whose weight, 1024 by default, is that of one busy thread, so that
-    where other work shares the node its threads together got what one of
-    the bare program's threads gets.'''
+    node), the largest CPU weight (:data:`MAX_CPU_SHARES`), each mount at
+    its path, the job's environment by name.'''
     words = [program, 'run', '--rm', '--init', '--network=host',
-             '--ipc=host', '--uts=host']
-    if run.cpus:
-        words.append(f'--cpu-shares={CPU_SHARES_PER_CPU * run.cpus}')
+             '--ipc=host', '--uts=host', f'--cpu-shares={MAX_CPU_SHARES}']
     words += [f'--volume="{_mount_path(h)}:{_mount_path(c)}"'
               for h, c in run.mounts]
     if run.workdir:

@@ -242,8 +242,7 @@ def test_the_digest_joins_the_image(tmp_path):
 RUN = ContainerRun(
     image='img:1', command='/repo/src/task_env.sh per_task python3 -u -m x',
     mounts=(('/repo', '/repo'), ('$SCRATCH', '$SCRATCH')),
-    workdir='/stage', gpu_vendor='nvidia', env=('PYTHONPATH', 'MASTER_ADDR'),
-    cpus=16)
+    workdir='/stage', gpu_vendor='nvidia', env=('PYTHONPATH', 'MASTER_ADDR'))
 
 
 def options_of(words):
@@ -269,7 +268,7 @@ def test_podman_lines(name):
     assert '--volume=$SCRATCH:$SCRATCH' in words
     assert words[words.index('--workdir') + 1] == '/stage'
     assert '--env=PYTHONPATH' in words and '--env=SLURM*' in words
-    assert '--cpu-shares=16384' in words
+    assert '--cpu-shares=262144' in words
     gpu = {'Podman': ['--device', 'nvidia.com/gpu=all'],
            'PodmanHPC': ['--gpu']}[name]
     at = words.index('img:1')

@@ -100,8 +100,7 @@ class Containers(RegressionTestPlugin):
                 env=tuple(self.job_environment_names()),
                 options=tuple(part.extras.get('container_options', [])),
                 annotations=tuple(sorted(part.extras.get(
-                    'container_annotations', {}).items())),
-                cpus=self.container_cpus())
+                    'container_annotations', {}).items())))
             platform, launcher_options = container_launch.platform(
                 name, run, self.stagedir, part.launcher_type.registered_name)
         except container.ContainerError as err:
@@ -111,16 +110,6 @@ class Containers(RegressionTestPlugin):
         self.prerun_cmds += container.image_lines(name, image)
         self.job.launcher.options += launcher_options
         self.container_platform = platform
-
-    def container_cpus(self):
-        '''The CPUs of one container: its launcher task's (a rank's in
-        per_task mode, the node's ranks' under torchrun); None where the
-        partition does not say its CPUs.'''
-        if not self.layout.cpus_per_proc:
-            return None
-        ranks = (self.layout.procs_per_node
-                 if self.launch_mode == 'torchrun' else 1)
-        return self.layout.cpus_per_proc * ranks
 
     def job_environment_names(self):
         '''Names of the variables the job script sets: the test's, the
