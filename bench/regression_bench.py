@@ -86,8 +86,8 @@ def reference_false_alarms(values, higher, last):
     '''Each run against the reference of the *last* runs before it.'''
     checked = failed = 0
     for i in range(last, len(values)):
-        ref, tolerance, _ = derive.threshold(values[i - last:i],
-                                                 1 if higher else -1)
+        ref, tolerance, *_ = derive.threshold(values[i - last:i],
+                                              1 if higher else -1)
         checked += 1
         ratio = values[i] / ref - 1
         failed += (ratio < -tolerance) if higher else (ratio > tolerance)
@@ -133,8 +133,8 @@ def power(values, higher, before, trials, seed):
         caught = 0
         for _ in range(trials):
             history_values = [draw() for _ in range(10)]
-            ref, tolerance, _ = derive.threshold(history_values,
-                                                     1 if higher else -1)
+            ref, tolerance, *_ = derive.threshold(history_values,
+                                                  1 if higher else -1)
             ratio = draw() * factor / ref - 1
             caught += (ratio < -tolerance) if higher else (ratio > tolerance)
         table[f'{int(100 * slowdown)}%/reference'] = {

@@ -1,8 +1,9 @@
 """GPT pretraining with Megatron (the CARAML LLM benchmark).
 
 GPU partitions: Megatron-LM's pretrain_gpt.py at CARAML's 800M, 13B and
-175B sizes (TP/PP 1/1, 2/2, 8/8), sequence 2048. CPU partitions: the tiny
-model through Megatron-Core, same arguments and log line.
+175B sizes (TP/PP 1/1, 2/2, 8/8), sequence 2048, Llama 3 8B and 70B and
+GPT-J 6B. CPU partitions: the tiny model through Megatron-Core, same
+arguments and log line.
 """
 import reframe as rfm
 

@@ -45,46 +45,55 @@
                               system's scratch (e.g. '$SCRATCH', expanded
                               by the job) or a node-local disk
                               ('/tmp'); default: the stage directory
+    HPCML_REFERENCE_NOISE_PCT how far, in percent, the partition's figures
+                              move from night to night with nothing
+                              changed (extras['reference_noise_pct']): no
+                              threshold of hpcml references is narrower;
+                              default: none (3 %)
 
 ``reframe -C config/slurm.py -c checks -r`` then runs the suite there.
+Each variable is declared, with its type and allowed values, in
+``hpctestlib_ml/settings.py``: a value that cannot work stops the
+configuration from loading with one line that names it.
 """
 import os
 import shutil
 import sys
 
 from hpctestlib_ml.siteconfig import (apptainer_images, container_environment,
-                                      cpus_per_node, env_assignments, env_int,
-                                      env_list, make_site_configuration,
-                                      one_image, slurm_sched_options,
-                                      system_dirs, with_container_platform)
+                                      cpus_per_node, env,
+                                      make_site_configuration, one_image,
+                                      slurm_sched_options, system_dirs,
+                                      with_container_platform)
 
-_partition = os.environ.get('HPCML_SLURM_PARTITION')
-_account = os.environ.get('HPCML_ACCOUNT')
-_gpus = env_int('HPCML_GPUS_PER_NODE', 0)
-_gpu_model = os.environ.get('HPCML_GPU_MODEL')
-_cpus = cpus_per_node(env_int('HPCML_CPUS_PER_NODE'), _gpus, _partition)
-_cpu_peak = os.environ.get('HPCML_CPU_PEAK_FLOPS')
-_modules = env_list('HPCML_MODULES', [])
-_venv = os.environ.get('HPCML_VENV', os.path.dirname(os.path.dirname(
-    sys.executable)))
+_partition = env('HPCML_SLURM_PARTITION')
+_account = env('HPCML_ACCOUNT')
+_gpus = env('HPCML_GPUS_PER_NODE')
+_gpu_model = env('HPCML_GPU_MODEL')
+_cpus = cpus_per_node(env('HPCML_CPUS_PER_NODE'), _gpus, _partition)
+_cpu_peak = env('HPCML_CPU_PEAK_FLOPS')
+_modules = env('HPCML_MODULES')
+_venv = env('HPCML_VENV') or os.path.dirname(os.path.dirname(
+    sys.executable))
 
 _extras = {
-    'max_nodes': env_int('HPCML_MAX_NODES', 2),
-    'rendezvous_address': os.environ.get('HPCML_RENDEZVOUS_ADDRESS',
-                                         '{hostname}'),
+    'max_nodes': env('HPCML_MAX_NODES'),
+    'rendezvous_address': env('HPCML_RENDEZVOUS_ADDRESS'),
 }
-if env_list('HPCML_SCALES'):
-    _extras['scales'] = env_list('HPCML_SCALES')
+if env('HPCML_SCALES'):
+    _extras['scales'] = env('HPCML_SCALES')
 if _cpu_peak:
-    _extras['cpu_peak_flops'] = float(_cpu_peak)
-if os.environ.get('HPCML_STORAGE_DIR'):
-    _extras['storage_dir'] = os.environ['HPCML_STORAGE_DIR']
+    _extras['cpu_peak_flops'] = _cpu_peak
+if env('HPCML_STORAGE_DIR'):
+    _extras['storage_dir'] = env('HPCML_STORAGE_DIR')
+if env('HPCML_REFERENCE_NOISE_PCT'):
+    _extras['reference_noise_pct'] = env('HPCML_REFERENCE_NOISE_PCT')
 
 _part = {
     'name': _partition or 'default',
     'descr': (f'{_gpus} x {_gpu_model or "GPU"} per node' if _gpus
               else 'CPU nodes'),
-    'scheduler': os.environ.get('HPCML_SCHEDULER', 'slurm'),
+    'scheduler': env('HPCML_SCHEDULER'),
     'launcher': 'srun',
     'access': ([f'--partition={_partition}'] if _partition else []) +
               ([f'--account={_account}'] if _account else []),
@@ -92,7 +101,7 @@ _part = {
     'max_jobs': 8,
     'features': ['gpu'] if _gpus else ['cpu'],
     'extras': _extras,
-    'env_vars': env_assignments('HPCML_ENV'),
+    'env_vars': env('HPCML_ENV'),
 }
 if _cpus:
     _part['processor'] = {'num_cpus': _cpus}
@@ -101,20 +110,19 @@ if _gpus:
                          **({'model': _gpu_model} if _gpu_model else {})}]
     _part['resources'] = [{
         'name': 'gpu',
-        'options': [os.environ.get('HPCML_GPU_RESOURCE',
-                                   '--gpus-per-node={num_gpus_per_node}')],
+        'options': [env('HPCML_GPU_RESOURCE')],
     }]
 
-_image_dir = os.environ.get('HPCML_CONTAINER_DIR')
-_container_modules = (env_list('HPCML_CONTAINER_MODULES') or
-                      env_list('HPCML_APPTAINER_MODULES', []))
-_container_platform = os.environ.get('HPCML_CONTAINER_PLATFORM') or (
+_image_dir = env('HPCML_CONTAINER_DIR')
+_container_modules = (env('HPCML_CONTAINER_MODULES') or
+                      env('HPCML_APPTAINER_MODULES'))
+_container_platform = env('HPCML_CONTAINER_PLATFORM') or (
     'Apptainer' if (_image_dir or _container_modules or
                     shutil.which('apptainer')) else None)
 if _container_platform:
     _part = with_container_platform(
         _part, _container_platform,
-        one_image(os.environ.get('HPCML_CONTAINER_IMAGE')) or
+        one_image(env('HPCML_CONTAINER_IMAGE')) or
         apptainer_images(_image_dir), _container_modules)
 
 site_configuration = make_site_configuration(

@@ -14,13 +14,13 @@ from reframe.core.builtins import run_after
 
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.plugins import (Containers, Energy, Launching, Placement,
-                                   Provenance, References, Sanity, Sizing,
-                                   Utilisation, WorkloadInterface)
+                                   Provenance, References, Sanity, Settings,
+                                   Sizing, Utilisation, WorkloadInterface)
 
 
 class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
-                     Placement, Sizing, Launching, Containers, Utilisation,
-                     Provenance, Energy, References, Sanity):
+                     Settings, Placement, Sizing, Launching, Containers,
+                     Utilisation, Provenance, Energy, References, Sanity):
     '''Base of the suite's training tests.
 
     A workload sets ``workload``, ``program`` and ``sizes`` and implements
@@ -45,7 +45,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
            ``framework_versions``, ``gpu_driver``, ``cuda_version``,
            ``nccl_version``, ``env_switches``; Energy:
            ``energy_counter``; References: ``reference_case``,
-           ``loss_curve``, ``references_file``; WorkloadInterface:
+           ``loss_curve``, ``references_file``, ``reference_noise_pct``,
+           ``session_id``; WorkloadInterface:
            ``workload``, ``program``, ``sizes``, ``framework``,
            ``departures``, ``reference_precision``
        * - Metrics
@@ -57,7 +58,9 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
          - ``max_nodes``, ``scales``, ``rendezvous_address``,
            ``device_peak_flops``, ``cpu_peak_flops``,
            ``device_memory_gib``, ``container_images``, ``gpu_vendor``,
-           and each workload's data and program keys
+           ``reference_noise_pct`` (the noise floor of references from
+           history, percent; default 3), and each workload's data and
+           program keys
        * - System features
          - ``gpu`` (size ``auto`` is ``benchmark`` there, else ``tiny``)
        * - Environment features
@@ -78,11 +81,14 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface,
     @run_after('setup')
     def configure_job(self):
         '''The setup steps, in the order they depend on each other: the
-        layout, then the size (which the workload's settings follow), the
-        memory fit, the case key, the job's resources, the launch command
-        and environment, the container, and the figures.'''
+        user's settings checked, the layout, then the size (which the
+        workload's settings follow), the input paths, the memory fit, the
+        case key, the job's resources, the launch command and
+        environment, the container, and the figures.'''
+        self.check_settings()
         self.resolve_layout()
         self.resolve_size()
+        self.check_inputs()
         self.skip_if_it_cannot_fit()
         self.reference_case = self.reference_case_key()
         self.set_job_layout()

@@ -21,6 +21,8 @@
 """
 import argparse
 import importlib
+import os
+import signal
 import sys
 
 #: The subcommands, in ``hpcml --help``'s order: name -> module under
@@ -51,7 +53,29 @@ def parser():
     return top
 
 
+#: The exit status of a command whose reader closed its output (``hpcml
+#: report | head -1``): a shell's for a process ended by SIGPIPE.
+CLOSED_PIPE_STATUS = 128 + signal.SIGPIPE
+
+
 def main(argv=None):
+    '''Run the command *argv* names; its exit status. Where the reader of
+    its output goes away, the command ends quietly, as ``cat`` does
+    (:data:`CLOSED_PIPE_STATUS`), not with a traceback.'''
+    try:
+        status = _main(argv)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # Python's advice (the signal module's notes on SIGPIPE): point
+        # stdout at devnull, so that flushing it at exit does not raise
+        # again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return CLOSED_PIPE_STATUS
+
+
+def _main(argv):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ['suite']:
         # Every option after 'suite' is reframe's, --help included.

@@ -54,9 +54,10 @@ def _measure_in_child(threads):
     if child.returncode == 3:
         return None
     if child.returncode:
+        from hpctestlib_ml.parsers.failures import failure_line
         raise RuntimeError(f'measuring the CPU peak failed '
-                           f'({sys.executable} {__file__} {threads}):\n'
-                           f'{child.stderr[-2000:]}')
+                           f'({sys.executable} {__file__} {threads}): '
+                           f'{failure_line(child.stderr)}')
     return float(child.stdout)
 
 

@@ -8,9 +8,15 @@ driver, a container started without ``--nv``) runs to the end and would
 pass with CPU figures against the GPU's peak: :func:`device_problems`
 fails it, in one line, from what the ranks themselves say they ran on.
 """
+import re
 import statistics
 
 from hpctestlib_ml import peaks
+
+#: A MIG slice's name as CUDA gives it (``torch.cuda.get_device_name``):
+#: the whole GPU's and its profile, ``NVIDIA A100-SXM4-40GB MIG 1g.5gb``
+#: (HTCondor's ``condor_gpu_discovery`` manual lists such devices).
+MIG_NAME = re.compile(r'\sMIG\s+\d+g\.\d+gb\b', re.IGNORECASE)
 
 
 def _kinds(records):
@@ -18,11 +24,14 @@ def _kinds(records):
 
 
 def device_problems(records, expected_kind, world_size, partition,
-                    partition_model=None):
+                    partition_model=None, peak_given=False):
     '''One-line reasons why the ``device`` *records* of a run do not show
     the devices its partition has; [] if they do. *expected_kind*:
     ``gpu`` or ``cpu``; *partition_model*: the partition's GPU model key
-    (``H100-SXM``), if the site config names one.'''
+    (``H100-SXM``), if the site config names one; *peak_given*: whether
+    the partition gives its devices' peak (``extras['device_peak_flops']``),
+    which a MIG slice needs: its name matches the whole GPU's model, whose
+    peak it has a fraction of.'''
     if not records:
         return [f'no rank printed its [hpcml] device record: the program '
                 f'did not say what it ran on']
@@ -40,6 +49,14 @@ def device_problems(records, expected_kind, world_size, partition,
         missing = sorted(set(range(world_size)) - ranks)
         problems.append(f'{len(ranks)} of {world_size} ranks printed their '
                         f'device (missing: {missing[:8]})')
+    gpu_names = sorted({str(r.get('name')) for r in records
+                        if r.get('kind') == 'gpu'})
+    slices = [name for name in gpu_names if MIG_NAME.search(name)]
+    if expected_kind == 'gpu' and slices and not peak_given:
+        problems.append(
+            f'the GPU that ran is a MIG slice ({slices[0]!r}), measured '
+            f"against the whole GPU's peak: set the slice's peak FLOP/s "
+            f"in extras['device_peak_flops'] of partition {partition}")
     if expected_kind == 'gpu' and partition_model:
         for name in sorted({r.get('name') for r in records
                             if r.get('kind') == 'gpu'}):

@@ -21,6 +21,15 @@ class BadInputError(ReframeError):
 BadInputError.__name__ = BadInputError.__qualname__ = 'bad_input'
 
 
+class FilesystemError(ReframeError):
+    '''An input the case reads is not where its settings say
+    (:mod:`hpctestlib_ml.inputs`); the message names the path and the
+    fix. Named by its category, as :class:`BadInputError`.'''
+
+
+FilesystemError.__name__ = FilesystemError.__qualname__ = 'filesystem'
+
+
 def positive_int(name, value, minimum=1):
     '''*value* (an int, or text from ``-S``) as an int >= *minimum*; a
     :class:`BadInputError` naming ``-S name`` otherwise.'''

@@ -7,6 +7,9 @@ MFU from the 3x figure (model FLOPs: recomputation is work the model does not
 need, Chowdhery et al. 2022, "PaLM", appendix B) and HFU from the FLOPs the
 hardware actually executes.
 """
+import collections
+import math
+
 from hpctestlib_ml import program_tables
 
 TRAINING_FACTOR = 3
@@ -69,9 +72,31 @@ def training_flops(forward_flops, recompute=False):
     return forward_flops * (RECOMPUTE_FACTOR if recompute else TRAINING_FACTOR)
 
 
+#: The mixture-of-experts MLPs of a Megatron model, as its arguments give
+#: them: *layers*, how many of the model's layers have one
+#: (``--moe-layer-freq``); *routed*, the experts each token goes to
+#: (``--moe-router-topk``); *ffn_hidden*, each expert's MLP width
+#: (``--moe-ffn-hidden-size``, else ``--ffn-hidden-size``);
+#: *shared_ffn_hidden*, the shared experts' width
+#: (``--moe-shared-expert-intermediate-size``, 0 for none).
+MoE = collections.namedtuple(
+    'MoE', 'layers routed ffn_hidden shared_ffn_hidden', defaults=(0,))
+
+
+def megatron_padded_vocab(vocab, tp, divisible_by=128):
+    '''The vocabulary Megatron-LM builds for a tokenizer of *vocab* tokens
+    at tensor parallel size *tp*: padded to a multiple of
+    ``--make-vocab-size-divisible-by`` x TP (Megatron-LM
+    ``megatron/training/vocab_utils.py``, ``calculate_padded_vocab_size``;
+    it prints "padded vocab (size: V) with N dummy tokens").'''
+    multiple = divisible_by * tp
+    return int(math.ceil(vocab / multiple) * multiple)
+
+
 def megatron_gpt_flops_per_token(num_layers, hidden, seq_len, vocab,
                                  ffn_hidden=None, query_groups_ratio=1.0,
-                                 swiglu=False):
+                                 swiglu=False, attention_width_ratio=1.0,
+                                 moe=None):
     '''Training FLOPs per token of a GPT (forward + backward, no
     recomputation), Megatron-LM's analytic formula with the full s x s
     attention counted: 12 L h^2 (2 + s/h + ffn/h + V/(2 L h)), with V the
@@ -79,24 +104,40 @@ def megatron_gpt_flops_per_token(num_layers, hidden, seq_len, vocab,
     Narayanan et al. 2021 (SC'21, eq. 3): 72 L h^2 (1 + s/(6h) + V/(12 L h))
     per token.
 
+    The 12 is 3 x 2 x 2: each GEMM runs three times (forward, backward for
+    the data and for the weight gradient), the blocks stack two GEMMs (QKV
+    and output projection, the MLP's up and down projection), and a
+    multiply-add is 2 FLOPs. The logits add 6 h V per token: computed once,
+    whether the output layer is tied to the input embedding or not (the
+    embedding itself is a lookup). Activation recomputation is not counted:
+    these are model FLOPs (MFU), as Megatron-LM's own TFLOP/s/GPU.
+
     Grouped-query attention and a SwiGLU MLP (Llama 3), as Megatron-LM's
     ``num_floating_point_operations`` counts them: the key and value
     projections are h x (h g/n) each (*query_groups_ratio* g/n: query
     groups / attention heads; 1 is multi-head attention), and the gated MLP
     has three ffn x h matrices instead of two. In general, per token,
-    12 L h^2 (1 + g/n + s/h + k ffn/(2h) + V/(2 L h)), k = 3 with SwiGLU,
-    else 2 (the formula above for g = n, k = 2). The attention scores and
-    weighted values (the s/h term) have every query head attend over the
-    whole sequence whatever the groups: GQA shares keys and values, not
-    the work. Upstream counts that term once for the causal half
-    (``num_floating_point_operations`` today: at CARAML's 800M shape its
-    figure is 6.4% lower); the suite counts it whole for every size, the
+    12 L h^2 ((1 + g/n + s/h) p + k ffn/(2h) + V/(2 L h)), k = 3 with
+    SwiGLU, else 2, p = kv_channels x n / h (*attention_width_ratio*, 1
+    unless ``--kv-channels`` makes the heads wider or narrower than h/n);
+    the formula above for g = n, k = 2, p = 1. With *moe* (:class:`MoE`),
+    its layers' MLP term is k (routed x expert ffn + shared ffn)/(2h)
+    instead, the others' stays dense. The attention scores and weighted
+    values (the s/h term) have every query head attend over the whole
+    sequence whatever the groups: GQA shares keys and values, not the work.
+
+    This is ``num_floating_point_operations`` of Megatron-LM
+    (``megatron/training/training.py``) as it stood from 2bfe9be
+    (2024-04-03, ``--kv-channels``; SwiGLU since e116d81, 2024-03-25;
+    shared experts since 1fa9464, 2024-09-11) to 8873b55^, with the split
+    of dense and MoE layers that 8873b55 (2025-03-06) added. 8873b55 also
+    began to count the s/h term once for the causal half (at CARAML's 800M
+    shape 6.4% lower; at Llama 3 8B's, s = 8192, 11.1% lower), and upstream
+    prints it so since. The suite counts it whole for every size, the
     convention of Megatron-LM before the halving (Narayanan et al. 2021,
-    CARAML's pinned Megatron-LM and its FLOPs patch): compare TFLOP/s
-    between tools only with the same convention. The untied output layer
-    is the V/(2 L h) term as
-    before (the logits are computed once, tied or not; the input
-    embedding is a lookup).
+    CARAML's pinned Megatron-LM and its FLOPs patch, and AMD's ROCm
+    Megatron-LM of 2025: ``tests/data/megatron/public/``): compare TFLOP/s
+    between tools only with the same convention.
 
     CARAML's patched Megatron prints TFLOPs with a 4x (recompute) factor
     instead of 3x, a third more than this.
@@ -104,8 +145,13 @@ def megatron_gpt_flops_per_token(num_layers, hidden, seq_len, vocab,
     L, h, s = num_layers, hidden, seq_len
     ffn = ffn_hidden or 4 * h
     k = 3 if swiglu else 2
-    return 12 * L * h * h * (1 + query_groups_ratio + s / h +
-                             k * ffn / (2 * h) + vocab / (2 * L * h))
+    moe_layers = moe.layers if moe else 0
+    mlp_width = (ffn * (L - moe_layers) +
+                 ((moe.ffn_hidden * moe.routed + moe.shared_ffn_hidden) *
+                  moe_layers if moe else 0)) / L
+    return 12 * L * h * h * ((1 + query_groups_ratio + s / h) *
+                             attention_width_ratio +
+                             k * mlp_width / (2 * h) + vocab / (2 * L * h))
 
 
 def causal_lm_forward_flops(seq_len, width, layers, vocab):

@@ -213,6 +213,41 @@ def megatron_parameter_bytes(precision, distributed_optimizer, dp):
     return weights, grads, optim / (dp if distributed_optimizer else 1)
 
 
+# The model's state alone, as tables of "memory required to train" give it
+
+def fp32_adam_bytes_per_parameter():
+    '''16: fp32 weights and gradients and Adam's two fp32 moments
+    (:func:`amp_parameter_bytes`), the bytes a parameter that tables of
+    "memory required to train" count, whatever optimizer and precision a
+    program uses; no activations.'''
+    return sum(amp_parameter_bytes('adam'))
+
+
+def fp32_adam_megabytes(params):
+    '''The state of *params* parameters at
+    :func:`fp32_adam_bytes_per_parameter`, in MB of 10^6 bytes (the unit
+    that reproduces such tables: GPT-J's 6,053,381,344 parameters are
+    96,854 MB).'''
+    return params * fp32_adam_bytes_per_parameter() / 1e6
+
+
+def format_fp32_adam(info):
+    '''Lines giving :func:`fp32_adam_megabytes` of *info* (a
+    :class:`~hpctestlib_ml.model_info.ModelInfo`), for the model built and
+    for each count published for it, so that a table of "memory required
+    to train" can be compared with the model the program builds.'''
+    per = fp32_adam_bytes_per_parameter()
+    lines = [f'  {per} B/param fp32 Adam     '
+             f'{fp32_adam_megabytes(info.params):,.1f} MB (10^6 B) for '
+             f'{info.params:,} parameters: fp32 weights, gradients and '
+             f'Adam\'s two moments, no activations, whatever the program '
+             f'trains with (as tables of "memory required to train" '
+             f'count)']
+    lines += [f'{"":<26}{fp32_adam_megabytes(count):,.1f} MB for the '
+              f'published {count:,}' for count, _ in info.published_params]
+    return '\n'.join(lines)
+
+
 # Megatron GPT
 
 def megatron_shape(shape, vocab):

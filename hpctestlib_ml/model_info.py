@@ -42,6 +42,11 @@ class ModelInfo:
     measured_with: str = None    # how measured_forward_flops was counted
     device: str = 'cpu'          # where the model was built
     description: str = ''
+    #: Counts published for this model that the program does not build:
+    #: ((parameters, whose count and what it counts), ...).
+    published_params: tuple = ()
+    #: Where the model built departs from the published one, a line each.
+    departures: tuple = ()
 
     @property
     def flops_ratio(self):
@@ -104,7 +109,11 @@ def _measuring_activations():
 
 
 def torch_info(workload, size, name, model, inputs, analytic, device,
-                description=''):
+               description='', **published):
+    '''The :class:`ModelInfo` of the torch *model*: its parameters, the
+    *analytic* forward FLOPs per sample and the FLOPs measured on
+    ``inputs(device)``; *published*: ``published_params`` and
+    ``departures``, where the workload knows them.'''
     params = count_params(model)
     found = _ACTIVATIONS.get()
     if found is not None:
@@ -115,7 +124,7 @@ def torch_info(workload, size, name, model, inputs, analytic, device,
         analytic_forward_flops=analytic,
         measured_forward_flops=measure_forward_flops(model, inputs),
         measured_with='FlopCounterMode (meta device)', device=device,
-        description=description)
+        description=description, **published)
 
 
 @contextlib.contextmanager
@@ -212,9 +221,17 @@ def format_info(info):
     '''Human-readable lines of *info*.'''
     lines = [f'{info.workload} {info.size} ({info.model}): '
              f'{info.description}',
-             f'  parameters              {info.params:,}',
-             f'  analytic forward FLOPs  {info.analytic_forward_flops:,.0f}'
-             f' per sample (MFU counts 3x per trained sample)']
+             f'  parameters              {info.params:,}'
+             + (' (the model built)' if info.published_params else '')]
+    for i, (count, whose) in enumerate(info.published_params):
+        lines.append(f'  {"published" if not i else "":<24}{count:,}: '
+                     f'{whose}; the model built has '
+                     f'{info.params - count:+,}')
+    for i, line in enumerate(info.departures):
+        lines.append(f'  {"departs from it" if not i else "":<24}{line}')
+    lines.append(f'  analytic forward FLOPs  '
+                 f'{info.analytic_forward_flops:,.0f} per sample (MFU '
+                 f'counts 3x per trained sample)')
     if info.measured_forward_flops:
         lines.append(f'  measured forward FLOPs  '
                      f'{info.measured_forward_flops:,.0f} by '

@@ -31,14 +31,19 @@ CHECKS_DIR = REPO_ROOT / 'checks'
 CONTAINERS_DIR = REPO_ROOT / 'containers'
 
 
+def user_path(path):
+    '''*path* made absolute against the directory the user ran the command
+    in. That is the shell's ``PWD``, not ``os.getcwd()``: ReFrame imports
+    config files from inside their own directory, so the current directory
+    is ``config/`` while they (and this module, with them) are
+    imported.'''
+    return os.path.join(os.environ.get('PWD', os.getcwd()), path)
+
+
 def _env_dir(name, default):
     '''Directory from environment variable *name*, else *default*, made
-    absolute against the directory the user ran the command in. That is
-    the shell's ``PWD``, not ``os.getcwd()``: ReFrame imports config files
-    from inside their own directory, so the current directory is
-    ``config/`` while they (and this module, with them) are imported.'''
-    path = os.environ.get(name) or default
-    return os.path.join(os.environ.get('PWD', os.getcwd()), path)
+    absolute (:func:`user_path`).'''
+    return user_path(os.environ.get(name) or default)
 
 
 #: Where runs write (stage, output, perflogs, results DB, reports,
@@ -61,7 +66,10 @@ PREPARED_DIR = _env_dir('HPCML_PREPARED_DIR',
 REFERENCES_DIR = pathlib.Path(_env_dir('HPCML_REFERENCES_DIR',
                                        str(CONFIG_DIR / 'references')))
 
-#: ReFrame's run reports: those of ``hpcml suite`` and of every session.
+#: ReFrame's run reports: those of ``hpcml suite`` and of every session
+#: (a session given ``--prefix DIR`` writes them, with its perflogs,
+#: results database and ``reframe.log``, under DIR instead:
+#: :func:`hpctestlib_ml.siteconfig.results_dir`).
 REPORTS_DIR = os.path.join(VAR_DIR, 'reports')
 
 #: Where ``hpcml report`` and ``hpcml references`` read perflogs by

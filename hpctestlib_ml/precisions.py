@@ -1,6 +1,6 @@
 """The precision each MLPerf-style workload trains in at benchmark size,
 and the precision its upstream reference program trains in: one home for
-the choice and its sources (README, "Precision").
+the choice and its sources (docs/guide/fidelity.md, "Precision").
 
 The reference programs (mlcommons/hpc 2c627d4, mlcommons/training's BERT
 aa344c7) train in fp32; the closed-division submissions that centres
@@ -16,6 +16,20 @@ as the references' ``tf32`` default (OpenFold) and PyTorch's convolution
 default do (``src/device_choice.set_math_mode``).
 """
 import dataclasses
+
+#: The precisions of the suite's own programs (their ``--precision``
+#: choices: ``src/mlperf_train``, ``bert_pretrain``, ``gpt2_finetune``,
+#: ``resnet50_tf``, ``collectives``; ``gpt_pretrain``'s ``--fp16`` and
+#: ``--bf16``, fp32 without either).
+PROGRAM = ('fp32', 'fp16', 'bf16')
+
+#: OpenCLIP's ``--precision`` choices (open_clip_train/params.py).
+OPEN_CLIP = ('amp', 'amp_bf16', 'amp_bfloat16', 'bf16', 'fp16', 'pure_bf16',
+             'pure_fp16', 'fp32')
+
+#: What the torchvision program trains in by device: fp32, or with
+#: ``--use-amp`` autocast's default type (fp16 on GPUs, bf16 on CPUs).
+TORCHVISION = {'cpu': ('fp32', 'bf16'), 'gpu': ('fp32', 'fp16')}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The training programs' own tables (sizes, widths), read from their files.
+"""The training programs' own tables (sizes, widths) and pure helpers,
+read from their files.
 
 A program under ``src/`` keeps its size table in a module without torch
 (``deepcam/architecture.py``, ``cosmoflow/sizes.py``,
@@ -21,6 +22,22 @@ def load(program, module):
     path = SRC_DIR / program / f'{module}.py'
     spec = importlib.util.spec_from_file_location(
         f'_{program}_{module}', path)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+@functools.cache
+def src_module(name):
+    '''``src/<name>.py``, a pure module of the programs (standard library
+    only, e.g. ``node_gpus``), as a module of its own, once per process:
+    never by putting ``src`` on ``sys.path``. (A site configuration that
+    did so inside ReFrame's loading of it, which puts back ``sys.path`` by
+    index, took the venv's site-packages off instead: every later import
+    from there failed, ReFrame's performance report with "No module named
+    'polars'".)'''
+    path = SRC_DIR / f'{name}.py'
+    spec = importlib.util.spec_from_file_location(f'_src_{name}', path)
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
     return loaded

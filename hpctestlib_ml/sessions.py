@@ -15,9 +15,13 @@ What the sessions share stays whole: perflog lines are appended under
 ReFrame's file lock (``locking_enable`` of the perflog handler) and the
 results database is written under ReFrame's own lock
 (``tests/test_sessions.py`` runs two sessions at once and reads both back).
+
+Each result logs the session it came from (:func:`session_id`), so that
+``hpcml references`` can tell runs of one sitting from runs of many.
 """
 import fcntl
 import os
+import socket
 import sys
 import time
 
@@ -33,11 +37,41 @@ _USER_DIR_VARIABLES = ('RFM_PREFIX', 'RFM_STAGE_DIR', 'RFM_OUTPUT_DIR')
 #: process would find the lock taken.
 _held = {}
 
+#: This process's session name, made once (:func:`session_id`).
+_session = {}
 
-def _in_reframe_session():
+
+def session_id():
+    '''The name of this process's ReFrame session, the same for every
+    case it runs: its first call's time (UTC), pid and host, e.g.
+    ``20261126T144750Z-1234@n1``. Logged with every result
+    (``session_id``), it tells the runs of one sitting (``--repeat 5``)
+    from those of several.'''
+    if not _session:
+        stamp = time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())
+        host = socket.gethostname().split('.')[0]
+        _session['id'] = f'{stamp}-{os.getpid()}@{host}'
+    return _session['id']
+
+
+def in_reframe_session():
     '''Whether this process is ReFrame's command (not a test or a tool
     that loads a config file to read it).'''
     return 'reframe.frontend.cli' in sys.modules
+
+
+def prefix_asked(argv=None, environ=None):
+    '''The prefix ReFrame's ``--prefix DIR`` (or ``RFM_PREFIX``) gives
+    this session, as given; None without one.'''
+    argv = sys.argv[1:] if argv is None else argv
+    environ = os.environ if environ is None else environ
+    prefix = environ.get('RFM_PREFIX') or None
+    for i, arg in enumerate(argv):
+        if arg == '--prefix' and i + 1 < len(argv):
+            prefix = argv[i + 1]
+        elif arg.startswith('--prefix='):
+            prefix = arg.split('=', 1)[1]
+    return prefix
 
 
 def _user_chose_dirs(argv=None, environ=None):
@@ -81,7 +115,7 @@ def session_dirs(var_dir, in_session=None, user_chose=None):
     '''``stagedir``/``outputdir`` settings of a system on *var_dir*: none
     (ReFrame's defaults under the prefix) unless another session is
     running there, then this session's own, announced on stderr.'''
-    in_session = _in_reframe_session() if in_session is None else in_session
+    in_session = in_reframe_session() if in_session is None else in_session
     user_chose = _user_chose_dirs() if user_chose is None else user_chose
     if not in_session or user_chose:
         return {}

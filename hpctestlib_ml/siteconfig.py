@@ -1,16 +1,45 @@
 """Pieces every site configuration shares: run directories, logging, perflog
 format, results DB, modes. Site files under ``config/`` describe their
 systems and call :func:`make_site_configuration` with them.
+
+A site setting that cannot work (an ``HPCML_*`` variable read with
+:func:`env`, a partition's ``extras``, a partition that can run no test
+case) raises :class:`SiteConfigError` while the configuration loads: ReFrame
+says it in one line and exits 1, before anything is queued.
 """
+import math
 import os
-import re
-import shlex
 import shutil
 import subprocess
+import sys
 
-from hpctestlib_ml import sessions, var_full
-from hpctestlib_ml.constants import CONTAINER_FEATURE, FRAMEWORKS
-from hpctestlib_ml.paths import REPORTS_DIR, VAR_DIR
+from reframe.core.exceptions import ConfigError
+
+from hpctestlib_ml import sessions, settings, var_full
+from hpctestlib_ml.constants import (CONTAINER_FEATURE, FRAMEWORKS,
+                                     LAUNCH_MODES, SCALES)
+from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
+                                  resolve_layout, runs_scale)
+from hpctestlib_ml.paths import REFERENCES_DIR, REPO_ROOT, VAR_DIR, user_path
+
+
+class SiteConfigError(ConfigError, ValueError):
+    '''A site setting that cannot work, raised while a configuration
+    loads. ReFrame prints a :class:`~reframe.core.exceptions.ConfigError`
+    raised while it imports a configuration file as one line, ``ERROR:
+    failed to load configuration: MESSAGE``, and exits 1; any other
+    exception reaches the user as a traceback of ReFrame's import.'''
+
+
+def env(name, environ=None):
+    '''``HPCML_*`` variable *name* (of *environ*, default the process's),
+    converted and checked against its declaration
+    (:mod:`hpctestlib_ml.settings`); its default where unset. A
+    :class:`SiteConfigError` naming the variable otherwise.'''
+    try:
+        return settings.env(name, environ)
+    except settings.SettingError as err:
+        raise SiteConfigError(str(err)) from None
 
 #: Test attributes logged with every performance value, in this order.
 PERFLOG_FIELDS = (
@@ -28,8 +57,9 @@ PERFLOG_FIELDS = (
     # the slowest rank and its node, where the ranks' own compute spreads
     # beyond the noise (the programs' [hpcml] rank_compute records)
     'slowest_rank',
-    # references from history (hpctestlib_ml.history_refs)
-    'reference_case', 'loss_curve',
+    # references from history (hpctestlib_ml.history_refs): the case, its
+    # first losses, the partition's noise floor and the ReFrame session
+    'reference_case', 'loss_curve', 'reference_noise_pct', 'session_id',
 )
 
 _PERFLOG_FORMAT = '|'.join(
@@ -78,23 +108,23 @@ def container_settings(platform, images=None, modules=()):
     suite's image for the platform (``make image``).'''
     from hpctestlib_ml.container_launch import PLATFORMS
     if platform not in PLATFORMS:
-        raise ValueError(f'container platform {platform!r} unknown: use one '
-                         f'of {", ".join(PLATFORMS)}')
-    settings = {'container_platforms': [{'type': platform,
-                                         'modules': list(modules)}],
-                'extras': {}}
+        raise SiteConfigError(f'container platform {platform!r} unknown: '
+                              f'use one of {", ".join(PLATFORMS)}')
+    found = {'container_platforms': [{'type': platform,
+                                      'modules': list(modules)}],
+             'extras': {}}
     if images:
-        settings['extras']['container_images'] = dict(images)
-    return settings
+        found['extras']['container_images'] = dict(images)
+    return found
 
 
 def with_container_platform(partition, platform, images=None, modules=()):
     '''*partition* with :func:`container_settings` merged in.'''
-    settings = container_settings(platform, images, modules)
+    found = container_settings(platform, images, modules)
     return {**partition,
             'environs': [*partition.get('environs', []), 'container'],
-            'container_platforms': settings['container_platforms'],
-            'extras': {**partition.get('extras', {}), **settings['extras']}}
+            'container_platforms': found['container_platforms'],
+            'extras': {**partition.get('extras', {}), **found['extras']}}
 
 
 def apptainer_images(image_dir):
@@ -137,13 +167,13 @@ def local_container_platform(which=shutil.which, exists=podman_image_exists,
     none before; else Apptainer where it is on PATH (images:
     ``HPCML_CONTAINER_DIR``, else the suite's); else (None, None).'''
     from hpctestlib_ml import image
-    named = environ.get('HPCML_CONTAINER_IMAGE')
+    named = env('HPCML_CONTAINER_IMAGE', environ)
     if which('podman') and exists(named or image.podman_image()):
         return 'Podman', one_image(named)
     if which('apptainer'):
         return 'Apptainer', (one_image(named) or
-                             apptainer_images(environ.get(
-                                 'HPCML_CONTAINER_DIR')))
+                             apptainer_images(env('HPCML_CONTAINER_DIR',
+                                                  environ)))
     return None, None
 
 
@@ -163,24 +193,40 @@ def system_dirs():
     return {'prefix': VAR_DIR, **sessions.session_dirs(VAR_DIR)}
 
 
-#: Level of ReFrame's own log file (``reframe.log``): ``info`` unless
-#: ``HPCML_LOG_LEVEL`` says otherwise (``debug`` to follow ReFrame's every
-#: step). Not ``debug`` by default because ReFrame 4.10 builds every debug
-#: record with a walk of the Python stack (``inspect.stack()``, once per
-#: deprecated check attribute), and it logs a few per job poll: at 4 polls
-#: per second that was 2.4 % of a core taken from the job it measures, and
-#: 0.3 % at ``info`` (bench/README.md).
-LOG_LEVEL = os.environ.get('HPCML_LOG_LEVEL') or 'info'
+def results_dir(in_session=None, argv=None, environ=None):
+    '''Where a session's results go, together: its perflogs (under
+    ReFrame's prefix), ``results.db``, the run reports and
+    ``reframe.log``. That is ReFrame's ``--prefix`` (or ``RFM_PREFIX``)
+    where the session is given one, else VAR_DIR; ``hpcml report --prefix
+    DIR`` reads them there.'''
+    in_session = (sessions.in_reframe_session() if in_session is None
+                  else in_session)
+    prefix = sessions.prefix_asked(argv, environ) if in_session else None
+    return user_path(prefix) if prefix else VAR_DIR
 
 
-def logging_config():
+def log_level():
+    '''Level of ReFrame's own log file (``reframe.log``): ``info`` unless
+    ``HPCML_LOG_LEVEL`` says otherwise (``debug`` to follow ReFrame's every
+    step). Not ``debug`` by default because ReFrame 4.10 builds every debug
+    record with a walk of the Python stack (``inspect.stack()``, once per
+    deprecated check attribute), and it logs a few per job poll: at 4 polls
+    per second that was 2.4 % of a core taken from the job it measures, and
+    0.3 % at ``info`` (bench/README.md).'''
+    return env('HPCML_LOG_LEVEL')
+
+
+def logging_config(results=VAR_DIR):
+    '''ReFrame's logging: ``reframe.log`` in *results*
+    (:func:`results_dir`), and the perflogs under ReFrame's prefix.'''
+    level = log_level()
     return [{
-        'level': LOG_LEVEL,
+        'level': level,
         'handlers': [
             {'type': 'stream', 'name': 'stdout', 'level': 'info',
              'format': '%(message)s'},
-            {'type': 'file', 'name': os.path.join(VAR_DIR, 'reframe.log'),
-             'level': LOG_LEVEL, 'append': True,
+            {'type': 'file', 'name': os.path.join(results, 'reframe.log'),
+             'level': level, 'append': True,
              'format': '[%(asctime)s] %(levelname)s: %(check_info)s: '
                        '%(message)s'},
         ],
@@ -207,7 +253,7 @@ def httpjson_handlers():
     record as JSON (to Elasticsearch, or a Grafana/Logstash endpoint), when
     ``HPCML_HTTPJSON_URL`` is set; none otherwise. ``extras`` tag every
     record (``facility: hpcml``); ``ignore_keys`` drop the bulky ones.'''
-    url = os.environ.get('HPCML_HTTPJSON_URL')
+    url = env('HPCML_HTTPJSON_URL')
     if not url:
         return []
     return [{
@@ -215,7 +261,7 @@ def httpjson_handlers():
         'url': url,
         'level': 'info',
         'extras': {'facility': 'hpcml',
-                   'site': os.environ.get('HPCML_SITE', '')},
+                   'site': env('HPCML_SITE')},
         'ignore_keys': ['check_perfvalues', 'check_executable_opts',
                         'check_prerun_cmds', 'check_sizes'],
     }]
@@ -230,35 +276,36 @@ def modes():
     ]
 
 
-#: ReFrame's job polling on the local machine: at least LOCAL_POLL_RATE_MIN
-#: polls per second (ReFrame's default decays to 0.1 Hz, which adds up to
-#: 10 s to every case that runs longer than a few seconds: most of the
-#: smoke suite's fixed cost per case, bench/harness_bench.py). Polling a
-#: local process is a waitpid; batch schedulers keep ReFrame's default.
-#: ``HPCML_POLL_RATE_MIN`` (Hz) changes it.
-LOCAL_POLL_RATE_MIN = float(os.environ.get('HPCML_POLL_RATE_MIN') or 4.0)
-
-
 def local_general():
-    '''``general`` settings of configs whose jobs are local processes.'''
-    return {'poll_rate_min': LOCAL_POLL_RATE_MIN,
-            'poll_rate_max': max(10.0, LOCAL_POLL_RATE_MIN)}
+    '''``general`` settings of configs whose jobs are local processes:
+    ReFrame's job polling at least ``HPCML_POLL_RATE_MIN`` times a second
+    (4 by default; ReFrame's default decays to 0.1 Hz, which adds up to 10
+    s to every case that runs longer than a few seconds: most of the
+    smoke suite's fixed cost per case, bench/harness_bench.py). Polling a
+    local process is a waitpid; batch schedulers keep ReFrame's
+    default.'''
+    rate = env('HPCML_POLL_RATE_MIN')
+    return {'poll_rate_min': rate, 'poll_rate_max': max(10.0, rate)}
 
 
 def make_site_configuration(systems, environments, general=None):
     '''A complete ReFrame configuration around *systems* and
     *environments*; *general* adds to the shared ``general`` settings.
     A full file system under VAR_DIR is said in one line
-    (:mod:`hpctestlib_ml.var_full`).'''
+    (:mod:`hpctestlib_ml.var_full`). The ``HPCML_*`` variables set and
+    every partition are checked first (:func:`check_site`).'''
+    check_site(systems, _caller_file())
+    results = results_dir()
     os.makedirs(VAR_DIR, exist_ok=True)
+    os.makedirs(results, exist_ok=True)
     var_full.install(VAR_DIR)
     return {
         'systems': systems,
         'environments': environments,
-        'logging': logging_config(),
+        'logging': logging_config(results),
         'modes': modes(),
         'general': [{
-            'report_file': os.path.join(REPORTS_DIR,
+            'report_file': os.path.join(results, 'reports',
                                         'run-report-{sessionid}.json'),
             'topology_prefix': os.path.join(VAR_DIR, 'topology'),
             'check_search_recursive': True,
@@ -269,49 +316,101 @@ def make_site_configuration(systems, environments, general=None):
         }],
         'storage': [{
             'enable': True,
-            'sqlite_db_file': os.path.join(VAR_DIR, 'results.db'),
+            'sqlite_db_file': os.path.join(results, 'results.db'),
         }],
     }
 
 
-def env_int(name, default=None):
-    '''Integer from environment variable *name*; a clear error if it is not one.'''
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == '':
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f'environment variable {name} must be an integer, '
-                         f'got {raw!r}') from None
+def _caller_file():
+    '''The site configuration that called :func:`make_site_configuration`
+    (relative to the repository where it lies in it).'''
+    path = os.path.abspath(sys._getframe(2).f_code.co_filename)
+    root = str(REPO_ROOT) + os.sep
+    return path[len(root):] if path.startswith(root) else path
 
 
-def env_assignments(name):
-    '''``[[NAME, value], ...]`` (ReFrame's ``env_vars``) from environment
-    variable *name*, shell words ``NAME=value``: e.g.
-    ``HPCML_ENV='NCCL_SOCKET_IFNAME=ib0 GLOO_SOCKET_IFNAME=ib0'``.'''
-    raw = os.environ.get(name) or ''
-    try:
-        words = shlex.split(raw)
-    except ValueError as err:
-        raise ValueError(f'environment variable {name} is not shell words '
-                         f'({err}): got {raw!r}') from None
-    pairs = []
-    for word in words:
-        key, sep, value = word.partition('=')
-        if not sep or not re.fullmatch(r'[A-Za-z_]\w*', key):
-            raise ValueError(f'environment variable {name} must be '
-                             f'NAME=value words, got {word!r} in {raw!r}')
-        pairs.append([key, value])
-    return pairs
+#: The unknown ``HPCML_*`` variables already warned of (ReFrame may load
+#: a configuration more than once).
+_warned = set()
 
 
-def env_list(name, default=None):
-    '''Comma- or space-separated list from environment variable *name*.'''
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == '':
-        return default
-    return [item for item in raw.replace(',', ' ').split() if item]
+def check_site(systems, where):
+    '''Refuse, as a :class:`SiteConfigError`, an ``HPCML_*`` variable set
+    that is a typo of one the suite reads, and any partition of *systems*
+    (the configuration *where*) with an unknown or bad ``extras`` key or
+    that can run no test case; the partitions' extras are replaced by
+    their checked values. An ``HPCML_*`` variable near no known name is
+    said in one line, and ignored.'''
+    for name, near in settings.unknown_environment():
+        if near:
+            raise SiteConfigError(f'{name} is set, but the suite reads no '
+                                  f'such variable{near}: fix the '
+                                  f'environment variable')
+        if name not in _warned:
+            _warned.add(name)
+            print(f'hpcml: {name} is set, but the suite reads no such '
+                  f'variable: it is ignored', file=sys.stderr)
+    if os.environ.get('HPCML_REFERENCES_DIR') and not REFERENCES_DIR.is_dir():
+        # Every check would run without references, and pass.
+        raise SiteConfigError(
+            f'HPCML_REFERENCES_DIR {REFERENCES_DIR}: No such directory (the '
+            f'reference files the checks read): '
+            f'{settings.env_fix("HPCML_REFERENCES_DIR")}')
+    for system in systems:
+        for part in system.get('partitions', []):
+            fullname = f'{system["name"]}:{part["name"]}'
+            try:
+                part['extras'] = settings.check_extras(
+                    fullname, part.get('extras', {}), where)
+            except settings.SettingError as err:
+                raise SiteConfigError(str(err)) from None
+            why = why_no_case_runs(facts_of(fullname, part))
+            if why:
+                raise SiteConfigError(f'partition {fullname} can run no test '
+                                      f'case: {why}: fix it in {where}')
+
+
+def facts_of(fullname, part):
+    '''The :class:`~hpctestlib_ml.layout.PartitionFacts` of a partition as
+    a site configuration writes it (as
+    :func:`hpctestlib_ml.plugins.placement.partition_facts` reads it from
+    ReFrame).'''
+    extras = part.get('extras', {})
+    local = part.get('scheduler') == 'local'
+    scales = extras.get('scales')
+    return PartitionFacts(
+        name=fullname,
+        max_nodes=extras.get('max_nodes', 1 if local else math.inf),
+        gpus_per_node=sum(d.get('num_devices', 1)
+                          for d in part.get('devices', [])
+                          if d.get('type') == 'gpu'),
+        cpus_per_node=part.get('processor', {}).get('num_cpus'),
+        launcher=part.get('launcher', 'srun'),
+        scales=tuple(scales) if scales is not None else None)
+
+
+def why_no_case_runs(facts):
+    '''Why a partition of *facts* runs none of its scales in any launch
+    mode (each scale's reason), or None where one runs.'''
+    names = facts.scales if facts.scales is not None else tuple(SCALES)
+    if any(runs_scale(name, facts, mode) for name in names
+           for mode in LAUNCH_MODES):
+        return None
+    reasons = []
+    for name in names:
+        try:
+            layout = resolve_layout(name, facts)
+        except LayoutError as err:
+            reasons.append(f'{name}: {err}')
+            continue
+        # A misfit's advice after ': ' is for -S; the site fixes its facts.
+        why = {misfit(layout, facts, mode).split(': ')[0]
+               for mode in LAUNCH_MODES if misfit(layout, facts, mode)}
+        reasons.append(f'{name}: ' + '; '.join(sorted(why)))
+    source = ("its extras['scales'] " if facts.scales is not None else
+              'every scale ')
+    return source + '(' + ', '.join(names) + ') misfit: ' + ' | '.join(
+        reasons)
 
 
 #: How Slurm is asked for a partition's CPUs per node: sinfo's ``%c``
@@ -370,7 +469,7 @@ def cpus_per_node(configured, gpus, partition=None, query=slurm_cpus_per_node):
         return configured
     cpus, why = query(partition)
     if cpus is None and gpus:
-        raise ValueError(
+        raise SiteConfigError(
             f'CPUs per node of the GPU partition '
             f'{partition or "(default)"} unknown ({why}): set '
             f'HPCML_CPUS_PER_NODE to the CPUs Slurm gives one node, or its '

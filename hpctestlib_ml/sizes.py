@@ -57,6 +57,26 @@ class ResolvedSize:
     sized_precision: str = None
 
 
+#: The sizes for GPU partitions: on a partition without GPUs a case of
+#: them is skipped with the reason unless ``-S steps=`` asks for it.
+GPU_SIZES = ('short', 'benchmark')
+
+
+def gpu_size_on_cpus(workload, size, values, fixed_work, partition):
+    '''Why a case of *size* (:data:`GPU_SIZES`) is skipped on *partition*,
+    which has no GPUs, and how to run it anyway.'''
+    steps = (f' for {values["steps"]} steps' if values.get('steps')
+             else '')
+    what = ('the benchmark model' if size == 'short' else 'the benchmark')
+    how = (f'ask for the steps (-S steps=N) and a batch that fits (-S '
+           f'batch_size=N)' if size == 'short' or not fixed_work else
+           f'run its model for N steps with --mode short -S steps=N '
+           f'({fixed_work})')
+    return (f'size {size} runs {what} of {workload} at its per-GPU batch '
+            f'({values.get("batch_size")}){steps}: it is meant for GPU '
+            f'partitions; to run it on {partition} anyway, {how}')
+
+
 def resolve_size(workload, asked, table, auto_size, uses_gpus,
                  fixed_work=None, partition=''):
     '''The :class:`ResolvedSize` of a case of *workload*.
@@ -86,13 +106,9 @@ def resolve_size(workload, asked, table, auto_size, uses_gpus,
             time_limit = value if asked.get('time_limit') is None else None
         elif values.get(name) is None:
             values[name] = value
-    if size == 'short' and not uses_gpus and asked.get('steps') is None:
-        return ResolvedSize(size, values, time_limit, skip=(
-                f'size short runs the benchmark model of {workload} at its '
-                f'per-GPU batch ({values["batch_size"]}) for '
-                f'{values["steps"]} steps: it is meant for GPU partitions; '
-                f'to run it on {partition} anyway, ask for the steps '
-                f'(-S steps=N) and a batch that fits (-S batch_size=N)'))
+    if size in GPU_SIZES and not uses_gpus and asked.get('steps') is None:
+        return ResolvedSize(size, values, time_limit, skip=gpu_size_on_cpus(
+            workload, size, values, fixed_work, partition))
     if values.get('precision') is None or (
             not uses_gpus and asked.get('precision') is None):
         # The sizes' mixed precisions are for GPUs; CPUs train fp32

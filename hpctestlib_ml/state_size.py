@@ -19,6 +19,7 @@ import sys
 
 from hpctestlib_ml import cache
 from hpctestlib_ml.memory_estimate import OPTIMIZER_STATES
+from hpctestlib_ml.parsers.failures import failure_line
 
 #: Bytes of one stored value (fp32).
 FP32 = 4
@@ -38,8 +39,10 @@ def _params_in_child(workload, size):
         [sys.executable, '-m', 'hpctestlib_ml.cli', 'model-info', workload,
          '--size', size, '--json'], capture_output=True, text=True)
     if proc.returncode:
+        # Its decisive line (the exception or the tool's own error), not
+        # the stderr's last characters.
         raise StateSizeError(f'hpcml model-info {workload} --size {size} '
-                             f'failed: {proc.stderr.strip()[-500:]}')
+                             f'failed: {failure_line(proc.stderr)}')
     return json.loads(proc.stdout.strip().splitlines()[-1])['params']
 
 

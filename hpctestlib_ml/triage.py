@@ -1,7 +1,8 @@
 """Which kind of failure a training run had, and why, in one line.
 
 A failed case's message starts with its category, so that whoever reads it
-knows at once who acts on it (README.md, "Failures and who acts on them"):
+knows at once who acts on it (docs/guide/regression.md, "Triage: failures
+and who acts on them"):
 
 ``out_of_memory``  device or host memory ran out (the user's sizes)
 ``communication``  NCCL, RCCL, Gloo, MPI, collective timeouts, watchdogs
@@ -17,25 +18,33 @@ makes its peers fail in the collective; the answer is that error on that
 rank):
 
 1. evidence that is a cause by nature, wherever it stands in the log: the
-   GPU's own errors (:data:`HARDWARE`) and the scheduler's end of the job
+   GPU's own errors (:data:`HARDWARE`), Slurm's refusal of the job
+   (:func:`submission_refused`) and the scheduler's end of the job
    (:func:`hpctestlib_ml.parsers.failures.job_end`: its time limit, an
-   oom-kill event, preemption, a failed node, scancel);
+   oom-kill event or its memory limit, preemption, a failed node,
+   scancel);
 2. the root-cause line :mod:`hpctestlib_ml.parsers.failures` finds (the
    rank that failed first, with its own exception or signal), classified
    by the pattern tables below in :data:`ORDER`; where it is only a
    collective's failure or a plain exception, another error line of the
    log that says more (an out-of-memory error, a full disk, a NaN) is the
    cause it reported;
-3. a log that ended well but whose loss went non-finite: ``numerics``.
+3. a log that ended well but whose loss went non-finite: ``numerics``, at
+   its step.
+
+The reason then says what the log adds beside its line
+(:func:`with_detail`): the collective a watchdog timed out, the GPU
+architecture a PyTorch build lacks. A log that shows no failure says
+whether it holds a training log at all (:func:`no_failure`).
 
 Pure: the standard library and the failures parser only.
 """
 import dataclasses
 import re
 
-from hpctestlib_ml.parsers import failures
+from hpctestlib_ml.parsers import failures, labels
 
-#: The categories, in README's order.
+#: The categories, in the order of the docs' table of them.
 CATEGORIES = ('out_of_memory', 'communication', 'hardware', 'filesystem',
               'scheduler', 'numerics', 'software', 'bad_input')
 
@@ -107,6 +116,11 @@ OUT_OF_MEMORY = [re.compile(p) for p in (
     # event(s) in step 3495064.0 cgroup" and srun's "task 4: Out Of
     # Memory" (hafs-community/HAFS #101).
     r'Detected \d+ oom[-_]kill event|: tasks? [\d,\-]+: Out Of Memory',
+    # Slurm's memory enforcement: "slurmstepd: error: Job 7518 exceeded
+    # memory limit (626359956 > 512000000), being killed", "Exceeded job
+    # memory limit" (coqui-ai/STT #2238; failures._SLURM_MEMORY_LIMIT).
+    r'exceeded memory limit \(\d+ > \d+\), being killed|'
+    r'Exceeded (?:job|step) memory limit(?! at some point)',
     # The kernel's OOM killer in dmesg: "Out of memory: Killed process 123
     # (python)".
     r'Out of memory: Kill(?:ed)? process',
@@ -239,6 +253,15 @@ NUMERICS = [re.compile(p) for p in (
     r'"(?:train_)?loss": (?:NaN|-?Infinity)\b|'
     r'(?<![A-Za-z_])Loss: (?:nan|-?inf)\b|\[hpcml\] iteration \d+ loss '
     r'(?:nan|-?inf)\b',
+    # Any loss logged as NaN or infinite, as a training loop words it:
+    # TensorFlow's "INFO:tensorflow:global step 2458: loss = nan (2.34
+    # sec/step)" (ardiya/HashtagPrediction #6), "step 1655 - loss
+    # nan - moving ave loss nan" (MahmudulAlam/Automatic-Identification-
+    # and-Counting-of-Blood-Cells #15), Lightning's progress bar "320/320
+    # [00:21<00:00, 14.77it/s, loss=nan, v_num=0]" (wogur110/
+    # PNI_anomaly_detection #7).
+    r'(?<![A-Za-z])[Ll]oss[\'"]?\s*(?:[:=]\s*)?[\'"]?[-+]?'
+    r'(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b',
 )]
 
 #: bad_input: the program refused its arguments.
@@ -249,8 +272,13 @@ BAD_INPUT = [re.compile(p) for p in (
     # 'fp32' (choose from 'no', 'fp16', 'bf16')" (StableTuner #12), "error:
     # the following arguments are required: --dataset_name", "error:
     # argument --lr: invalid float value".
+    # argparse's other refusals (Lib/argparse.py): "error: ambiguous
+    # option: --lr could match --lr-decay, --lr-warmup", "error: one of
+    # the arguments --fp16 --bf16 is required", "error: argument --bf16:
+    # not allowed with argument --fp16".
     r'error: (?:unrecognized arguments|the following arguments are '
-    r'required|argument [^:]+: (?:invalid|expected))',
+    r'required|argument [^:]+: (?:invalid|expected|not allowed with)|'
+    r'ambiguous option|one of the arguments .+ is required)',
     # Megatron-LM's checks of its arguments (megatron/training/arguments.py
     # validate_args): "AssertionError: num_layers (30) must be divisible by
     # pipeline_model_parallel_size", "world size (8) is not divisible by
@@ -261,6 +289,20 @@ BAD_INPUT = [re.compile(p) for p in (
     r'arguments are not used by the HfArgumentParser',
     # This suite's setup: "bad_input: batch_size must be an integer >= 1".
     r'\bbad_input: ',
+    # absl's flags (TensorFlow's and JAX's programs): "FATAL Flags parsing
+    # error: Unknown command line flag 'job_dir'. Did you mean: log_dir ?"
+    # (google/automl #934), "absl.flags._exceptions.UnrecognizedFlagError:
+    # Unknown command line flag 'train'" (hsqmlzno1/HATN #4); gflags'
+    # "ERROR: unknown command line flag 'batch_size'" (PaddlePaddle/
+    # PaddleSpeech #376).
+    r'Flags parsing error|UnrecognizedFlagError|IllegalFlagValueError|'
+    r'[Uu]nknown command line flag',
+    # Slurm refusing the job (:data:`SUBMISSION_REFUSED`).
+    r'^(?:sbatch|salloc|srun)(?:\.bin)?: error: (?:Batch job submission '
+    r'failed: |Unable to allocate resources: )?(?:[Ii]nvalid|Requested '
+    r'(?:time limit is invalid|node configuration is not available)|'
+    r'Memory specification can not be satisfied|Time limit specification '
+    r'required|Node count specification invalid|Job violates accounting)',
 )]
 
 #: software: the program, its libraries or their versions.
@@ -406,7 +448,13 @@ def classify(line):
 
 def triage(text, state=None, exitcode=None):
     '''The :class:`Triage` of a run's log *text*, with the job *state*
-    ReFrame polled and the job's *exitcode* where they are known.'''
+    ReFrame polled and the job's *exitcode* where they are known, its
+    reason with what the log says beside it (:func:`with_detail`).'''
+    return with_detail(_triage(text, state, exitcode), text)
+
+
+def _triage(text, state, exitcode):
+    '''The :class:`Triage` of *text* (:func:`triage`).'''
     found = by_nature(text, state)
     if found:
         return found
@@ -417,8 +465,8 @@ def triage(text, state=None, exitcode=None):
         # last line says it did not), or it ended well with a non-finite
         # loss: that loss is its failure.
         return (non_finite(text) or
-                Triage(None if failed is None else DEFAULT_CATEGORY,
-                       failed or 'no failure found in the log'))
+                (Triage(DEFAULT_CATEGORY, failed) if failed else
+                 no_failure(text)))
     category = classify(line)
     better = stronger_evidence(text, category)
     if better:
@@ -437,6 +485,186 @@ def triage(text, state=None, exitcode=None):
         line = (f'rank {rank} {lagging.group(2).strip()} (PyTorch\'s desync '
                 f'report); {line}')
     return Triage(category, _trim(line), rank, node)
+
+
+def with_detail(found, text):
+    '''*found* (a :class:`Triage` of *text*) with what the log says
+    beside its line: a collective timeout's collective and sequence number
+    (:func:`collective_timeout`), the GPU architecture a PyTorch build has
+    no kernels for (:func:`architecture_missing`).'''
+    if found.category == 'communication':
+        return collective_timeout(found, text)
+    if found.category == 'software':
+        return architecture_missing(found, text)
+    return found
+
+
+#: PyTorch's watchdog at a collective's timeout, the collective's name and
+#: sequence number in its WorkNCCL: "[Rank 5] Watchdog caught collective
+#: operation timeout: WorkNCCL(SeqNum=199, OpType=_REDUCE_SCATTER_BASE,
+#: NumelIn=7098994688, NumelOut=443687168, Timeout(ms)=600000) ran for
+#: 882737 milliseconds before timing out." (NVIDIA/Megatron-LM #935, in a
+#: C++ exception's what() after "terminate called after throwing an
+#: instance of 'c10::DistBackendError'"; huggingface/open-r1 #620, the
+#: same cut across lines by the terminal).
+_COLLECTIVE_TIMEOUT = re.compile(
+    r'\[Rank (\d+)\] Watchdog caught collective operation timeout: '
+    r'(?:WorkNCCL|WorkRCCL)\((?:[^()]|\([^()]*\))*\) ran for \d+ '
+    r'milliseconds before timing out\.')
+
+
+def collective_timeout(found, text):
+    '''*found* with the collective that timed out where the log has
+    PyTorch's watchdog line and *found*'s reason lacks its ``OpType``:
+    its rank's (*found*'s rank), else the first; the rank it names where
+    *found* names none.'''
+    if 'Watchdog' not in text or 'OpType=' in found.reason:
+        return found
+    timeouts = list(_COLLECTIVE_TIMEOUT.finditer(text))
+    if not timeouts:
+        # A terminal or an issue's page that cut the line: read it whole.
+        timeouts = list(_COLLECTIVE_TIMEOUT.finditer(text.replace('\n', '')))
+    if not timeouts:
+        return found
+    own = [m for m in timeouts if m.group(1) == found.rank]
+    match = (own or timeouts)[0]
+    line = found.reason
+    words = match.group(0)
+    reason = (words if _CXX_TERMINATE.match(line) or
+              len(line) + len(words) + 2 > REASON_LIMIT else
+              f'{line}: {words}')
+    return dataclasses.replace(found, reason=_trim(reason),
+                               rank=found.rank or match.group(1))
+
+
+#: A C++ exception's first line, which names only its type.
+_CXX_TERMINATE = re.compile(r'terminate called after throwing')
+
+#: PyTorch's warning where a build has no kernels for the GPU's
+#: architecture: "NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not
+#: compatible with the current PyTorch installation." then "The current
+#: PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70."
+#: (Turoad/CLRNet #83; Janrupf/stable-diffusion-webui-nix #9, sm_120).
+_ARCH_WARNING = re.compile(
+    r'(\S[^\n]*?) with CUDA capability (sm_\d+) is not compatible with the '
+    r'current PyTorch installation')
+_ARCH_SUPPORTED = re.compile(
+    r'The current PyTorch install supports CUDA capabilities ((?:sm_\d+ ?)+)')
+#: The error that follows it: "RuntimeError: CUDA error: no kernel image
+#: is available for execution on the device".
+_NO_KERNEL = re.compile(r'no kernel image is available')
+
+
+def architecture_missing(found, text):
+    '''*found* with the GPU architecture the PyTorch build lacks, where
+    its reason is CUDA's "no kernel image is available" and the log has
+    PyTorch's warning naming the architecture; else *found*.'''
+    warning = _ARCH_WARNING.search(text)
+    if not (warning and _NO_KERNEL.search(found.reason)):
+        return found
+    device = warning.group(1).split(': ')[-1].strip()
+    supported = _ARCH_SUPPORTED.search(text)
+    has = (f'; this PyTorch build has kernels for {supported.group(1).strip()}'
+           if supported else '')
+    return dataclasses.replace(found, reason=_trim(
+        f'{found.reason} ({device} is {warning.group(2)}{has})'))
+
+
+def no_failure(text):
+    '''The :class:`Triage` of a log that shows no failure, category None:
+    a file that holds no training log (:func:`unrecognised`), a log that
+    ends mid-run (:func:`ended_mid_run`), else a run that ended well.'''
+    why = unrecognised(text)
+    if why:
+        return Triage(None, f'{NO_LOG}: {why}')
+    return Triage(None, ended_mid_run(text) or NO_FAILURE)
+
+
+#: The reason of a log that ended well.
+NO_FAILURE = 'no failure found in the log'
+#: The start of the reason of a file that holds no training log.
+NO_LOG = 'no training log recognised'
+
+#: Lines of a training run, its launcher or its framework, beyond the
+#: error lines the tables know: MLPerf's events, the suite's records,
+#: Megatron's iteration line, HF Trainer's logged dict, OpenCLIP's "Train
+#: Epoch: 0 [...]", tf_cnn_benchmarks' and Horovod's images/sec, a loss
+#: or a step with its number; srun's, slurmstepd's, torchrun's,
+#: torch.distributed's and NCCL's lines; a Python traceback.
+_TRAINING_LOG = re.compile(
+    r':::MLLOG|\[hpcml\] |\biteration +\d+ */ *\d+ *\||'
+    r"\{'(?:loss|train_runtime|eval_loss)': |Train Epoch: \d|"
+    r'[Ii]mg/sec|images/sec|'
+    r'(?<![A-Za-z])[Ll]oss\w*\s*[:=]?\s*[-+]?(?:\d|nan\b|NaN\b|inf\b)|'
+    r'\b(?:[Ss]tep|[Ii]ter(?:ation)?|[Ee]poch)\W{0,3}\d|'
+    r'^srun: |slurmstepd|torchrun|torch\.distributed|NCCL INFO|'
+    r'Traceback \(most recent call last\)', re.MULTILINE)
+
+#: The share of undecodable characters (read as U+FFFD) and NULs above
+#: which a file is binary data, not a log.
+_BINARY_SHARE = 0.01
+
+
+def unrecognised(text):
+    '''Why *text* holds no training log (empty, binary data, or not one
+    line :data:`_TRAINING_LOG` or a table knows); None where it holds
+    one.'''
+    if _TRAINING_LOG.search(text):
+        return None
+    if not text.strip():
+        return ('the file is empty: give the job\'s output (its stdout and '
+                'stderr)')
+    odd = text.count('\ufffd') + text.count('\x00')
+    if odd > _BINARY_SHARE * len(text):
+        return ('the file is binary data, not text: give the job\'s output '
+                '(its stdout and stderr)')
+    if any(classify(line) for line in _error_lines(text)):
+        return None
+    return ('no line of a training run, its launcher or an error that '
+            'triage knows: give the job\'s output (its stdout and stderr)')
+
+
+#: Logs that write a record when the run ends: (what shows the run
+#: began, its pattern, the end record's name, its pattern, whether each
+#: run writes both: then a log of several runs needs as many ends as
+#: beginnings). MLPerf's run_start and run_stop (every MLPerf logger, the
+#: suite's MLPerf programs); Megatron-LM's "iteration N/ M |" lines and its
+#: "[after training is done]", or its "exiting program at iteration N"
+#: where --exit-interval or --exit-duration-in-mins ends the run
+#: (megatron/training/training.py); HF Trainer's logged dicts and its
+#: train_runtime (Trainer.train's last log).
+RUN_RECORDS = (
+    ("MLPerf's run_start", re.compile(r'"key": *"run_start"'), 'run_stop',
+     re.compile(r'"key": *"run_stop"'), True),
+    ("Megatron's training iterations",
+     re.compile(r'iteration +\d+ */ *\d+ *\|'),
+     '[after training is done]',
+     re.compile(r'(?:\[after training is done|exiting program (?:at|after) )'),
+     False),
+    ("HF Trainer's logged losses", re.compile(r"\{'loss': "),
+     'train_runtime', re.compile(r'train_runtime'), False),
+)
+
+
+def ended_mid_run(text):
+    '''Why *text* is a log that ends mid-run: it shows a run began
+    (:data:`RUN_RECORDS`) and no end record after it (fewer end records
+    than beginnings where each run writes both); None where each run
+    ended, or the log has no such records.'''
+    for began, start, end_name, end, counted in RUN_RECORDS:
+        if counted:
+            starts = len(start.findall(text))
+            cut = starts and len(end.findall(text)) < starts
+        else:
+            cut = start.search(text) and not end.search(text)
+        if cut:
+            last = text.rstrip().rsplit('\n', 1)[-1].strip()
+            return _trim(
+                f'the log ends mid-run: {began} but no {end_name}: the job '
+                f'was killed without a word (SIGKILL, a lost node, a limit '
+                f'its scheduler reported elsewhere) or the log was cut; '
+                f'its last line: {last[:120]}')
+    return None
 
 
 #: PyTorch's desync report at a watchdog timeout (TORCH_NCCL_DESYNC_DEBUG=1)
@@ -462,7 +690,9 @@ def root_line(text, state):
 def by_nature(text, state=None):
     '''A :class:`Triage` from evidence that is a cause wherever it stands:
     a GPU's own error (:data:`HARDWARE`: the first Xid a GPU raised, or
-    an ECC or lost-GPU line), else the scheduler's end of the job; None.'''
+    an ECC or lost-GPU line), else Slurm's refusal of the job (it never
+    ran: what the tool that submitted it printed after is its
+    consequence), else the scheduler's end of the job; None.'''
     lines = [ln.strip() for ln in text.splitlines()
              if any(p.search(ln) for p in HARDWARE)]
     if lines:
@@ -471,10 +701,52 @@ def by_nature(text, state=None):
         rank = next((r for r, _ in where if r), None)
         node = next((n for _, n in where if n), None)
         return Triage('hardware', _trim(line), rank, node)
+    refused = submission_refused(text)
+    if refused:
+        return refused
     end = failures.job_end(text, state)
     if end:
         return Triage(END_CATEGORIES[end.kind], end.message, end.rank,
                       end.node)
+    return None
+
+
+#: Slurm's refusals of a job at submission and the option each is about:
+#: (words of the refusal, option). "sbatch: error: invalid partition
+#: specified: gpu-v100-32GB" then "Batch job submission failed: Invalid
+#: partition name specified" (AaltoSciComp/scicomp-docs PR #792), "Invalid
+#: --time specification" (nservant/HiC-Pro #645), "Requested time limit is
+#: invalid (missing or exceeds some limit)" (NVIDIA-NeMo/RL PR #3051),
+#: "Memory specification can not be satisfied" then "Requested node
+#: configuration is not available" (PennLINC/babs #195), "Invalid qos
+#: specification" (aidenlab/juicer #143), "Invalid account or
+#: account/partition combination specified" (ArjunaCluster/ArjunaUsers #17).
+SUBMISSION_REFUSED = (
+    ('account', '--account'),
+    ('partition', '--partition'),
+    ('time', '--time'),
+    ('qos', '--qos'),
+    ('Memory specification', '--mem'),
+    ('Node count', '--nodes'),
+    ('node configuration', '--nodes, --gres, --mem or --constraint'),
+    ('accounting/QOS policy', '--time, --nodes or --qos'),
+)
+_SLURM_REFUSAL = re.compile(r'^(?:sbatch|salloc|srun)(?:\.bin)?: error: ')
+
+
+def submission_refused(text):
+    '''A ``bad_input`` :class:`Triage` where Slurm refused the job (its
+    first refusal line, :data:`BAD_INPUT`), naming the option to fix
+    (:data:`SUBMISSION_REFUSED`); None.'''
+    if 'error: ' not in text:
+        return None
+    for line in text.splitlines():
+        line = line.strip()
+        if _SLURM_REFUSAL.match(line) and classify(line) == 'bad_input':
+            option = next((o for words, o in SUBMISSION_REFUSED
+                           if words in line), None)
+            fix = f' (Slurm refused the job: fix {option})' if option else ''
+            return Triage('bad_input', _trim(line + fix))
     return None
 
 
@@ -551,9 +823,33 @@ def non_finite(text, room=REASON_LIMIT):
             rank, node = _where(line, None, text)
             what = ('the loss scaler reached its floor' if floor else
                     'the loss or the gradients went non-finite')
+            when = step_of(line)
+            what += f' at {when}' if when else ''
             words = _excerpt(' '.join(line.split()), match.group(0),
                              room - len(what) - 2)
             return Triage('numerics', _trim(f'{what}: {words}'), rank, node)
+    return None
+
+
+#: Where a training line names its step, as the loops write it: an MLLOG
+#: record's metadata ("step": 2), TensorFlow's "global step 2458",
+#: Megatron's "iteration 5426/ 250000", "step 1655", "Iter 12", a progress
+#: bar's "| 320/320 [" (tqdm, Lightning); else HF Trainer's "'epoch': 0.29".
+_STEPS = (
+    ('step', re.compile(r'"step(?:_num)?": (\d+)|\bglobal[ _]step[ :=]*(\d+)|'
+                        r'\biteration +(\d+)|\b[Ss]tep[ :=#]*(\d+)|'
+                        r'\b[Ii]ter(?:ation)?[ :=#]*(\d+)|\| *(\d+)/\d+ \[')),
+    ('epoch', re.compile(r"'epoch': '?([\d.]+)")),
+)
+
+
+def step_of(line):
+    '''``step N`` (or ``epoch E``) where *line* names its training step;
+    None.'''
+    for unit, pattern in _STEPS:
+        match = pattern.search(line)
+        if match:
+            return f'{unit} {next(g for g in match.groups() if g)}'
     return None
 
 
@@ -609,16 +905,16 @@ def _where(line, cause, text):
 
 
 def _label(line, text):
-    '''The rank torchrun's label gives the line of *text* that holds
-    *line* ("[rank3]: torch.OutOfMemoryError: ..."), or None.'''
-    for match in _LABELLED.finditer(text):
-        if line[:100] in match.group(2):
-            return match.group(1)
+    '''The rank a launcher's label gives the line of *text* that holds
+    *line* ("[rank3]: torch.OutOfMemoryError: ...", :mod:`~hpctestlib_ml.
+    parsers.labels`), or None.'''
+    for whole in text.splitlines():
+        found, rest = labels.split(whole)
+        if found and line[:100] in rest:
+            rank = labels.rank_of(found)
+            if rank is not None:
+                return rank
     return None
-
-
-#: A line behind torchrun's label: "[rank3]: ...", "[default1]: ...".
-_LABELLED = re.compile(r'^\[(?:rank|default)(\d+)\]:\s*(.*)$', re.MULTILINE)
 
 
 #: A rank killed by SIGKILL as the failures parser words it, and what the

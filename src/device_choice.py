@@ -42,18 +42,47 @@ def local_world_size(env):
     return None
 
 
-def device_index(local_rank, count, local_world=None, visible=''):
+#: Slurm's GPUs of the step or job on this node: set where Slurm gave the
+#: job GPUs, and so may have bound one to each task.
+SLURM_GPU_VARIABLES = ('SLURM_STEP_GPUS', 'SLURM_JOB_GPUS')
+
+
+def may_be_bound(env):
+    '''Whether a launcher may have bound a device to each task, so that
+    one device visible to each of several ranks can be a different one per
+    rank: ranks started one per task (not torchrun, which sets
+    ``LOCAL_WORLD_SIZE`` and forks all of a node's ranks from one task,
+    every one seeing the task's devices) by Slurm with GPUs
+    (:data:`SLURM_GPU_VARIABLES`: ``--gpus-per-task``, ``--gpu-bind`` or a
+    site's wrapper binding them). Elsewhere (the local scheduler, a
+    ``CUDA_VISIBLE_DEVICES`` the user exported) every rank sees the same
+    device.'''
+    return ('LOCAL_WORLD_SIZE' not in env and
+            any(env.get(name, '').strip() for name in SLURM_GPU_VARIABLES))
+
+
+def device_index(local_rank, count, local_world=None, visible='',
+                 bound=True):
     '''The ordinal, among the *count* devices this rank sees, that local
     rank *local_rank* of *local_world* uses.
 
-    One device visible: 0 (a GPU bound to the task). As many as the node's
-    ranks, or more: the local rank. Anything else would put two ranks on
-    one device: DeviceChoiceError, naming what the rank saw (*visible*).
+    One device visible: 0 (a GPU bound to the task), where a launcher may
+    have bound one to each task (*bound*: :func:`may_be_bound`) or the
+    node runs one rank. As many as the node's ranks, or more: the local
+    rank. Anything else would put two ranks on one device:
+    DeviceChoiceError, naming what the rank saw (*visible*).
     '''
     seen = visible or 'no visibility variable set'
     if count < 1:
         raise DeviceChoiceError(f'no device visible to local rank '
                                 f'{local_rank} ({seen})')
+    if count == 1 and not bound and (local_world or 1) > 1:
+        raise DeviceChoiceError(
+            f'local rank {local_rank} sees 1 device ({seen}) and so do '
+            f'the other {local_world - 1} ranks of this node (no launcher '
+            f'bound a device to each): list {local_world} devices in the '
+            f'visibility variable or unset it, or bind one GPU to each '
+            f'task (srun --gpus-per-task=1)')
     if count == 1:
         return 0
     if local_rank < count and (local_world is None or local_world <= count):

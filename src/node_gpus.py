@@ -111,6 +111,18 @@ def _amd_visible(env):
     return ids, f'ROCR_VISIBLE_DEVICES={rocr} {hip_name}={env[hip_name]}'
 
 
+def visible_ids(env, vendor='nvidia'):
+    '''(ids, source) of the devices the visibility variables in *env* let
+    the runtime see (ordinals or UUIDs, as the runtime reads them: ``()``
+    where they hide every device), or None where none is set.'''
+    if vendor == 'amd':
+        return _amd_visible(env)
+    if 'CUDA_VISIBLE_DEVICES' in env:
+        return (_visible_ids(env['CUDA_VISIBLE_DEVICES']),
+                f'CUDA_VISIBLE_DEVICES={env["CUDA_VISIBLE_DEVICES"]}')
+    return None
+
+
 def gpus_per_node(env):
     '''``HPCML_GPUS_PER_NODE`` as an int, or None where unset.'''
     value = env.get(GPUS_PER_NODE, '').strip()
@@ -134,13 +146,7 @@ def counted_gpus(env, vendor='nvidia'):
                      f'{name}={env[name]}')
             break
     if found is None:
-        if vendor == 'amd':
-            visible = _amd_visible(env)
-        elif 'CUDA_VISIBLE_DEVICES' in env:
-            visible = (_visible_ids(env['CUDA_VISIBLE_DEVICES']),
-                       f'CUDA_VISIBLE_DEVICES={env["CUDA_VISIBLE_DEVICES"]}')
-        else:
-            visible = None
+        visible = visible_ids(env, vendor)
         if visible is not None:
             found = (visible[0], 'visible', visible[1])
     if found is None:

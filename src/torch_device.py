@@ -68,15 +68,18 @@ def why_no_gpu():
             f'{reason}')
 
 
-def select_device(env=None):
-    '''This rank's device, made current (see the module docstring).'''
+def select_device(env=None, make_current=True):
+    '''This rank's device, made current unless *make_current* is False
+    (see the module docstring).'''
     env = os.environ if env is None else env
     if torch.cuda.is_available():
         index = device_choice.device_index(
             int(env.get('LOCAL_RANK', 0)), torch.cuda.device_count(),
             device_choice.local_world_size(env),
-            device_choice.visibility(env))
-        torch.cuda.set_device(index)
+            device_choice.visibility(env),
+            device_choice.may_be_bound(env))
+        if make_current:
+            torch.cuda.set_device(index)
         return torch.device('cuda', index)
     if env.get(EXPECTED_KIND) == 'gpu':
         raise device_choice.DeviceChoiceError(
@@ -86,11 +89,11 @@ def select_device(env=None):
     return torch.device('cpu')
 
 
-def select_device_or_exit(env=None):
+def select_device_or_exit(env=None, make_current=True):
     ''':func:`select_device`, or exit with its reason in one line
     (``hpcml: error: ...``, which the check's failure reason quotes).'''
     try:
-        return select_device(env)
+        return select_device(env, make_current)
     except device_choice.DeviceChoiceError as err:
         sys.exit(f'hpcml: error: {err}')
 
@@ -129,7 +132,8 @@ def init_process_group(backend, env=None, **kwargs):
     dist.init_process_group(backend, **kwargs)
 
 
-def start_ranks(cpu=False, math_mode=True, env=None, bf16=False):
+def start_ranks(cpu=False, math_mode=True, env=None, bf16=False,
+                computes=True):
     '''(rank, world size, device) of this process: its device
     (:func:`select_device_or_exit`, or the CPU where *cpu*; where *bf16*,
     the run's precision is a bf16 one and an emulating device exits:
@@ -137,18 +141,22 @@ def start_ranks(cpu=False, math_mode=True, env=None, bf16=False):
     group from the launcher's env:// variables where ``WORLD_SIZE`` > 1
     (NCCL on GPUs, Gloo on CPUs), the math mode (:func:`set_math_mode`,
     unless *math_mode* is False: a program that sets its own) and its
-    ``device`` record.'''
+    ``device`` record. *computes* False: a program that computes nothing
+    on the device (Storage, whose collectives are barriers): Gloo on every
+    device, and the device chosen for the record but not made current,
+    so that no rank pays NCCL's set-up or a CUDA context.'''
     import torch.distributed as dist
     env = os.environ if env is None else env
     world = int(env.get('WORLD_SIZE', 1))
-    device = torch.device('cpu') if cpu else select_device_or_exit(env)
+    device = (torch.device('cpu') if cpu else
+              select_device_or_exit(env, make_current=computes))
     refuse_emulated_bf16(device, bf16)
     rank = 0
     if world > 1:
-        init_process_group('nccl' if device.type == 'cuda' else 'gloo',
-                           env)
+        init_process_group('nccl' if device.type == 'cuda' and computes
+                           else 'gloo', env)
         rank = dist.get_rank()
-    if math_mode:
+    if math_mode and computes:
         set_math_mode(device)
     emit_device(device, rank)
     return rank, world, device

@@ -441,7 +441,8 @@ def test_program_trains_on_openfold_records(tmp_path):
         [sys.executable, '-m', 'alphafold2', '--data', str(tmp_path / 'no')],
         env={**os.environ, 'PYTHONPATH': str(REPO / 'src')},
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert proc.returncode != 0 and 'no such directory' in proc.stderr
+    assert proc.returncode != 0
+    assert 'No such file or directory' in proc.stderr
 
 
 def test_suites_alphafold2_run_with_two_ranks():

@@ -1,5 +1,6 @@
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -51,13 +52,33 @@ def test_extract_bad_input(tmp_path):
 
 def test_suite_command_defaults_and_overrides():
     cmd = suite.suite_command([], '/tmp/r.json')
-    assert cmd[1:] == ['-C', str(REPO_ROOT / 'config' / 'local.py'),
+    # ReFrame, with the warnings that hide a mistake made errors.
+    assert cmd[:3] == [sys.executable, '-m', 'hpctestlib_ml.strict_reframe']
+    assert cmd[3:] == ['-C', str(REPO_ROOT / 'config' / 'local.py'),
+                       '--exec-policy=serial',
                        '-c', str(REPO_ROOT / 'checks'), '-r',
                        '--performance-report', '--report-file', '/tmp/r.json']
     cmd = suite.suite_command(['-C', 'x.py', '--dry-run', '-n', 'MMoCLIP'],
                             '/tmp/r.json')
     assert cmd.count('-C') == 1 and '-r' not in cmd
     assert cmd[-4:] == ['-C', 'x.py', '--dry-run', '-n', 'MMoCLIP'][-4:]
+    assert '--exec-policy=serial' not in cmd
+
+
+@pytest.mark.parametrize('argv, serial', [
+    ([], True),
+    (['-C', 'config/local.py'], True),
+    ([f'--config-file={REPO_ROOT}/config/local.py'], True),
+    (['-C', 'config/slurm.py'], False),
+    (['--exec-policy', 'async'], False),  # the user's choice stands
+])
+def test_the_local_config_runs_one_case_at_a_time_across_partitions(
+        argv, serial, monkeypatch):
+    # local.py's max_jobs 1 is per partition: with a cpu and a gpu
+    # partition the async policy ran a case of each at once.
+    monkeypatch.chdir(REPO_ROOT)
+    cmd = suite.suite_command(argv, '/tmp/r.json')
+    assert ('--exec-policy=serial' in cmd) is serial
 
 
 @pytest.mark.parametrize('workload, log, key, value', [

@@ -51,8 +51,11 @@ def test_collectives_run_nccl_tests_sizes_on_every_gpu(jobs):
 
 def test_matmul_rate_measures_every_gpu_precision(jobs):
     line = run_line(job(jobs, 'MatmulRate', '1_node', 'per_task'))
+    # Timed in seconds on a GPU: a sustained rate, not a burst's
+    # (workloads/matmul_rate.py, the full size).
     assert line.endswith('-m matmul_rate --matrix-size 8192 --iterations '
-                         '10 --products 10 --warmup 3 --precisions '
+                         '10 --products 10 --warmup 3 --warmup-seconds 1.0 '
+                         '--measure-seconds 2.0 --precisions '
                          'bf16,fp16,tf32,fp32')
     assert ' --cpu ' not in line + ' '
 

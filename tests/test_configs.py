@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from reframe.core import config as rfm_config
+from reframe.core.exceptions import ConfigError
 
 from hpctestlib_ml import siteconfig, tensorflow_build
 from hpctestlib_ml.paths import REPO_ROOT
@@ -30,9 +31,18 @@ def forget_config_modules():
 
 @pytest.fixture(autouse=True)
 def isolated_var(tmp_path, monkeypatch, cache_dir):
+    '''Each test's own var directory; after it, the modules as they were
+    before (a paths module imported under this test's HPCML_VAR_DIR left
+    in sys.modules gave later test files its VAR_DIR).'''
+    saved = {name: sys.modules[name] for name in
+             ('hpctestlib_ml.siteconfig', 'hpctestlib_ml.paths')
+             if name in sys.modules}
     monkeypatch.setenv('HPCML_VAR_DIR', str(tmp_path / 'var'))
     monkeypatch.setenv('HPCML_CACHE_DIR', str(cache_dir))
     forget_config_modules()
+    yield
+    forget_config_modules()
+    sys.modules.update(saved)
 
 
 def load(path, system):
@@ -158,7 +168,7 @@ def test_slurm_cpus_per_node_says_why_not():
 
 def test_gpu_partition_without_a_cpu_count_refuses_to_load():
     unknown = lambda partition: (None, 'sinfo is not on PATH')
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ConfigError) as err:
         siteconfig.cpus_per_node(None, 4, 'gpus', unknown)
     assert str(err.value) == (
         'CPUs per node of the GPU partition gpus unknown (sinfo is not on '
@@ -217,24 +227,28 @@ def test_generic_slurm_exports_hpcml_env(monkeypatch):
 
 
 @pytest.mark.parametrize('value, message', [
-    ('NCCL_SOCKET_IFNAME', "got 'NCCL_SOCKET_IFNAME' in"),
-    ('1X=2', "got '1X=2' in"),
-    ("A='unclosed", 'is not shell words (No closing quotation)'),
+    ('NCCL_SOCKET_IFNAME', "got 'NCCL_SOCKET_IFNAME' ('NCCL_SOCKET_IFNAME' "
+                           "is not NAME=value)"),
+    ('1X=2', "got '1X=2' ('1X=2' is not NAME=value)"),
+    ("A='unclosed", 'not shell words (No closing quotation)'),
 ])
 def test_generic_slurm_bad_hpcml_env_names_the_variable(monkeypatch, value,
                                                         message):
     monkeypatch.setenv('HPCML_ENV', value)
-    with pytest.raises(ValueError, match=r'^environment variable HPCML_ENV '):
+    with pytest.raises(ConfigError,
+                       match=r'^HPCML_ENV must be shell words NAME=value, '):
         load('config/slurm.py', 'slurm')
-    with pytest.raises(ValueError) as err:
-        siteconfig.env_assignments('HPCML_ENV')
+    with pytest.raises(ConfigError) as err:
+        siteconfig.env('HPCML_ENV')
     assert message in str(err.value)
+    assert str(err.value).endswith(': fix the environment variable '
+                                   'HPCML_ENV (read by config/slurm.py)')
 
 
 def test_generic_slurm_bad_env_names_the_variable(monkeypatch):
     monkeypatch.setenv('HPCML_GPUS_PER_NODE', 'four')
-    with pytest.raises(Exception, match='HPCML_GPUS_PER_NODE must be an '
-                                        'integer'):
+    with pytest.raises(ConfigError,
+                       match='HPCML_GPUS_PER_NODE must be an integer >= 0'):
         load('config/slurm.py', 'slurm')
 
 
@@ -267,14 +281,29 @@ def test_jubench_reference_holds_for_its_own_batch_only():
     assert not re.fullmatch(key, default) and not re.fullmatch(key, fallback)
 
 
-def fake_nvidia_smi(tmp_path, monkeypatch, names):
-    '''Put an nvidia-smi that lists *names* first on PATH.'''
+def fake_nvidia_smi(tmp_path, monkeypatch, names, select=True):
+    '''Put an nvidia-smi that lists *names* first on PATH; with ``-i
+    IDS`` (where *select*; else it fails, as for ids it does not know), one
+    of them per id, as nvidia-smi lists the GPUs it is given.
+    CUDA_VISIBLE_DEVICES unset, as on a box where nobody set it.'''
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()
     script = bin_dir / 'nvidia-smi'
-    script.write_text('#!/bin/sh\n' + ''.join(f'echo "{n}"\n' for n in names))
+    listing = ''.join(f'echo "{n}"\n' for n in names)
+    first = names[0] if names else ''
+    script.write_text(
+        '#!/bin/sh\n'
+        'for arg; do\n'
+        '  if [ "$prev" = -i ]; then\n' +
+        ('    echo "$arg" | tr , "\\n" | while read -r _; do '
+         f'echo "{first}"; done; exit 0\n' if select else
+         '    echo "No devices were found" >&2; exit 6\n') +
+        '  fi\n'
+        '  prev="$arg"\n'
+        'done\n' + listing)
     script.chmod(0o755)
     monkeypatch.setenv('PATH', f'{bin_dir}:{os.environ["PATH"]}')
+    monkeypatch.delenv('CUDA_VISIBLE_DEVICES', raising=False)
 
 
 def test_local_gpu_partition_appears_with_gpus(tmp_path, monkeypatch):
@@ -285,6 +314,28 @@ def test_local_gpu_partition_appears_with_gpus(tmp_path, monkeypatch):
     assert gpu['devices'] == [{'type': 'gpu', 'num_devices': 4,
                                'model': 'H100-SXM'}]
     assert gpu['devices'][0]['model'] in DEVICE_PEAK_FLOPS
+
+
+@pytest.mark.parametrize('visible, select, expected', [
+    ('0', True, 1), ('2,3', True, 2),
+    ('GPU-8f6c1b7e-0c4e-4f4c-9b8e-1d2a3b4c5d6e', True, 1),
+    ('1,-1,2', True, 1),                 # CUDA reads up to the -1
+    ('0,1', False, 2),                   # nvidia-smi -i fails: 2 of its 4
+    ('', True, 0), ('-1', True, 0),      # every GPU hidden
+])
+def test_local_gpu_partition_counts_only_the_visible_gpus(
+        tmp_path, monkeypatch, visible, select, expected):
+    # The jobs inherit CUDA_VISIBLE_DEVICES: with 0 exported on a 4-GPU
+    # box they see one GPU, so the partition must say 1, or the 4-rank
+    # cases would put 4 ranks on it.
+    fake_nvidia_smi(tmp_path, monkeypatch, ['NVIDIA H100 80GB HBM3'] * 4,
+                    select=select)
+    monkeypatch.setenv('CUDA_VISIBLE_DEVICES', visible)
+    partitions = load('config/local.py', 'local').get(
+        'systems/0/partitions')
+    gpus = [p['devices'][0]['num_devices'] for p in partitions
+            if p['name'] == 'gpu']
+    assert gpus == ([expected] if expected else [])
 
 
 #: build_info.py as TensorFlow's build writes it (a CUDA wheel's; the
@@ -501,7 +552,47 @@ def test_storage_dir_from_the_environment(monkeypatch, path, system):
                for p in site.get('systems/0/partitions'))
 
 
+def test_noise_floor_of_references(monkeypatch):
+    '''config/local.py declares its cpu partition's noise (30 %, this
+    VM's); HPCML_REFERENCE_NOISE_PCT replaces it, and gives config/slurm.py
+    one (extras['reference_noise_pct']).'''
+    monkeypatch.setenv('HPCML_CPUS_PER_NODE', '4')
+    monkeypatch.delenv('HPCML_REFERENCE_NOISE_PCT', raising=False)
+    cpu = load('config/local.py', 'local').get('systems/0/partitions')[0]
+    assert cpu['extras']['reference_noise_pct'] == 30
+    slurm, = load('config/slurm.py', 'slurm').get('systems/0/partitions')
+    assert 'reference_noise_pct' not in slurm['extras']
+    monkeypatch.setenv('HPCML_REFERENCE_NOISE_PCT', '8')
+    for path, system in (('config/local.py', 'local'),
+                         ('config/slurm.py', 'slurm')):
+        forget_config_modules()
+        site = load(path, system)
+        assert all(p['extras']['reference_noise_pct'] == 8
+                   for p in site.get('systems/0/partitions'))
+
+
 def test_juwels_storage_is_its_gpfs_scratch(monkeypatch):
     site = load('config/systems/juwels_booster.py', 'juwels-booster')
     booster, = site.get('systems/0/partitions')
     assert booster['extras']['storage_dir'] == '$SCRATCH'
+
+
+@pytest.mark.parametrize('path', ['config/local.py', 'config/slurm.py',
+                                  'config/systems/juwels_booster.py'])
+def test_a_config_leaves_sys_path_as_it_found_it(path):
+    '''ReFrame loads a configuration inside its temp_sys_path, which puts
+    sys.path back by index: a config that put src/ first made it take
+    the venv's site-packages off instead, and every `hpcml suite` ended
+    with "failed to generate performance report: No module named
+    'polars'". In a fresh interpreter, as ReFrame loads it.'''
+    code = ('import sys; from reframe.core import config\n'
+            'before = list(sys.path)\n'
+            f'config.load_config({str(REPO_ROOT / path)!r})\n'
+            'import polars\n'
+            'print(sys.path == before)')
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, env={**os.environ,
+                                          'HPCML_CPUS_PER_NODE': '4',
+                                          'HPCML_ACCOUNT': 'x'})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-1] == 'True'

@@ -40,7 +40,7 @@ def test_requirements_are_pyprojects_pins():
         extras['pytorch'] + extras['tensorflow']
     assert image.pins(['tensorflow-gpu']) == extras['tensorflow-gpu']
     with pytest.raises(image.ImageError, match='no extra cuda in '
-                       'pyproject.toml: use pytorch, tensorflow, '
+                       'pyproject.toml: use docs, pytorch, tensorflow, '
                        'tensorflow-gpu, test'):
         image.pins(['cuda'])
 
@@ -148,7 +148,7 @@ def test_image_command_refuses_an_unknown_extra(tmp_path):
                                           'HPCML_VAR_DIR': str(tmp_path)})
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        'hpcml image: error: no extra cuda in pyproject.toml: use pytorch, '
+        'hpcml image: error: no extra cuda in pyproject.toml: use docs, pytorch, '
         'tensorflow, tensorflow-gpu, test']
 
 

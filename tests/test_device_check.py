@@ -69,6 +69,26 @@ def test_another_gpu_than_the_config_says_fails_naming_the_fix():
         [gpu(0, name='NVIDIA L40S')], 'gpu', 1, 'p', 'H100-SXM') == []
 
 
+def test_a_mig_slice_needs_its_own_peak():
+    # A 1g.5gb slice of an A100 is named after it: the A100's peak would
+    # be 7 times the slice's.
+    mig = gpu(0, name='NVIDIA A100-SXM4-40GB MIG 1g.5gb')
+    problems = device_check.device_problems([mig], 'gpu', 1, 'site:mig',
+                                            'A100')
+    assert problems == [
+        "the GPU that ran is a MIG slice ('NVIDIA A100-SXM4-40GB MIG "
+        "1g.5gb'), measured against the whole GPU's peak: set the "
+        "slice's peak FLOP/s in extras['device_peak_flops'] of partition "
+        "site:mig"]
+    assert device_check.device_problems([mig], 'gpu', 1, 'site:mig', 'A100',
+                                        peak_given=True) == []
+    assert device_check.device_problems(
+        [gpu(0, name='NVIDIA H100 80GB HBM3 MIG 3g.40gb')], 'gpu', 1, 'p',
+        None)
+    assert device_check.device_problems([gpu(0)], 'gpu', 1, 'p',
+                                        'H100-SXM') == []
+
+
 def test_summary_tf32_runtime():
     records = [gpu(r) for r in range(4)]
     assert device_check.device_summary(records) == \

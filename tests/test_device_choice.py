@@ -17,12 +17,39 @@ import device_choice  # noqa: E402
 
 @pytest.mark.parametrize('local_rank', range(4))
 def test_a_gpu_bound_to_each_task_is_ordinal_0(local_rank):
-    # Slurm --gpus-per-task=1: task r sees one GPU, whose id is r.
+    # Slurm --gpus-per-task=1: task r sees one GPU, whose id is r; the
+    # step's GPUs on the node are all four.
     env = {'CUDA_VISIBLE_DEVICES': str(local_rank), 'SLURM_LOCALID':
-           str(local_rank), 'SLURM_STEP_TASKS_PER_NODE': '4(x2)'}
+           str(local_rank), 'SLURM_STEP_TASKS_PER_NODE': '4(x2)',
+           'SLURM_STEP_GPUS': '0,1,2,3'}
+    assert device_choice.may_be_bound(env)
     assert device_choice.device_index(
         local_rank, 1, device_choice.local_world_size(env),
-        device_choice.visibility(env)) == 0
+        device_choice.visibility(env),
+        device_choice.may_be_bound(env)) == 0
+
+
+@pytest.mark.parametrize('env', [
+    # The user exported CUDA_VISIBLE_DEVICES=0; the local scheduler's
+    # 4-rank case runs torchrun, whose ranks all inherit it.
+    {'CUDA_VISIBLE_DEVICES': '0', 'LOCAL_WORLD_SIZE': '4'},
+    # torchrun under Slurm with one GPU bound to its one task per node.
+    {'CUDA_VISIBLE_DEVICES': '0', 'LOCAL_WORLD_SIZE': '4',
+     'SLURM_STEP_GPUS': '0'},
+    # One task per rank, but Slurm gave the job no GPUs: nothing bound.
+    {'CUDA_VISIBLE_DEVICES': '0', 'SLURM_NTASKS_PER_NODE': '4'},
+])
+def test_ranks_sharing_one_unbound_device_are_refused(env):
+    assert not device_choice.may_be_bound(env)
+    with pytest.raises(device_choice.DeviceChoiceError,
+                       match=r'local rank 1 sees 1 device '
+                             r'\(CUDA_VISIBLE_DEVICES=0\) and so do the '
+                             r'other 3 ranks.*list 4 devices'):
+        device_choice.device_index(
+            1, 1, device_choice.local_world_size(env),
+            device_choice.visibility(env), device_choice.may_be_bound(env))
+    # One rank on the node: its one device is its own.
+    assert device_choice.device_index(0, 1, 1, '', False) == 0
 
 
 @pytest.mark.parametrize('local_rank', range(4))
@@ -132,3 +159,24 @@ def test_the_collective_timeout_is_the_jobs_variable_or_torchs_default():
         assert str(stopped.value).startswith(
             'hpcml: error: HPCML_COLLECTIVE_TIMEOUT_S must be a number of '
             f"seconds > 0, got '{bad}'"), stopped.value
+
+
+def test_a_torchrun_rank_on_a_box_with_one_visible_gpu_is_refused(
+        monkeypatch):
+    '''torch_device.select_device where the user exported
+    CUDA_VISIBLE_DEVICES=0 and the local scheduler's torchrun started 4
+    ranks (torch here reports one GPU): ordinal 0 for every rank was the
+    answer before; now the error, before any device is touched.'''
+    import torch
+    import torch_device
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 1)
+    monkeypatch.setattr(torch.cuda, 'set_device', lambda index: None)
+    env = {'CUDA_VISIBLE_DEVICES': '0', 'LOCAL_WORLD_SIZE': '4',
+           'LOCAL_RANK': '2'}
+    with pytest.raises(device_choice.DeviceChoiceError,
+                       match='list 4 devices'):
+        torch_device.select_device(env)
+    bound = {'CUDA_VISIBLE_DEVICES': '2', 'SLURM_NTASKS_PER_NODE': '4',
+             'LOCAL_RANK': '2', 'SLURM_STEP_GPUS': '0,1,2,3'}
+    assert torch_device.select_device(bound) == torch.device('cuda', 0)

@@ -169,7 +169,10 @@ def test_srun_names_the_rank_that_ran_out_of_gpu_memory_not_its_killed_peer():
     assert reason.startswith('rank 1 on n2 (exit code 1): torch.cuda.'
                              'OutOfMemoryError: CUDA out of memory. Tried to '
                              'allocate 22.00 MiB. GPU 0 has a total capacity')
-    assert reason.endswith('...') and len(reason) == 303
+    # Cut at 300 characters at a word's end.
+    assert reason.endswith('...') and len(reason) <= 303
+    quoted = reason[:-3].split(': ', 1)[1]
+    assert quoted + ' ' in text
 
 
 def test_a_rank_killed_before_srun_ends_the_step_is_still_the_cause():
@@ -201,8 +204,8 @@ def nccl_error_then_peer_left():
 
 def test_nccl_error_where_it_happened_wins_over_the_peers_report():
     text = nccl_error_then_peer_left()
-    assert failures.failure_reason(text, exitcode=1) == (
-        'rank 1 on n2 (exit code 1): ' + NCCL_SYSTEM_ERROR)[:300] + '...'
+    assert failures.failure_reason(text, exitcode=1) == failures.shorten(
+        'rank 1 on n2 (exit code 1): ' + NCCL_SYSTEM_ERROR, 300)
     # The peers' report alone is still said.
     assert failures.exception_line(NCCL_PEER_LEFT) == NCCL_PEER_LEFT
 
@@ -381,3 +384,24 @@ def test_a_node_failure_whose_line_goes_on():
             '2026-11-22T00:34:19 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR '
             'DETAILS ***\n')
     assert failures.job_end(text).kind == 'node_fail'
+
+
+@pytest.mark.parametrize('limit, line, said', [
+    (7, 'abc def ghi', 'abc def...'),
+    (9, 'abc def ghi', 'abc def...'),
+    (5, 'abcdefghij', 'abcde...'),
+    (7, 'abc def', 'abc def'),
+])
+def test_a_long_reason_is_cut_at_a_words_end(limit, line, said):
+    assert failures.shorten(line, limit) == said
+
+
+def test_a_bare_exception_is_the_cause():
+    '''Megatron-Core raises bare Exception; that line is the cause, not
+    the output's last line.'''
+    text = ('[rank0]: Traceback (most recent call last):\n'
+            "[rank0]:     raise Exception('cuda rng state')\n"
+            '[rank0]: Exception: cuda rng state model-parallel-rng is not '
+            'added\n[rank0]:[W1126 destroy_process_group() was not called\n')
+    assert failures.failure_line(text) == (
+        'Exception: cuda rng state model-parallel-rng is not added')

@@ -5,13 +5,13 @@ short``: the benchmark's model and options, changed only where a CPU must
 (``-S steps=2``, a batch of one, fp32 where the benchmark trains in mixed
 precision on GPUs). So the options are accepted by the upstream program
 (OpenCLIP's parser, HF Trainer, Megatron-Core's model), the shapes divide,
-the first steps run and the log parses. Megatron's 13B and 175B cannot fit
-this machine: their generated arguments go through the fallback's parser
-and layout checks, and model-info builds them on the meta device
-(tests/test_model_info.py).
+the first steps run and the log parses. Megatron's 13B, 175B, Llama 3 and
+GPT-J sizes cannot fit this machine: their generated arguments go through
+the fallback's parser and layout checks (tests/test_reframe_dryrun.py),
+and model-info builds them on the meta device (tests/test_model_info.py).
 
 Opt-in (``-m fullsize``): about 20 minutes and up to ~20 GiB on a 2-core
-machine, more than CI's budget allows (README, Tests).
+machine, more than CI's budget allows (docs/developer/testing.md).
 """
 import math
 

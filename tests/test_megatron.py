@@ -6,7 +6,7 @@ import pytest
 from conftest import extract, read_data
 from hpctestlib_ml import flops
 from hpctestlib_ml.workloads import megatron
-from hpctestlib_ml.parsers import megatron as parser
+from hpctestlib_ml.parsers import megatron as parser, megatron_args
 
 
 def jubench():
@@ -58,7 +58,12 @@ def test_milliseconds_form_of_the_suites_own_run():
     assert [s['iteration'] for s in steps] == list(range(1, 9))
     assert all(s['time_s'] < 5 for s in steps)
     assert parser.world_size(text) == 2
-    assert parser.model_shape(text) == (2, 256, 128, 50304, 1024, 2)
+    stated = megatron_args.stated(text).values
+    assert {k: stated.get(k) for k in ('num_layers', 'hidden_size',
+                                       'seq_length', 'padded_vocab_size',
+                                       'ffn_hidden_size', 'world_size')} == \
+        dict(num_layers=2, hidden_size=256, seq_length=128,
+             padded_vocab_size=50304, ffn_hidden_size=1024, world_size=2)
     m = extract('megatron', text)
     assert m['iterations'] == 8 and m['iteration_last'] == 8
     assert m['tokens_per_second'] == pytest.approx(
@@ -66,6 +71,7 @@ def test_milliseconds_form_of_the_suites_own_run():
     assert m['tflops_per_gpu'] == pytest.approx(
         m['tokens_per_second'] * flops.megatron_gpt_flops_per_token(
             2, 256, 128, 50304) / 2 / 1e12)
+    assert 'MHA' in m['flops_formula'] and 'GeLU' in m['flops_formula']
     assert m['loss_all_finite']
     # Random tokens: the loss stays near ln(vocabulary).
     assert abs(m['loss_last'] - math.log(50304)) < 0.5

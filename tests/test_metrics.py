@@ -47,7 +47,7 @@ JSON_KEYS = {
         'iterations', 'iteration_last', 'train_iters', 'loss_last',
         'losses', 'loss_all_finite', 'skipped_iterations', 'nan_iterations',
         'time_per_iteration_secs', 'tokens_per_second', 'tflops_per_gpu',
-        'printed_tflops_per_gpu', 'timed_window'},
+        'printed_tflops_per_gpu', 'flops_formula', 'timed_window'},
     'gpt2_finetune': {
         'train_samples_per_second', 'train_runtime', 'train_loss',
         'eval_loss', 'perplexity', 'steps', 'max_steps', 'world_size',

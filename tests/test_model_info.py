@@ -42,7 +42,8 @@ SIZES = [(w, s) for w, declared in workloads.registered().items()
          if declared.model_info for s in ('tiny', 'benchmark')] + [('megatron', '13B'),
                                             ('megatron', '175B'),
                                             ('megatron', 'llama3-8B'),
-                                            ('megatron', 'llama3-70B')]
+                                            ('megatron', 'llama3-70B'),
+                                            ('megatron', 'gptj-6B')]
 
 
 @pytest.fixture(scope='module')
@@ -154,3 +155,91 @@ def test_command_prints_json_with_the_issue_keys(workload, params):
     assert {'params', 'analytic_forward_flops',
             'measured_forward_flops'} <= set(info)
     assert info['params'] == params
+
+
+# "Memory required to train": the model's state at 16 bytes a parameter
+
+#: The intern suite's table of the seeds (issue 30, "the seeds' last
+#: rows"): "memory required to train" in MB, 16 bytes a parameter (fp32
+#: weights and gradients, Adam's two fp32 moments, no activations).
+SEEDS_MEMORY_MB = {
+    ('bert', 'benchmark'): 5_363,
+    ('megatron', 'gptj-6B'): 96_854,
+    ('torchvision_resnet50', 'benchmark'): 409,
+    ('deeplabv3plus', 'benchmark'): 903,
+    ('alphafold2', 'benchmark'): 1_478.4,
+}
+
+
+def printed(mb, like):
+    '''*mb* rounded as the table prints *like* (whole MB, or one decimal).'''
+    return round(mb, 0 if like == round(like) else 1)
+
+
+@pytest.mark.parametrize('workload, size', sorted(SEEDS_MEMORY_MB))
+def test_fp32_adam_state_reproduces_the_seeds_table(infos, workload, size):
+    '''Each row is params x 16 / 10^6 of the model built or of a count
+    published for it that model-info names (BERT-Large without pooler and
+    next-sentence head, GPT-J's model card), but AlphaFold2's: the table's
+    1,478.4 MB is 92.4 M parameters, a rounded count of no named source,
+    0.9% below OpenFold's 93,229,082 that the program builds (1,491.7
+    MB).'''
+    from hpctestlib_ml import memory_estimate as me
+    assert me.fp32_adam_bytes_per_parameter() == 16
+    info = infos(workload, size)
+    figures = [me.fp32_adam_megabytes(count) for count in
+               [info.params] + [c for c, _ in info.published_params]]
+    table = SEEDS_MEMORY_MB[workload, size]
+    if workload == 'alphafold2':
+        assert table == pytest.approx(92.4e6 * 16 / 1e6)
+        assert [printed(mb, table) for mb in figures] == [1_491.7]
+        return
+    assert table in [printed(mb, table) for mb in figures]
+    # MB of 10^6 bytes: MiB would not match.
+    assert table not in [printed(mb * 1e6 / 2 ** 20, table)
+                         for mb in figures]
+
+
+def test_cosmoflow_row_of_the_seeds_table_is_8_bytes_a_parameter(infos):
+    '''The table departs from its own convention on CosmoFlow: 8 bytes a
+    parameter, half the 142.5 MB that 16 B/param give its 8,907,556.'''
+    from hpctestlib_ml import memory_estimate as me
+    mb = me.fp32_adam_megabytes(infos('cosmoflow', 'benchmark').params)
+    assert round(mb, 1) == 142.5 and round(mb / 2, 1) == 71.3
+
+
+def test_bert_large_published_count_is_transformers_masked_lm():
+    '''model-info's other BERT-Large count is transformers'
+    BertForMaskedLM at bert-large's shape: the MLPerf model less its
+    pooler (1024 x 1024 + 1024) and next-sentence head (1024 x 2 + 2).'''
+    import torch
+    transformers = pytest.importorskip('transformers')
+    from hpctestlib_ml.workloads import bert
+    config = transformers.BertConfig(hidden_size=1024, num_hidden_layers=24,
+                                     num_attention_heads=16,
+                                     intermediate_size=4096)
+    with torch.device('meta'):
+        masked_lm = transformers.BertForMaskedLM(config)
+    (count, _), = bert.PUBLISHED_PARAMS['bert-large']
+    assert model_info.count_params(masked_lm) == count
+    assert PUBLISHED_PARAMS['bert', 'benchmark'] - count == \
+        1024 * 1024 + 1024 + 1024 * 2 + 2
+
+
+def test_memory_command_prints_the_16_byte_state(capsys):
+    '''The text names the figure of the model built and of each published
+    count; --json carries them.'''
+    from hpctestlib_ml import cli
+    assert cli.main(['model-info', 'megatron', '--size', 'gptj-6B',
+                     '--memory']) == 0
+    out = capsys.readouterr().out
+    assert ('16 B/param fp32 Adam     96,828.5 MB (10^6 B) for '
+            '6,051,782,656 parameters') in out
+    assert '96,854.1 MB for the published 6,053,381,344' in out
+    assert '96,814.1 MB for the published 6,050,882,784' in out
+    assert cli.main(['model-info', 'megatron', '--size', 'gptj-6B',
+                     '--memory', '--json']) == 0
+    memory = json.loads(capsys.readouterr().out)['memory']
+    assert round(memory['fp32_adam_mb'], 1) == 96_828.5
+    assert [round(mb) for mb in memory['published_fp32_adam_mb']] == \
+        [96_814, 96_854]

@@ -4,8 +4,9 @@ the log (the comments say how)."""
 import pytest
 
 from conftest import read_data
-from hpctestlib_ml.parsers import (hf_trainer, megatron, mllog, open_clip,
-                                   tf_cnn_benchmarks)
+from hpctestlib_ml import flops
+from hpctestlib_ml.parsers import (hf_trainer, megatron, megatron_args, mllog,
+                                   open_clip, tf_cnn_benchmarks)
 
 approx = pytest.approx
 
@@ -330,6 +331,68 @@ def test_megatron_current_upstream_timestamps_give_the_window():
     assert stop - start == 9
 
 
+def test_megatron_gqa_swiglu_shape_from_the_arguments_block():
+    """A Llama-style model on 8 MI300X (AMD's rocm/megatron-lm v25.9):
+    --group-query-attention --num-query-groups 24 of 96 heads, --swiglu,
+    --ffn-hidden-size 21504, 56 layers, hidden 6144, sequence 8192, padded
+    vocabulary 50688, TP 4 x PP 2, global batch 512, selective
+    recomputation. The program printed 248.4-251.4 TFLOP/s/GPU in
+    iterations 2-17, 250.5 on average: its formula counts the s x s
+    attention whole, as the suite's. Read as multi-head GeLU (the parser
+    before) the figure was 12.6% low (218.8)."""
+    m = megatron.extract_metrics(megatron_log(
+        'rocm_mi300x_gqa24_swiglu_56l_2025_11.log'))
+    assert m['iterations'] == 17 and m['iteration_last'] == 17
+    # 512 x 8192 tokens / the mean of iterations 2-17 (419.809 s).
+    assert m['tokens_per_second'] == approx(512 * 8192 / 419.80869375)
+    assert m['printed_tflops_per_gpu'] == approx(250.5)
+    assert m['tflops_per_gpu'] == approx(250.5, rel=2e-3)
+    assert ('GQA 24 query groups of 96 heads, SwiGLU ffn 21504'
+            in m['flops_formula'])
+    assert 'arguments block' in m['flops_formula']
+
+
+def test_megatron_moe_shape_from_the_echoed_command_line():
+    """Megatron-Core MoE notes of 2024-10 (64 experts, top-1, EP 8, 8 A100,
+    global batch 64): the shape is in the echoed MODEL_ARGS and MOE_ARGS
+    lines (hidden 512, 24 layers, 4 heads, GQA 1 group, --swiglu, ffn
+    1792), the dump shows only MoE arguments. The vocabulary is the Llama
+    3.1 tokenizer's (a file): not in the log, so no TFLOP/s figure, and the
+    figures say so."""
+    text = megatron_log('moe64_top1_ep8_command_line_2024_10.log')
+    stated = megatron_args.stated(text)
+    assert {k: stated.get(k) for k in (
+        'num_layers', 'hidden_size', 'num_attention_heads', 'seq_length',
+        'ffn_hidden_size', 'group_query_attention', 'num_query_groups',
+        'swiglu', 'num_experts', 'moe_router_topk')} == dict(
+        num_layers=24, hidden_size=512, num_attention_heads=4,
+        seq_length=2048, ffn_hidden_size=1792, group_query_attention=True,
+        num_query_groups=1, swiglu=True, num_experts=64, moe_router_topk=1)
+    assert stated.sources['hidden_size'] == 'command line'
+    m = megatron.extract_metrics(text)
+    assert m['tflops_per_gpu'] is None
+    assert m['flops_formula'].startswith('none: the log does not state '
+                                         'padded vocabulary')
+    # 64 x 2048 / the mean of intervals 40-220 (1592.94 ms).
+    assert m['tokens_per_second'] == approx(64 * 2048 / 1.59294)
+
+
+def test_megatron_moe_formula_reproduces_the_programs_printed_tflops():
+    """The same run with the vocabulary its tokenizer has (Llama 3.1:
+    128,256 tokens, already a multiple of 128): each interval's printed
+    TFLOP/s/GPU (11.5 ... 12.7) is tokens/s x FLOPs per token / 8 GPUs to
+    its printed digit, top-1 routing to experts of ffn 1792 in every
+    layer."""
+    per_token = flops.megatron_gpt_flops_per_token(
+        24, 512, 2048, 128256, ffn_hidden=1792, query_groups_ratio=1 / 4,
+        swiglu=True, moe=flops.MoE(layers=24, routed=1, ffn_hidden=1792))
+    steps = megatron.parse_iterations(megatron_log(
+        'moe64_top1_ep8_command_line_2024_10.log'))
+    for step in steps[1:]:
+        computed = 64 * 2048 / step['time_s'] * per_token / 8 / 1e12
+        assert computed == approx(step['printed_tflops'], abs=0.05)
+
+
 @pytest.mark.parametrize('name, job, per_gpu, step, devices', [
     # 2 Horovod workers each print the job's 264.26: not 528.52.
     ('mpi_operator_hvd2_tf110.log', 264.26, 132.13, 128 / 264.26, 2),
@@ -414,6 +477,24 @@ def test_open_clip_prefixed_lines_keep_the_timed_window():
     ('vibe_finetune_tab_indented_1h31m.log',
      dict(train_samples_per_second=17.287, train_runtime=5508.89,
           train_loss=0.371, eval_loss=3.5356)),
+    # run_clm.py on a TPU v5p pod: every line behind gcloud's `[worker :11]`
+    # (tpu-vm ssh --worker=all). 20 steps x 512 (the recipe's MAX_STEPS and
+    # BATCH_SIZE) / 808.7671 s (Trainer's dict) = 12.661; the table's
+    # runtime is 0:13:28.76, its loss 9.4205 (the dict's 9.420475).
+    ('tpu_v5p_llama2_7b_run_clm_worker_label.log',
+     dict(train_samples_per_second=12.661, train_runtime=808.76,
+          train_loss=9.4205)),
+    # `[worker :0]` on Trillium: 3.65 x 0:46:45.60 (2805.6 s) = 10,240
+    # samples, Trainer's 20 steps x 512 again.
+    ('tpu_v6e_llama3_70b_worker_label.log',
+     dict(train_samples_per_second=3.65, train_runtime=2805.6,
+          train_loss=9.278)),
+    # Cloud Logging's export of a GKE job: severity, time stamp and the
+    # container's label before each line, the rows' indentation gone;
+    # 9.515 x 0:08:58.11 (538.11 s) = 5,120 samples.
+    ('tpu_v6e_llama3_8b_gke_log_explorer.log',
+     dict(train_samples_per_second=9.515, train_runtime=538.11,
+          train_loss=11.6602)),
     # transformers 4.3 printed steps/s as "train_samples_per_second" in a
     # dict: no table, so no figure rather than a wrong one.
     ('mlengineering_disable_nvlink_tf430.log',

@@ -62,8 +62,10 @@ def test_prefix_moves_stage_output_and_perflogs(tmp_path, cache_dir):
     assert list(prefix.glob('perflogs/local/cpu/CosmoFlow.log'))
     var = tmp_path / 'var'
     assert not (var / 'stage').exists() and not (var / 'perflogs').exists()
-    # What is not under ReFrame's prefix stays in HPCML_VAR_DIR.
-    assert list((var / 'reports').glob('run-report-*.json'))
+    # One session's results stay together: its run report too
+    # (siteconfig.results_dir); nothing of it lands in HPCML_VAR_DIR.
+    assert list((prefix / 'reports').glob('run-report-*.json'))
+    assert not list(var.glob('reports/run-report-*.json'))
 
 
 def test_stage_output_perflogdir_and_report_file_options(tmp_path, cache_dir):

@@ -146,16 +146,25 @@ def test_reference_at_8_nodes(job_scripts):
     assert 'total_time_secs: None s (r:1260, l:None, u:0.0)' in stdout
 
 
-@pytest.mark.parametrize('mode, expected', [
-    ('smoke', '--model CLIP-tiny'),
-    ('benchmark', '--train-num-samples 3200000 --epochs 1 --batch-size=512 '
-                  '--model ViT-L-14'),
-])
-def test_local_modes_select_the_size(run_reframe, mode, expected):
+def test_local_modes_select_the_size(run_reframe):
+    '''--mode smoke runs the tiny size; --mode benchmark is for GPU
+    partitions: on the CPU partition its cases are skipped with the reason
+    (the benchmark's job on a GPU partition:
+    test_local_gpu_partition_runs_the_benchmark_size).'''
     proc, var = run_reframe(BIN / 'reframe', '-C', REPO / 'config/local.py',
                             '-c', REPO / 'checks', '-n', '^MMoCLIP%',
-                            '--mode', mode, '--dry-run')
+                            '--mode', 'benchmark', '--dry-run')
     assert proc.returncode == 0, proc.stdout[-2000:]
+    assert 'Ran 0/3 test case(s)' in proc.stdout and '3 skipped' in \
+        proc.stdout
+    assert 'it is meant for GPU partitions' in proc.stdout
+    assert not list((var / 'stage').rglob('rfm_job.sh'))
+
+    proc, var = run_reframe(BIN / 'reframe', '-C', REPO / 'config/local.py',
+                            '-c', REPO / 'checks', '-n', '^MMoCLIP%',
+                            '--mode', 'smoke', '--dry-run')
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    expected = '--model CLIP-tiny'
     scripts = list((var / 'stage').rglob('rfm_job.sh'))
     assert len(scripts) == 3
     for script in scripts:
@@ -301,7 +310,7 @@ def test_megatron_caraml_sizes_on_juwels(workload_scripts):
     # node, 175B (TP8/PP8, 64 GPUs) at 16 nodes, as CARAML runs it.
     names = [n for n in workload_scripts if n.startswith('MegatronGPT')]
     assert {n.split('model_size=')[1] for n in names} == {
-        '800M', '13B', '175B', 'llama3-8B', 'llama3-70B'}
+        '800M', '13B', '175B', 'llama3-8B', 'llama3-70B', 'gptj-6B'}
     # Llama 3 70B (TP 4 x PP 8 = 32 GPUs) from 8 nodes.
     assert {n.split('%')[1] for n in names if n.endswith('llama3-70B')} == {
         'scale=8_nodes', 'scale=16_nodes'}
@@ -366,6 +375,33 @@ def test_megatron_core_accepts_the_large_jobs_arguments(workload_scripts,
         args.pipeline_model_parallel_size == gpus
     assert micro * args.micro_batch_size * dp == args.global_batch_size
     assert args.position_embedding_type == 'rope'
+
+
+def test_gptj_on_juwels(workload_scripts):
+    '''GPT-J 6B at 4 nodes (16 GPUs, TP 1): its arguments reach the
+    fallback (partial, interleaved RoPE; untied output; its vocabulary on
+    mock data), GPT-J's global batch of 512 in 32 micro-batches, and the
+    departures from GPT-J are the case's to log.'''
+    import shlex
+    import sys
+    sys.path.insert(0, str(REPO / 'src'))
+    from gpt_pretrain import mcore_train
+    line = run_line(workload_scripts[
+        'MegatronGPT%scale=4_nodes%launch_mode=per_task%model_size=gptj-6B'])
+    assert ('--tensor-model-parallel-size 1 --pipeline-model-parallel-size '
+            '1 --num-layers 28 --hidden-size 4096 --num-attention-heads 16 '
+            in line)
+    assert ('--mock-data --tokenizer-type NullTokenizer --vocab-size 50400 '
+            in line)
+    args = mcore_train.parse_args(shlex.split(line.split(
+        '-m gpt_pretrain ', 1)[1]))
+    assert not [a for a in args.ignored if 'rotary' in a or 'rope' in a]
+    assert (args.rotary_percent, args.rotary_interleaved,
+            args.untie_embeddings_and_output_weights,
+            args.ffn_hidden_size, args.bf16) == (0.25, True, True, 16384,
+                                                 True)
+    assert mcore_train.layout(args, 16) == (16, 32)
+    assert args.global_batch_size == 512
 
 
 def test_gpt2_precisions_and_offline_cache_on_juwels(workload_scripts):

@@ -160,8 +160,8 @@ ONE_CASE = ['-n', '^MMoCLIP%scale=1_proc%launch_mode=per_task']
     ('num_nodes=1.5', "num_nodes must be an integer >= 1, got '1.5'"),
     ('num_nodes=4', '4 nodes requested but partition local:cpu allows 1'),
     ('procs_per_node=2', 'the local launcher of local:cpu starts one task'),
-    ('size=huge', "unknown size 'huge' for clip: use -S size= one of auto, "
-                  "tiny, short, benchmark"),
+    ('size=huge', "size must be one of auto, tiny, short, benchmark, got "
+                  "'huge': fix -S size"),
 ])
 def test_bad_input_fails_with_one_line_reason(run_reframe, option, message):
     proc, _ = run_reframe(HPCML, 'suite', *ONE_CASE, '-S', option)

@@ -156,7 +156,7 @@ def test_each_worker_of_an_unbound_4_gpu_node_takes_its_own_gpu(
 def test_each_worker_bound_to_one_gpu_takes_it_whatever_its_local_rank():
     for r in range(4):
         env = {'LOCAL_RANK': str(r), 'SLURM_NTASKS_PER_NODE': '4',
-               'CUDA_VISIBLE_DEVICES': str(r)}
+               'CUDA_VISIBLE_DEVICES': str(r), 'SLURM_STEP_GPUS': '0,1,2,3'}
         assert devices.choose_gpu(BOUND_GPUS, env) == (0, BOUND_GPUS[0])
 
 

@@ -77,21 +77,45 @@ def second_case_started(text):
     return bool(found) and 'RUN' in after
 
 
+#: On the jobs' PYTHONPATH (-S python_path=): once the test has made
+#: HOLD_DIR/hold, a job's Python waits there, saying so in a file, until
+#: the session is stopped.
+HOLDING = (
+    'import os, pathlib, time\n'
+    "where = os.environ.get('SESSION_TEST_HOLD_DIR')\n"
+    "if where and pathlib.Path(where, 'hold').exists():\n"
+    "    pathlib.Path(where, f'held-{os.getpid()}').touch()\n"
+    '    time.sleep(900)\n')
+
+
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
 def test_a_stopped_session_keeps_what_it_wrote(tmp_path, cache_dir, signum):
+    '''The signal lands inside the second case's job, whatever the
+    machine's speed: the first case runs as it is and passes; then the
+    jobs' Python holds (HOLDING) until the session is stopped. (It ran
+    for 1000 steps of the first case before: 11 s on a quiet VM, over its
+    300 s deadline at a load of 16.)'''
     var = tmp_path / 'var'
     out = open(tmp_path / 'session.out', 'w+')
-    # One case at a time, each long enough (1000 steps: 11 s on this VM)
-    # that the signal lands inside the second: with ReFrame's concurrent
-    # cases, the others could end within a second of the first, and the
-    # session with them, before the signal came.
-    proc = start(var, cache_dir, out, *COSMOFLOW, '--exec-policy=serial',
-                 '-S', 'steps=1000')
-    deadline = time.monotonic() + 300
+    hold = tmp_path / 'hold_dir'
+    hold.mkdir()
+    (hold / 'sitecustomize.py').write_text(HOLDING)
+    os.environ['SESSION_TEST_HOLD_DIR'] = str(hold)
+    try:
+        proc = start(var, cache_dir, out, *COSMOFLOW,
+                     '--exec-policy=serial', '-S', f'python_path={hold}')
+    finally:
+        del os.environ['SESSION_TEST_HOLD_DIR']
+    deadline = time.monotonic() + 900
     while not second_case_started((out.seek(0), out.read())[1]):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.2)
-    time.sleep(1.0)               # inside the second case's job
+    (hold / 'hold').touch()
+    # The second case's job may have started its Python before the hold
+    # and end as it is; the third's then holds.
+    while not list(hold.glob('held-*')):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.2)
     proc.send_signal(signum)
     assert proc.wait(120) != 0
     text = (out.seek(0), out.read())[1]

@@ -59,8 +59,8 @@ def test_the_users_values_win_and_cpus_train_fp32():
     assert chosen.values['precision'] == 'bf16'
     assert chosen.sized_precision is None      # asked for: not replaced
     # Sizes' mixed precisions are for GPUs.
-    assert resolve(size='benchmark').values['precision'] == 'fp32'
-    assert resolve(size='benchmark', precision='bf16').values[
+    assert resolve(size='benchmark', steps=3).values['precision'] == 'fp32'
+    assert resolve(size='benchmark', steps=3, precision='bf16').values[
         'precision'] == 'bf16'
 
 
@@ -91,6 +91,25 @@ def test_short_on_a_cpu_is_skipped_unless_steps_are_asked_for():
                                    '100 steps')
     assert 'to run it on sys:part anyway' in skipped.skip
     assert resolve(size='short', steps=3).skip is None
+
+
+@pytest.mark.parametrize('fixed_work, how', [
+    (None, 'ask for the steps (-S steps=N)'),
+    ('3.2M samples', 'run its model for N steps with --mode short -S '
+                     'steps=N (3.2M samples)'),
+])
+def test_benchmark_on_a_cpu_is_skipped_as_short_is(fixed_work, how):
+    '''Row 12 of the bad-input review: --mode benchmark on a CPU partition
+    started the reference model for 100 steps with no word, while the
+    smaller short size was skipped with the reason.'''
+    skipped = resolve(size='benchmark', fixed_work=fixed_work)
+    assert skipped.skip.startswith('size benchmark runs the benchmark of '
+                                   'cosmoflow at its per-GPU batch (4) for '
+                                   '100 steps: it is meant for GPU '
+                                   'partitions; to run it on sys:part '
+                                   'anyway, ' + how), skipped.skip
+    assert resolve(size='benchmark', uses_gpus=True,
+                   fixed_work=fixed_work).skip is None
 
 
 def test_steps_default_to_eight_and_need_two():

@@ -184,6 +184,64 @@ PUBLIC = [
      "argument --mixed_precision: invalid choice: 'fp32'", None, None),
     ('open_genie2_lightning_cli_invalid_choice.log', 'bad_input',
      "error: argument subcommand: invalid choice: 'train'", None, None),
+    # Issue 31, item 6: logs from elsewhere that were classed wrong, or
+    # whose reason lost what the reader acts on.
+    # A task killed at Slurm's memory limit, then the job or step
+    # cancelled: the memory, with the limit, not the cancel.
+    ('stt2238_slurm_job_exceeded_memory_limit_cancelled.log',
+     'out_of_memory', 'Slurm ended the run at its memory limit: Job 7518 '
+     'exceeded memory limit (626359956 > 512000000), being killed '
+     '(slurmstepd on xantipa', None, 'xantipa'),
+    ('openbabel2658_slurm_step_exceeded_memory_limit.log', 'out_of_memory',
+     'Step 1141810.0 exceeded memory limit (52917772 > 20971520)', None,
+     'falkor7'),
+    # The watchdog's collective and sequence number, not the C++ line
+    # that names only the exception's type.
+    ('megatron935_watchdog_reduce_scatter_in_what.log', 'communication',
+     '[Rank 5] Watchdog caught collective operation timeout: WorkNCCL('
+     'SeqNum=199, OpType=_REDUCE_SCATTER_BASE', '5', None),
+    ('open_r1_620_watchdog_broadcast_wrapped.log', 'communication',
+     'WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112', '3', None),
+    # A loss gone NaN with no exception: numerics, at its step.
+    ('hashtag6_tf_global_step_loss_nan.log', 'numerics',
+     'non-finite at step 2458: INFO:tensorflow:global step 2458: loss = nan',
+     None, None),
+    ('bloodcells15_step_loss_nan.log', 'numerics',
+     'non-finite at step 1655: step 1655 - loss nan', None, None),
+    ('pni7_lightning_progress_bar_loss_nan.log', 'numerics',
+     'non-finite at step 320: Epoch 0: 100%', None, None),
+    # No kernels for the GPU's architecture: the architecture said.
+    ('clrnet83_no_kernel_image_sm_86.log', 'software',
+     'no kernel image is available for execution on the device (NVIDIA '
+     'GeForce RTX 3090 is sm_86; this PyTorch build has kernels for sm_37 '
+     'sm_50 sm_60 sm_70)', None, None),
+    ('sdwebui_nix9_no_kernel_image_sm_120_journal.log', 'software',
+     '(NVIDIA GeForce RTX 5090 is sm_120; this PyTorch build has kernels '
+     'for sm_50', None, None),
+    # A program refusing its own flag (absl, gflags).
+    ('automl934_absl_unknown_flag.log', 'bad_input',
+     "Unknown command line flag 'job_dir'. Did you mean: log_dir ?", None,
+     None),
+    ('bertqa5_absl_unknown_flag_systemexit.log', 'bad_input',
+     "FATAL Flags parsing error: Unknown command line flag 'f'", None, None),
+    ('hatn4_absl_unrecognized_flag_error.log', 'bad_input',
+     "UnrecognizedFlagError: Unknown command line flag 'train'", None, None),
+    ('paddlespeech376_gflags_unknown_flag.log', 'bad_input',
+     "ERROR: unknown command line flag 'augment_conf_path'", None, None),
+    # Slurm refusing the job, with the option to fix; the submitting
+    # tool's traceback after it is its consequence.
+    ('scicomp792_sbatch_invalid_partition.log', 'bad_input',
+     'sbatch: error: invalid partition specified: gpu-v100-32GB (Slurm '
+     'refused the job: fix --partition)', None, None),
+    ('hicpro645_sbatch_invalid_time.log', 'bad_input',
+     'Invalid --time specification (Slurm refused the job: fix --time)',
+     None, None),
+    ('nemo_rl3051_sbatch_time_limit_invalid.log', 'bad_input',
+     'Requested time limit is invalid (missing or exceeds some limit) '
+     '(Slurm refused the job: fix --time)', None, None),
+    ('babs195_sbatch_memory_refused_then_traceback.log', 'bad_input',
+     'sbatch: error: Memory specification can not be satisfied (Slurm '
+     'refused the job: fix --mem)', None, None),
 ]
 
 
@@ -261,7 +319,7 @@ def test_captured_faults(path, category, words, rank, node):
     # srun's "task 0: Terminated" for rank 0 after it.
     ('lr_diverges_per_task', 'numerics',
      'rank 1 on n2 exited with code 1 after the loss or the gradients went '
-     'non-finite: '),
+     'non-finite at step 2: '),
     ('tmpfs_full_storage_per_task', 'filesystem',
      'rank 0 on n1 (exit code 1): OSError: [Errno 28] No space left on '
      'device'),
@@ -285,7 +343,7 @@ def test_the_diverged_runs_job_output_is_numerics():
     assert (found.category, found.rank) == ('numerics', '0')
     assert found.reason.startswith('rank 0 on localhost exited with code 1 '
                                    'after the loss or the gradients went '
-                                   'non-finite: ...')
+                                   'non-finite at step 2: ...')
     assert found.reason.endswith('"loss": NaN...')
 
 
@@ -306,7 +364,7 @@ def test_a_good_megatron_run_whose_gradients_went_nan_is_numerics():
     assert found.category == 'numerics'
     # Its "loss scale: 1.0" is the scale, not the scaler reducing it.
     assert found.reason.startswith('the loss or the gradients went '
-                                   'non-finite: iteration 5426/')
+                                   'non-finite at step 5426: iteration 5426/')
     assert 'grad norm: nan' in found.reason
 
 
@@ -412,6 +470,31 @@ def test_the_job_state_alone():
      'probably exploding.', 'numerics'),
     ('RuntimeError: CUDA error: uncorrectable NVLink error detected during '
      'the execution', 'hardware'),
+    # Slurm's and the programs' refusals beside the logs' (each table's
+    # comments name where they come from).
+    ('srun: error: Unable to allocate resources: Invalid partition name '
+     'specified', 'bad_input'),
+    ('sbatch: error: Batch job submission failed: Invalid account or '
+     'account/partition combination specified', 'bad_input'),
+    ('sbatch.bin: error: invalid partition specified: <partition>',
+     'bad_input'),
+    ('absl.flags._exceptions.IllegalFlagValueError: flag --batch_size=abc: '
+     "invalid literal for int() with base 10: 'abc'", 'bad_input'),
+    # argparse's other refusals: an option's prefix that matches two, a
+    # required choice, options that exclude each other.
+    ('train.py: error: ambiguous option: --lr could match --lr-decay, '
+     '--lr-warmup', 'bad_input'),
+    ('train.py: error: one of the arguments --fp16 --bf16 is required',
+     'bad_input'),
+    ('train.py: error: argument --bf16: not allowed with argument --fp16',
+     'bad_input'),
+    # Slurm's memory enforcement, and its warning of a step that went on.
+    ('slurmstepd: error: Exceeded step memory limit at some point.', None),
+    ('slurmstepd: error: Exceeded job memory limit', 'out_of_memory'),
+    # A loss NaN as a loop prints it; not a loss scale's value.
+    ("{'loss': nan, 'reward': 5.7646, 'learning_rate': 5e-05}", 'numerics'),
+    ('train_loss=nan, val_loss=inf', 'numerics'),
+    ('loss_scale: inf', None),
 ])
 def test_classify_orders_causes_before_consequences(line, category):
     assert triage.classify(line) == category

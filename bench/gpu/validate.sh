@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The suite's first run on a GPU, in minutes: does every PyTorch workload
-# run on this machine's GPU, and measure right? (README, "First run on a
-# GPU".)
+# run on this machine's GPU, and measure right? (docs/guide/
+# gpu_validation.md.)
 #
 #   bench/gpu/validate.sh prepare DIR
 #       On a machine with PyPI and the project's .venv: the wheels a GPU

@@ -21,13 +21,13 @@ suite's extras in a virtual environment at ``$HPCML_VENV`` when set.
 """
 import os
 
-from hpctestlib_ml.siteconfig import (container_environment,
+from hpctestlib_ml.siteconfig import (container_environment, env,
                                       make_site_configuration,
                                       slurm_sched_options, system_dirs,
                                       with_apptainer)
 
-_account = os.environ.get('HPCML_ACCOUNT', os.environ.get('BUDGET_ACCOUNTS'))
-_venv = os.environ.get('HPCML_VENV')
+_account = env('HPCML_ACCOUNT') or os.environ.get('BUDGET_ACCOUNTS')
+_venv = env('HPCML_VENV')
 
 site_configuration = make_site_configuration(
     systems=[{
@@ -87,7 +87,7 @@ site_configuration = make_site_configuration(
                 # expands it).
                 'storage_dir': '$SCRATCH',
             },
-        }, os.environ.get('HPCML_CONTAINER_DIR'))],
+        }, env('HPCML_CONTAINER_DIR'))],
     }],
     environments=[{
         'name': 'pytorch',
@@ -101,8 +101,7 @@ site_configuration = make_site_configuration(
         # the module list), or the *Container check with the NGC image.
         'name': 'tensorflow',
         'prepare_cmds': [
-            'module load ' + os.environ.get(
-                'HPCML_TF_MODULES', 'Stages/2025 GCC OpenMPI TensorFlow'),
+            'module load ' + env('HPCML_TF_MODULES'),
         ] + ([f'source {_venv}/bin/activate'] if _venv else []),
         'features': ['tensorflow'],
         'target_systems': ['juwels-booster'],

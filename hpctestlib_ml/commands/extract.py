@@ -3,7 +3,7 @@ JSON, one object per file, read by the parsers the checks use."""
 import json
 import sys
 
-from hpctestlib_ml import workloads
+from hpctestlib_ml import triage, workloads
 from hpctestlib_ml.commands import read_logs
 
 #: The command's line in ``hpcml --help``.
@@ -21,19 +21,48 @@ def _found_figures(metrics):
                for v in metrics.values())
 
 
+def _other_workload(name, metrics):
+    '''The workload whose log *metrics* are where the log names its
+    MLPerf benchmark (``submission_benchmark``) and it is not workload
+    *name*'s: ``(workload, benchmark)``; None where it is, or the log
+    names none.'''
+    logged = metrics.get('benchmark')
+    if not logged or logged == workloads.get(name).benchmark:
+        return None
+    owner = next((w for w, declared in workloads.registered().items()
+                  if declared.benchmark == logged), None)
+    return owner, logged
+
+
 def run(args):
-    '''Print each log's metrics; exit status 1 if a log cannot be read or
-    holds no training figures.'''
+    '''Print each log's metrics; exit status 1 if a log cannot be read,
+    holds no training figures or is another workload's log (not
+    printed).'''
     extractor = workloads.get(args.workload).parser.extract_metrics
     logs, all_read = read_logs('extract', args.logfiles)
     status = 0 if all_read else 1
     for path, text in logs:
         metrics = extractor(text)
+        other = _other_workload(args.workload, metrics)
+        if other:
+            owner, logged = other
+            fix = (f'hpcml extract {owner} {path}' if owner else
+                   'a workload whose program logs it')
+            print(f'hpcml extract: {path}: the log of MLPerf benchmark '
+                  f'{logged!r} (its submission_benchmark), not of '
+                  f'{args.workload}: use {fix}', file=sys.stderr)
+            status = 1
+            continue
         if not _found_figures(metrics):
             print(f'hpcml extract: {path}: no {args.workload} training '
                   f'figures found (is this the log that holds the training '
                   f'lines, e.g. the job\'s stderr?)', file=sys.stderr)
             status = 1
+        else:
+            cut = triage.ended_mid_run(text)
+            if cut:
+                print(f'hpcml extract: {path}: warning: its figures are of '
+                      f'part of a run: {cut}', file=sys.stderr)
         if len(args.logfiles) > 1:
             metrics = {'file': path, **metrics}
         print(json.dumps(metrics))

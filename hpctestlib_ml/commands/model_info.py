@@ -17,14 +17,15 @@ def add_arguments(parser):
     parser.add_argument('--size', default='benchmark',
                         help='tiny, benchmark (default), or a model name the '
                              'program takes (megatron: 800M, 13B, 175B, '
-                             'llama3-8B, llama3-70B; clip: an OpenCLIP '
-                             'model; gpt2_finetune: gpt2)')
+                             'llama3-8B, llama3-70B, gptj-6B; clip: an '
+                             'OpenCLIP model; gpt2_finetune: gpt2)')
     parser.add_argument('--device', choices=('cpu', 'meta'),
                         help='where to build the model (default: meta for '
                              'the large ones); FLOPs are counted on meta')
     parser.add_argument('--memory', action='store_true',
                         help='also the per-device memory estimate: weights, '
-                             'gradients, optimizer, activations (GiB)')
+                             'gradients, optimizer, activations (GiB); and '
+                             'the state at 16 B/param (fp32 Adam, MB)')
     parser.add_argument('--layout', metavar='TPxPPxDP',
                         help='with --memory, megatron: parallel layout '
                              "(default: the size's TP and PP, DP 1)")
@@ -32,7 +33,8 @@ def add_arguments(parser):
                         help='with --memory: (micro) batch per device')
     parser.add_argument('--precision', choices=('fp32', 'fp16', 'bf16'),
                         help='with --memory (megatron default: CARAML\'s, '
-                             'fp16 for 800M/13B, bf16 for 175B)')
+                             'fp16 for 800M/13B, bf16 for 175B, Llama 3 '
+                             'and GPT-J)')
     parser.add_argument('--json', action='store_true',
                         help='one JSON object: params, '
                              'analytic_forward_flops, measured_forward_flops,'
@@ -72,10 +74,17 @@ def run(args):
     if args.json:
         data = info.as_dict()
         if estimate is not None:
-            data['memory'] = estimate.as_dict()
+            data['memory'] = {
+                **estimate.as_dict(),
+                'fp32_adam_mb': memory_estimate.fp32_adam_megabytes(
+                    info.params),
+                'published_fp32_adam_mb': [
+                    memory_estimate.fp32_adam_megabytes(count)
+                    for count, _ in info.published_params]}
         print(json.dumps(data))
     else:
         print(model_info.format_info(info))
         if estimate is not None:
             print(memory_estimate.format_estimate(estimate))
+            print(memory_estimate.format_fp32_adam(info))
     return 0

@@ -8,7 +8,8 @@ from hpctestlib_ml.commands.report import add_history_arguments, load
 from hpctestlib_ml.history_refs import ReferencesError
 from hpctestlib_ml.history_refs.derive import (DEFAULT_LAST,
                                                DEFAULT_MIN_RUNS, derive)
-from hpctestlib_ml.history_refs.lookup import references_file
+from hpctestlib_ml.history_refs.lookup import (NOISE_FLOOR_EXTRA,
+                                               references_file)
 from hpctestlib_ml.history_refs.store import merge_into_file, preview
 from hpctestlib_ml.paths import REFERENCES_DIR
 from hpctestlib_ml.report import analysis
@@ -45,6 +46,18 @@ def run(args, out=print):
         return 2
 
 
+def single_session_advice(ref):
+    '''What a single session's references rest on, and how to do
+    better.'''
+    if ref.floor_from.startswith('the default'):
+        return (f'its thresholds are no narrower than {ref.floor_from}: '
+                f"declare the partition's extras['{NOISE_FLOOR_EXTRA}'] (the "
+                f'noise it sees night to night), or derive them again after '
+                f'runs on several nights')
+    return (f'its thresholds are no narrower than {ref.floor_from}; '
+            f'derive them again after runs on several nights')
+
+
 def _targets(references, write):
     '''Workload -> the references file its entries go to: ``<write>/
     <workload>.yaml`` for a directory, *write* itself for a ``.yaml`` file
@@ -69,13 +82,16 @@ def _references(args, out):
     since = analysis.parse_since(args.since) if args.since else None
     runs = analysis.select(data.runs, args.system, None, args.workload,
                            since)
+    skipped = (f'; {data.skipped_text()}' if data.unreadable_lines else '')
     out(f'{len(runs)} runs of {args.system} selected of {len(data.runs)} '
-        f'read from {len(data.files)} files')
+        f'read from {len(data.files)} files{skipped}')
+    if not data.runs:
+        raise ReferencesError(data.nothing_read())
     if not runs:
         raise ReferencesError(
             f'no runs of {args.system} in {", ".join(data.files) or "the input"}'
             f' (--system takes system or system:partition as the perflogs '
-            f'name them; check --since and --workload)')
+            f'name them; check --since and --workload){skipped}')
     source = ', '.join(sorted({os.path.dirname(f) if f.endswith(
         ('.log',)) or '.log.h' in f else f for f in data.files}))
     refs, notes = derive(runs, args.last, args.min_runs, source)
@@ -88,8 +104,14 @@ def _references(args, out):
     for ref in refs:
         spread = ', '.join(f'{n} {100 * s:.1f}%' for n, s in
                            sorted(ref.spreads.items()))
-        out(f'{ref.check} {ref.partition} {ref.case!r}: {ref.runs} runs; '
-            f'robust spread: {spread}')
+        out(f'{ref.check} {ref.partition} {ref.case!r}: {ref.runs} runs, '
+            f'{ref.sessions_text()}; robust spread: {spread}; '
+            f'{ref.thresholds_text()}')
+        if ref.single_session and ref.metrics:
+            out(f'  note: {ref.check} {ref.partition} {ref.case!r}: '
+                f'references from a single session; nights apart its '
+                f'figures move more than in one sitting: '
+                + single_session_advice(ref))
     if not args.write:
         out('')
         out(preview(refs))

@@ -3,6 +3,7 @@ text, with a score against a baseline, comparisons and figures; and the
 options that say which history is read, which ``hpcml references``
 shares."""
 import os
+import sqlite3
 import sys
 import time
 
@@ -21,8 +22,11 @@ def add_history_arguments(parser, system_required=False):
     :func:`~hpctestlib_ml.report.analysis.select`).'''
     parser.add_argument('--perflogs', nargs='+', metavar='PATH',
                         help='perflog files or directories (default: '
-                             '$HPCML_VAR_DIR/perflogs, else var/perflogs '
-                             'in the repository)')
+                             'PREFIX/perflogs)')
+    parser.add_argument('--prefix', metavar='DIR', default=paths.VAR_DIR,
+                        help="where the suite wrote: reframe's --prefix "
+                             'DIR, else $HPCML_VAR_DIR, else var/ in the '
+                             'repository (its perflogs and baselines)')
     parser.add_argument('--db', metavar='FILE',
                         help="ReFrame's results database (results.db); "
                              'alone, or with --perflogs')
@@ -68,20 +72,30 @@ def add_arguments(parser):
 
 def load(args):
     '''The :class:`~hpctestlib_ml.report.history.History` the arguments
-    name: the suite's perflogs (:data:`~hpctestlib_ml.paths.PERFLOG_DIR`)
-    unless they name perflogs or a results DB.'''
+    name: the suite's perflogs (``perflogs`` under ``--prefix``, by
+    default :data:`~hpctestlib_ml.paths.PERFLOG_DIR`) unless they name
+    perflogs or a results DB.'''
     data = history.History()
     if args.perflogs or not args.db:
-        sources = args.perflogs or [paths.PERFLOG_DIR]
+        sources = args.perflogs or [os.path.join(args.prefix, 'perflogs')]
         for source in sources:
             if not os.path.exists(source):
                 raise ReportError(f'no perflogs at {source}: run the suite '
-                                  f'first, or pass --perflogs DIR')
+                                  f'first, or pass --prefix DIR (where '
+                                  f'reframe --prefix DIR wrote) or '
+                                  f'--perflogs DIR')
         data.extend(history.read_perflogs(sources))
     if args.db:
         if not os.path.exists(args.db):
             raise ReportError(f'no results database at {args.db}')
-        data.extend(history.read_results_db(args.db))
+        try:
+            data.extend(history.read_results_db(args.db))
+        except (sqlite3.DatabaseError, ValueError) as err:
+            raise ReportError(
+                f'{args.db} is not a readable results database ({err}): move '
+                f'it aside (ReFrame starts a new one at its next run) and '
+                f'read the perflogs, which hold the same runs, with '
+                f'--perflogs') from None
     return data
 
 
@@ -101,6 +115,8 @@ def _report(args, out):
     started = time.perf_counter()
     headlines = analysis.load_weights(args.weights)
     data = load(args)
+    if args.weights:
+        analysis.check_weights(args.weights, headlines, data.runs)
     since = analysis.parse_since(args.since) if args.since else None
     until = analysis.parse_since(args.until) if args.until else None
     runs = analysis.select(data.runs, args.system, None, args.workload,
@@ -110,9 +126,7 @@ def _report(args, out):
                f'dry-run lines (no values), {data.skipped_text()}')
     out(summary)
     if not data.runs:
-        raise ReportError(f'no results in {", ".join(data.files) or "the input"}'
-                          f' ({data.dry_run_lines} dry-run lines, which carry '
-                          f'no values): run the suite with -r first')
+        raise ReportError(data.nothing_read())
     if not runs:
         raise ReportError('no runs match the filters (--system, '
                           '--workload, --since, --until)')
@@ -127,8 +141,14 @@ def _report(args, out):
     compared = _comparison(args, runs, headlines, sections, out)
     slow = _slow_nodes(args, runs, headlines, out)
     if args.out:
-        _figures(args, runs, headlines, rows, compared, summary, sections,
-                 out, [('Slow nodes', slow)] if slow else [])
+        try:
+            _figures(args, runs, headlines, rows, compared, summary,
+                     sections, out, [('Slow nodes', slow)] if slow else [])
+        except OSError as err:
+            raise ReportError(
+                f'--out {args.out}: cannot write {err.filename or args.out} '
+                f'({err.strerror}): pass --out a directory you may write '
+                f'(the report above is complete)') from None
     out(f'report took {time.perf_counter() - started:.2f} s')
     return 1 if any(r.status != 'pass' for r in rows) else 0
 
@@ -139,18 +159,43 @@ def _baselines(args, runs, headlines, summary, out):
     sections = []
     stats = analysis.case_stats(runs, headlines)
     if args.save_baseline:
-        path = analysis.baseline_path(args.save_baseline, paths.VAR_DIR)
-        analysis.save_baseline(path, stats, summary)
+        path = analysis.baseline_path(args.save_baseline, args.prefix)
+        try:
+            analysis.save_baseline(path, stats, summary, headlines)
+        except OSError as err:
+            raise ReportError(f'--save-baseline: cannot write {path} '
+                              f'({err.strerror}): give a name or path where '
+                              f'you may write') from None
         out(f'\nbaseline {args.save_baseline!r}: {len(stats)} cases -> {path}')
     if args.baseline:
-        path = analysis.baseline_path(args.baseline, paths.VAR_DIR)
-        baseline, _ = analysis.load_baseline(path)
+        path = analysis.baseline_path(args.baseline, args.prefix)
+        baseline, data = analysis.load_baseline(path)
+        headlines, stats = _baseline_headlines(args, headlines, runs,
+                                               baseline, data, path)
         result = analysis.score(stats, baseline, headlines)
         lines = render.score_lines(result, args.baseline, stats, baseline)
         sections.append((f'Score against {args.baseline}', lines))
         out('')
         out('\n'.join(lines))
     return sections
+
+
+def _baseline_headlines(args, headlines, runs, baseline, data, path):
+    '''The headlines and case figures to score against *baseline* by:
+    the ones it was saved with (:func:`~hpctestlib_ml.report.analysis.
+    baseline_headlines`) where no ``--weights`` are given; the given ones
+    where they agree with them, else :class:`ReportError`.'''
+    saved = analysis.baseline_headlines(baseline, data)
+    if args.weights:
+        differ = analysis.headline_disagreements(headlines, saved)
+        if differ:
+            raise ReportError(
+                f'--weights {args.weights} scores {"; ".join(differ)} '
+                f'({path}): pass the weights the baseline was saved with, '
+                f'or leave --weights out to score with them')
+        return headlines, analysis.case_stats(runs, headlines)
+    headlines = {**headlines, **saved}
+    return headlines, analysis.case_stats(runs, headlines)
 
 
 def _side(runs, label):

@@ -1,17 +1,36 @@
 """``hpcml suite``: run the suite with reframe (the local config, the
 suite's checks, ``-r`` and a performance report unless the options say
-otherwise); exit status 2 when no test case was selected."""
+otherwise); exit status 2 when no test case was selected.
+
+ReFrame runs with the warnings that hide a mistake made errors
+(:mod:`hpctestlib_ml.strict_reframe`): a check path that does not exist,
+a test that fails to load, a ``-S`` name that sets nothing, an unknown
+``--mode``, results the database could not store."""
 import json
 import os
 import subprocess
 import sys
 import time
 
+from hpctestlib_ml import sessions
 from hpctestlib_ml.paths import CHECKS_DIR, CONFIG_DIR, REPORTS_DIR
 
 #: The command's line in ``hpcml --help``.
 HELP = ('run the suite with reframe (options are passed on); fails when no '
         'test case was selected')
+
+
+#: What ``hpcml suite --help`` says before reframe's help.
+HELP_HEADER = f'''usage: hpcml suite [REFRAME OPTION...]
+
+Runs reframe with the suite's defaults (-C {CONFIG_DIR / 'local.py'},
+-c {CHECKS_DIR}, -r, --performance-report) unless the options name
+their own, and fails (exit status 1) where plain reframe only warns: a
+check path that does not exist, a test that fails to load, a -S name
+that sets no variable of the selected tests, an unknown --mode, results
+the results database could not store. Exit status 2: no test case was
+selected. reframe's options follow.
+'''
 
 
 def add_arguments(parser):
@@ -24,12 +43,41 @@ def _has_option(argv, *names):
     return any(a in names or a.split('=', 1)[0] in names for a in argv)
 
 
+#: The embedded default configuration.
+LOCAL_CONFIG = CONFIG_DIR / 'local.py'
+
+
+def _config_files(argv):
+    '''The files given with -C/--config-file in *argv*.'''
+    files = []
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition('=')
+        if name in ('-C', '--config-file'):
+            files.append(value if eq else
+                         argv[i + 1] if i + 1 < len(argv) else '')
+        elif arg.startswith('-C') and len(arg) > 2:
+            files.append(arg[2:])
+    return files
+
+
 def suite_command(argv, report_file):
     '''The reframe command line of ``hpcml suite``: the local config, the
-    suite's checks and ``-r`` unless *argv* says otherwise.'''
-    command = [os.path.join(os.path.dirname(sys.executable), 'reframe')]
-    if not _has_option(argv, '-C', '--config-file'):
-        command += ['-C', str(CONFIG_DIR / 'local.py')]
+    suite's checks and ``-r`` unless *argv* says otherwise; with the local
+    config, ``--exec-policy=serial`` unless *argv* names a policy: its
+    ``max_jobs: 1`` holds per partition only (ReFrame's asynchronous
+    policy counts jobs per partition, and has no limit across them), so
+    on a GPU host a ``cpu`` and a ``gpu`` case would run at once, sharing
+    the CPUs, the Storage directory and the package power that the GPU
+    case's energy counts.'''
+    command = [sys.executable, '-m', 'hpctestlib_ml.strict_reframe']
+    configs = _config_files(argv)
+    if not configs:
+        command += ['-C', str(LOCAL_CONFIG)]
+    local = not configs or any(
+        c and os.path.realpath(c) == os.path.realpath(LOCAL_CONFIG)
+        for c in configs)
+    if local and not _has_option(argv, '--exec-policy'):
+        command.append('--exec-policy=serial')
     if not _has_option(argv, '-c', '--checkpath'):
         command += ['-c', str(CHECKS_DIR)]
     actions = ('-r', '--run', '-l', '--list', '-L', '--list-detailed',
@@ -41,12 +89,35 @@ def suite_command(argv, report_file):
     return command + ['--report-file', report_file] + list(argv)
 
 
+def absolute_prefix(argv):
+    '''*argv* with the directory of ``--prefix`` made absolute here: the
+    site configuration, which ReFrame imports from inside its own
+    directory, puts the results database, run reports and reframe.log
+    there too (:func:`hpctestlib_ml.siteconfig.results_dir`).'''
+    argv = list(argv)
+    for i, arg in enumerate(argv):
+        if arg == '--prefix' and i + 1 < len(argv):
+            argv[i + 1] = os.path.abspath(argv[i + 1])
+        elif arg.startswith('--prefix='):
+            argv[i] = '--prefix=' + os.path.abspath(arg.split('=', 1)[1])
+    return argv
+
+
 def run(args):
     '''``hpcml suite``: run reframe; exit status 2 when nothing ran.'''
+    argv = absolute_prefix(args.reframe_args)
+    prefix = sessions.prefix_asked(argv)
+    reports = (os.path.join(os.path.abspath(prefix), 'reports') if prefix
+               else REPORTS_DIR)
     report_file = os.path.join(
-        REPORTS_DIR, f'suite-{time.strftime("%Y%m%dT%H%M%S")}-'
-                     f'{os.getpid()}.json')
-    command = suite_command(args.reframe_args, report_file)
+        reports, f'suite-{time.strftime("%Y%m%dT%H%M%S")}-'
+                 f'{os.getpid()}.json')
+    if _has_option(argv, '-h', '--help'):
+        print(HELP_HEADER)
+        sys.stdout.flush()
+        return subprocess.call(suite_command(argv, report_file)[:3] +
+                               ['--help'])
+    command = suite_command(argv, report_file)
     status = subprocess.call(command)
     if status != 0 or not _has_option(command, '-r', '--run', '--dry-run'):
         return status

@@ -2,6 +2,7 @@
 JSON object per file: its category, one-line reason, and the rank and node
 where the log names them (:mod:`hpctestlib_ml.triage`)."""
 import json
+import sys
 
 from hpctestlib_ml import triage
 from hpctestlib_ml.commands import read_logs
@@ -19,13 +20,17 @@ def add_arguments(parser):
 
 
 def run(args):
-    '''Print each log's triage; exit status 1 if a log cannot be read (its
-    reason on stderr), else 0, whatever the logs say: the command reports
-    failures, it does not have one.'''
-    logs, all_read = read_logs('triage', args.logfiles)
+    '''Print each log's triage; exit status 1 if a file cannot be read or
+    holds no training log (its reason on stderr), else 0, whatever the
+    logs say: the command reports failures, it does not have one.'''
+    logs, status = read_logs('triage', args.logfiles)
+    status = 0 if status else 1
     for path, text in logs:
         found = triage.triage(text)
+        if found.category is None and found.reason.startswith(triage.NO_LOG):
+            print(f'hpcml triage: {path}: {found.reason}', file=sys.stderr)
+            status = 1
         print(json.dumps({'file': path, 'category': found.category,
                           'reason': found.reason, 'rank': found.rank,
                           'node': found.node}))
-    return 0 if all_read else 1
+    return status

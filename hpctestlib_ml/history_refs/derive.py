@@ -13,17 +13,31 @@ result) and metric:
   runs from their median in the worse direction (a spread estimated from
   few runs can be too small; what the history saw twice is not a
   regression).
-  ``FLOOR`` (3 %) keeps a perfectly quiet case from failing on noise it
-  never showed in N runs; ``K`` = 4 is chosen from the measured noise of
-  this suite's runs (bench/README.md, "Regression detection": 20 real
-  runs each of three CPU cases, robust spreads 1.8-4.7 %). No real run
-  failed the references of the 10 before it. In histories drawn from those
-  runs an unchanged run fails 0.3-0.9 % of the time with K = 4 (1.3-2.0 %
-  with K = 3 for the two noisier cases, 0.2-0.35 % with K = 5), and a
-  single run 10 % slower fails 16 / 64 / 82 % of the time for spreads of
-  4.7 / 2.6 / 1.8 % (K = 3: 33 / 85 / 94 %; K = 5: 8 / 43 / 64 %). K = 4
-  halves to thirds K = 3's false alarms for a modest loss of power; a
-  drop that one run cannot show is the report's to find, over several;
+  ``FLOOR`` is the noise the partition's site declares
+  (``extras['reference_noise_pct']``, logged with each result; the newest
+  run's counts), else :data:`DEFAULT_FLOOR` (3 %), which keeps a perfectly
+  quiet case from failing on noise it never showed in N runs. ``K`` = 4
+  is chosen from the measured noise of this suite's runs (bench/README.md,
+  "Regression detection": 20 real runs each of three CPU cases, robust
+  spreads 1.8-4.7 %). No real run failed the references of the 10 before
+  it. In histories drawn from those runs an unchanged run fails 0.3-0.9 %
+  of the time with K = 4 (1.3-2.0 % with K = 3 for the two noisier cases,
+  0.2-0.35 % with K = 5), and a single run 10 % slower fails 16 / 64 / 82
+  % of the time for spreads of 4.7 / 2.6 / 1.8 % (K = 3: 33 / 85 / 94 %;
+  K = 5: 8 / 43 / 64 %). K = 4 halves to thirds K = 3's false alarms for a
+  modest loss of power; a drop that one run cannot show is the report's to
+  find, over several. A higher-is-better figure's threshold is at most
+  :data:`MAX_DROP` (all of it), the most ReFrame accepts;
+- the spread and the second-worst run measure only the noise the runs saw:
+  runs of one ReFrame session (``--repeat 5``) saw one sitting's, while
+  the runs they judge come nights apart (a clean CI run of MegatronGPT
+  tiny fell 15.2 % below the median of the five runs just before it). So
+  each case counts the sessions its runs span (``session_id``, logged
+  with each result; a results-DB run's session), references of one
+  session are said to be so, and each threshold says what set it: the
+  spread or the second-worst run across N sessions, the site's floor, or
+  the default floor (:meth:`CaseReference.describe`: the YAML's comment
+  and ``sources``, and the message of a check that fails on it);
 - each case's loss over its first logged steps (fixed seeds) becomes a
   reference curve with a tolerance per step from the same runs' spread
   (:data:`LOSS_K` x the largest deviation from their median, at least
@@ -33,15 +47,23 @@ result) and metric:
 import dataclasses
 import statistics
 import time
+import typing
 
 from hpctestlib_ml.history_refs import ReferencesError
-from hpctestlib_ml.history_refs.lookup import parse_loss_curve
+from hpctestlib_ml.history_refs.lookup import (NOISE_FLOOR_EXTRA,
+                                               noise_floor, parse_loss_curve)
 
 #: Threshold rule: max(FLOOR, K x robust relative spread, second-worst
-#: run): the least tolerance, whatever quiet the history shows.
-FLOOR = 0.03
+#: run): the least tolerance where the partition declares no noise floor
+#: (``extras['reference_noise_pct']``), whatever quiet the history shows.
+DEFAULT_FLOOR = 0.03
 #: Robust spreads in the threshold (from the measured noise, above).
 K = 4.0
+#: The widest threshold of a higher-is-better figure: all of it. A wider
+#: one (the spread of runs on a loaded machine times K) says nothing more,
+#: and ReFrame refuses a lower threshold below -1 ("invalid low threshold
+#: value"), failing every figure of the case.
+MAX_DROP = 1.0
 #: Median absolute deviation -> standard deviation for normal noise.
 MAD_TO_SIGMA = 1.4826
 
@@ -90,10 +112,17 @@ def robust_spread(values):
     return MAD_TO_SIGMA * mad / abs(center) if center else 0.0
 
 
-def threshold(values, direction=+1):
-    '''(reference, relative tolerance, robust spread) of *values*: the
-    median, and max(FLOOR, K x robust spread, the second-worst run's
-    departure from the median in the worse *direction*). The last term
+class Threshold(typing.NamedTuple):
+    reference: float        # the median
+    tolerance: float        # relative, in the worse direction
+    spread: float           # robust relative spread
+    set_by: str             # the term that set it: floor, spread or seen
+
+
+def threshold(values, direction=+1, floor=DEFAULT_FLOOR):
+    '''The :class:`Threshold` of *values*: their median, and max(*floor*,
+    K x robust spread, the second-worst run's departure from the median in
+    the worse *direction*), with the term that set it. The last term
     keeps a spread underestimated from few runs from failing runs the
     history itself has seen more than once; one odd run does not widen
     it.'''
@@ -102,7 +131,39 @@ def threshold(values, direction=+1):
     worse = sorted(-direction * (v / center - 1) for v in values) \
         if center else [0.0]
     seen = worse[-2] if len(worse) > 1 else 0.0
-    return center, max(FLOOR, K * spread, seen), spread
+    terms = {'floor': floor, 'spread': K * spread, 'seen': seen}
+    set_by = max(terms, key=terms.get)      # the floor on a tie
+    return Threshold(center, terms[set_by], spread, set_by)
+
+
+def percent(fraction):
+    '''*fraction* as the references say it: ``30 %``, ``12.37 %``.'''
+    return f'{round(100 * fraction, 2):g} %'
+
+
+def case_floor(run):
+    '''(floor, what it is) of a case whose newest run is *run*: the
+    noise floor its partition declared (``reference_noise_pct``, logged
+    with the run), else :data:`DEFAULT_FLOOR`.'''
+    try:
+        declared = noise_floor(run.params.get('reference_noise_pct'))
+    except ValueError as err:
+        raise ReferencesError(f'{run.name} on {run.where} logged a bad '
+                              f'noise floor: {err}; fix or remove that '
+                              f'perflog line') from None
+    if declared is None:
+        return DEFAULT_FLOOR, (f'the default floor {percent(DEFAULT_FLOOR)} '
+                               f'({run.where} declares no extras '
+                               f"['{NOISE_FLOOR_EXTRA}'])")
+    return declared, (f"the site's floor {percent(declared)} (extras "
+                      f"['{NOISE_FLOOR_EXTRA}'] of {run.where})")
+
+
+def session_of(run):
+    '''The ReFrame session *run* came from: the one it logged
+    (``session_id``), else its results-DB session; None for a run logged
+    before either was kept.'''
+    return run.params.get('session_id') or run.session or None
 
 
 @dataclasses.dataclass
@@ -119,11 +180,66 @@ class CaseReference:
     source: str             # where the runs came from (files)
     loss_curve: dict = None  # {'losses': [...], 'tolerance': [...], 'runs': n}
     workload: str = ''      # the references file it goes to
+    sessions: int = 0       # ReFrame sessions the runs span (known ones)
+    unlogged: int = 0       # runs that logged no session
+    floor: float = DEFAULT_FLOOR
+    floor_from: str = ''    # what the floor is (case_floor)
+    set_by: dict = dataclasses.field(default_factory=dict)  # name -> term
+    capped: list = dataclasses.field(default_factory=list)  # at MAX_DROP
+
+    @property
+    def single_session(self):
+        '''Whether every run came from one ReFrame session (whose
+        spread is one sitting's noise, not the nights').'''
+        return self.sessions == 1 and not self.unlogged
+
+    def sessions_text(self):
+        if self.single_session:
+            return ('all from one ReFrame session: their spread is one '
+                    "sitting's noise, not the nights'")
+        if not self.unlogged:
+            return f'from {self.sessions} ReFrame sessions'
+        if not self.sessions:
+            return 'sessions not logged'
+        return (f'from {self.sessions} ReFrame sessions and {self.unlogged} '
+                f'runs that logged none')
+
+    def thresholds_text(self):
+        '''What set each metric's threshold, grouped, and the floor
+        under them all: ``thresholds: the site's floor 30 % (...): mfu,
+        tokens_per_second; 4 x robust spread across 6 sessions:
+        time_per_iteration_secs 32.4 %``.'''
+        across = ('within 1 session' if self.single_session else
+                  'of the runs' if self.unlogged else
+                  f'across {self.sessions} sessions')
+        groups = {}
+        for name in sorted(self.metrics):
+            by = self.set_by.get(name, 'floor')
+            tolerance = self.metrics[name][1] or self.metrics[name][2]
+            groups.setdefault(by, []).append(
+                name if by == 'floor' else f'{name} {percent(abs(tolerance))}')
+        labels = {'floor': self.floor_from,
+                  'spread': f'{K:g} x robust spread {across}',
+                  'seen': f'second-worst run {across}'}
+        text = 'thresholds: ' + '; '.join(
+            f'{labels[by]}: {", ".join(names)}'
+            for by, names in sorted(groups.items()))
+        if 'floor' not in groups:
+            text += f'; all above {self.floor_from}'
+        if self.capped:
+            text += (f'; capped at {percent(MAX_DROP)} (a rate falls no '
+                     f'further; the times can still show a slowdown): '
+                     f'{", ".join(sorted(self.capped))}')
+        return text
 
     def describe(self):
+        '''One line: the runs, their sessions and what set each
+        threshold (the YAML's comment and ``sources``, and the message of
+        a check that fails on it).'''
         return (f'median of the last {self.runs} of {self.passing} passing '
                 f'runs, {_when(self.first)} .. {_when(self.last)} '
-                f'({self.source})')
+                f'({self.source}), {self.sessions_text()}; '
+                f'{self.thresholds_text()}')
 
 
 def _when(seconds):
@@ -171,7 +287,8 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source=''):
                          f'runs, {min_runs} needed (--min-runs)')
             continue
         chosen = passed[-last:]
-        metrics, spreads = {}, {}
+        floor, floor_from = case_floor(chosen[-1])
+        metrics, spreads, set_by, capped = {}, {}, {}, []
         names = {n: m.unit for r in chosen for n, m in r.metrics.items()}
         for name, unit in sorted(names.items()):
             direction = metric_direction(name, unit, chosen[-1].workload)
@@ -179,14 +296,23 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source=''):
                       if name in r.metrics]
             if direction is None or len(values) < min_runs:
                 continue
-            ref, tolerance, spread = threshold(values, direction)
-            tolerance = round(tolerance, 4)
-            metrics[name] = ([ref, -tolerance, None, unit] if direction > 0
-                             else [ref, None, tolerance, unit])
-            spreads[name] = spread
+            found = threshold(values, direction, floor)
+            tolerance = round(found.tolerance, 4)
+            if direction > 0 and tolerance > MAX_DROP:
+                tolerance = MAX_DROP
+                capped.append(name)
+            metrics[name] = ([found.reference, -tolerance, None, unit]
+                             if direction > 0 else
+                             [found.reference, None, tolerance, unit])
+            spreads[name] = found.spread
+            set_by[name] = found.set_by
+        sessions = [session_of(r) for r in chosen]
         references.append(CaseReference(
             check, where, case, metrics, spreads, len(chosen), len(passed),
             chosen[0].time, chosen[-1].time, source,
-            _loss_reference(chosen), chosen[-1].workload))
+            _loss_reference(chosen), chosen[-1].workload,
+            sessions=len(set(filter(None, sessions))),
+            unlogged=sessions.count(None), floor=floor,
+            floor_from=floor_from, set_by=set_by, capped=capped))
     return references, notes
 

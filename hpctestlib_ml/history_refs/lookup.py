@@ -1,8 +1,8 @@
 """What a check reads of its references at run time: its references file,
-the loss curve it logs, its case's entry in the generated block (the runs
-the reference came from, the reference loss curve) and whether its losses
-leave that curve. The statistics (:mod:`.derive`) and the command are not
-loaded with the checks.
+the loss curve it logs, its partition's noise floor, its case's entry in
+the generated block (the runs the reference came from, the reference loss
+curve) and whether its losses leave that curve. The statistics
+(:mod:`.derive`) and the command are not loaded with the checks.
 """
 import os
 
@@ -13,6 +13,29 @@ from hpctestlib_ml.paths import REFERENCES_DIR
 
 #: Points of the loss curve kept with each result (``loss_curve``).
 LOSS_CURVE_POINTS = 20
+
+#: The partition ``extras`` key of a site's noise floor: how far, in
+#: percent, its figures move from night to night with nothing changed.
+#: Logged with every result (``reference_noise_pct``); no history
+#: threshold is narrower (:mod:`.derive`).
+NOISE_FLOOR_EXTRA = 'reference_noise_pct'
+
+
+def noise_floor(value):
+    '''The fraction a noise floor in percent stands for (*value*: a
+    number, or its text as the site config's environment or a perflog
+    holds it); None where none is declared (None, ''). A ValueError naming
+    what a floor must be for anything else.'''
+    if value is None or str(value).strip() in ('', 'None', 'null'):
+        return None
+    try:
+        percent = float(value)
+    except (TypeError, ValueError):
+        percent = None
+    if isinstance(value, bool) or percent is None or not 0 < percent < 100:
+        raise ValueError(f'{NOISE_FLOOR_EXTRA} must be a percentage above 0 '
+                         f'and below 100 (e.g. 10), got {value!r}')
+    return percent / 100
 
 
 def format_loss_curve(losses):

@@ -16,6 +16,7 @@ import re
 
 import yaml
 
+from hpctestlib_ml import yaml_files
 from hpctestlib_ml.history_refs import ReferencesError
 
 #: Top-level key of the generated block, which ReFrame does not read.
@@ -168,9 +169,13 @@ def merge_into_file(path, workload, references):
     references file *path*; returns one line per case written or left out.
     Published entries stay as they are (checked by reading the result back)
     and the file is replaced atomically.'''
-    text = (open(path).read() if os.path.exists(path)
-            else _NEW_FILE.format(workload=workload))
-    data = yaml.safe_load(text) or {}
+    try:
+        text = (yaml_files.read_text(path) if os.path.exists(path)
+                else _NEW_FILE.format(workload=workload))
+        data = yaml_files.loads(text, path) or {}
+    except yaml_files.YamlFileError as err:
+        raise ReferencesError(f'--write: {err}: fix it, or --write another '
+                              f'file; nothing was written') from None
     block = read_block(data)
     owners = mapping_owners(data)
     written = []
@@ -198,11 +203,25 @@ def merge_into_file(path, workload, references):
     for owner in block['references']:
         new_text = _add_merge_line(new_text, owner)
     _verify(path, data, new_text, block)
-    partial = f'{path}.partial'
-    with open(partial, 'w') as fp:
-        fp.write(new_text)
-    os.replace(partial, path)
+    _replace(path, new_text)
     return written
+
+
+def _replace(path, text):
+    '''Write *text* to *path* whole or not at all: through a partial file
+    renamed over it, removed where writing fails; :class:`ReferencesError`
+    naming the path then.'''
+    partial = f'{path}.partial'
+    try:
+        with open(partial, 'w') as fp:
+            fp.write(text)
+        os.replace(partial, path)
+    except OSError as err:
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise ReferencesError(f'--write: cannot write {path} ({err.strerror})'
+                              f': give a file or directory you may write; '
+                              f'nothing was written') from None
 
 
 def _verify(path, old, new_text, block):

@@ -13,7 +13,8 @@ Slurm's time limit makes torchrun raise SignalException):
    victims, not the cause. A rank that died by a signal is named with its
    signal, and for SIGABRT with what aborted it (NCCL's watchdog timeout, a
    C++ exception's ``what()``); a rank that exited with an error with its
-   exception, its own (``[rankN]:``) where ranks are labelled, and not a
+   exception, its own where ranks are labelled (``[rankN]:``, ``N:``,
+   ...: :mod:`~hpctestlib_ml.parsers.labels`), and not a
    peer-failure consequence (``Connection closed by peer``, NCCL's
    ``remote process exited``) where another exception was raised;
 3. the last exception a rank raised;
@@ -23,13 +24,17 @@ import collections
 import re
 import signal
 
+from hpctestlib_ml.parsers import labels
+
 _TRACEBACK = 'Traceback (most recent call last)'
 
-# "RuntimeError: ...", "torch.distributed.DistBackendError: ...", possibly
-# behind torchrun's "[rank0]: " label.
+# "RuntimeError: ...", "torch.distributed.DistBackendError: ...", a bare
+# "Exception: ..." (Megatron-Core raises those), possibly behind
+# launchers' labels (torchrun's "[rank0]: ", srun's "0: ", ...).
 _EXCEPTION_LINE = re.compile(
-    r'^(?:\[(?:rank|default)(\d+)\]:\s*)?'
-    r'((?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))'
+    r'^(?:(?P<labels>' + labels.PREFIX + r')\s*)?'
+    r'(?P<line>(?:[A-Za-z_][\w]*\.)*'
+    r'(?P<name>[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)|Exception)'
     r'(?::.*)?)$', re.MULTILINE)
 
 #: Exceptions that report another failure (torchrun's agent relaying a
@@ -51,6 +56,18 @@ _SLURM_STEP_DUE = re.compile(
     r'\*\*\* STEP \S+ ON (\S+) CANCELLED AT (\S+) DUE TO ([^*]+?)'
     r'(?: \*\*\*|$)', re.MULTILINE)
 _SLURM_OOM = re.compile(r'Detected \d+ oom[-_]kill event', re.IGNORECASE)
+#: Slurm's own memory enforcement (jobacct_gather) ending a job or a step,
+#: the usage and the limit in its words: "slurmstepd: error: Job 7518
+#: exceeded memory limit (626359956 > 512000000), being killed", then
+#: "slurmstepd: error: Exceeded job memory limit" and the job's CANCELLED
+#: line (coqui-ai/STT issue #2238, a training run); "Step 1141810.0
+#: exceeded memory limit (...), being killed" and srun's "srun: Exceeded job
+#: memory limit" (openbabel/openbabel issue #2658). Not "Exceeded job
+#: memory limit at some point.": a step that went over and went on
+#: (galaxyproject/galaxy, lib/galaxy/jobs/runners/slurm.py).
+_SLURM_MEMORY_LIMIT = re.compile(
+    r'\b(?:Job|Step) \S+ exceeded memory limit \(\d+ > \d+\), being killed|'
+    r'Exceeded (?:job|step) memory limit(?! at some point)')
 
 #: A step's end that says no why: "*** STEP 6053.0 ON DEL2212S020
 #: CANCELLED AT 2024-04-23T12:18:08 ***" (IGNF/myria3d issue #123, behind a
@@ -186,16 +203,22 @@ def job_end(text, state=None):
     ... or None); the log's slurmstepd line says it where the state is
     unknown (the ``squeue`` scheduler may miss a finished job): the job's
     ``CANCELLED`` line, else a step's that says why (``DUE TO ...``; a
-    failed node named as srun names it), else srun's node failure, else an
-    oom-kill event, named with the task srun saw run out of memory, else a
-    step cancelled from outside.
+    failed node named as srun names it), else srun's node failure, else
+    Slurm's end of a task out of memory (:func:`memory_end`), else a step
+    cancelled from outside. A job cancelled with no reason given after a
+    task ran out of memory is that task's end (Slurm cancels the job at
+    its memory limit).
     '''
     match = _last(_SLURM_CANCELLED, text) or _last(_SLURM_STEP_DUE, text)
     lost = _SRUN_NODE_FAILURE.search(text)
+    memory = memory_end(text)
     if match:
         node, when, due = match.groups()
         kind = _due_to(due)
         where = f'slurmstepd on {node} at {when}'
+        if kind == 'cancelled' and memory:
+            return memory._replace(message=f'{memory.message} ({where})',
+                                   node=memory.node or node)
         if kind == 'node_fail' and lost and lost.group(1) != node:
             return JobEnd(kind, f'{_END_MESSAGES[kind]}: {lost.group(1)} '
                                 f'({where})', lost.group(1))
@@ -203,14 +226,14 @@ def job_end(text, state=None):
     if lost:
         return JobEnd('node_fail', f'{_END_MESSAGES["node_fail"]}: '
                                    f'{lost.group(1)} (srun)', lost.group(1))
-    if _SLURM_OOM.search(text):
-        task = _SRUN_TASK_OOM.search(text)
-        if task:
-            node, rank = task.groups()
-            ranks = 'ranks' if set(rank) & set(',-') else 'rank'
-            return JobEnd('oom', f'{_END_MESSAGES["oom"]}: {ranks} {rank} '
-                                 f'on {node}', node, rank)
-        return JobEnd('oom', _END_MESSAGES['oom'])
+    if memory:
+        step = _SLURM_STEP_CANCELLED.search(text)
+        if step and memory.node is None:
+            node, when = step.groups()
+            return memory._replace(
+                message=f'{memory.message} (slurmstepd on {node} at {when})',
+                node=memory.node or node)
+        return memory
     step = _step_cancelled_from_outside(text)
     if step:
         node, when = step.groups()
@@ -221,6 +244,30 @@ def job_end(text, state=None):
         if kind:
             return JobEnd(kind, _END_MESSAGES[kind])
     return None
+
+
+def memory_end(text):
+    '''A :class:`JobEnd` of kind ``oom`` where Slurm ended a task out of
+    memory: the cgroup's oom-kill event, srun's "task N: Out Of Memory"
+    (the task named), or Slurm's memory enforcement, with the usage and
+    the limit as it gives them (:data:`_SLURM_MEMORY_LIMIT`); None.'''
+    task = _SRUN_TASK_OOM.search(text)
+    limit = (_SLURM_MEMORY_LIMIT.search(text) if 'memory limit' in text
+             else None)
+    if not (task or limit or _SLURM_OOM.search(text)):
+        return None
+    node = rank = None
+    if limit and not task and not _SLURM_OOM.search(text):
+        return JobEnd('oom', f'Slurm ended the run at its memory limit: '
+                             f'{limit.group(0)}')
+    message = _END_MESSAGES['oom']
+    if task:
+        node, rank = task.groups()
+        ranks = 'ranks' if set(rank) & set(',-') else 'rank'
+        message += f': {ranks} {rank} on {node}'
+    if limit:
+        message += f'; {limit.group(0)}'
+    return JobEnd('oom', message, node, rank)
 
 
 def _due_to(due):
@@ -363,14 +410,15 @@ def exception_line(text, rank=None):
     starts on the next line (PyTorch's ``AssertionError:`` of a driver too
     old) is said with that line.'''
     found = [m for m in _EXCEPTION_LINE.finditer(text)
-             if m.group(3) not in _RELAYED_EXCEPTIONS]
-    causes = [m for m in found if not _PEER_FAILURE.search(m.group(2))]
+             if m.group('name') not in _RELAYED_EXCEPTIONS]
+    causes = [m for m in found if not _PEER_FAILURE.search(m.group('line'))]
     found = causes or found
-    own = [m for m in found if rank is not None and m.group(1) == rank]
+    own = [m for m in found if rank is not None and
+           labels.rank_of(m.group('labels') or '') == rank]
     found = own or found
     if not found:
         return None
-    line = found[-1].group(2)
+    line = found[-1].group('line')
     if line.rstrip().endswith(':'):
         following = [ln.strip() for ln in text[found[-1].end():].splitlines()
                      if ln.strip()]
@@ -422,8 +470,19 @@ def failure_line(text, state=None, limit=300):
         lines = [ln for ln in text.splitlines() if ln.strip()]
         line = lines[-1] if lines else '(no output)'
 
+    return shorten(line, limit)
+
+
+def shorten(line, limit=300):
+    '''*line* stripped, cut to at most *limit* characters at a word's end,
+    with "..." where it was cut (a reason never ends mid-word).'''
     line = line.strip()
-    return line if len(line) <= limit else line[:limit] + '...'
+    if len(line) <= limit:
+        return line
+    cut = line[:limit]
+    if not line[limit].isspace() and ' ' in cut:
+        cut = cut.rsplit(' ', 1)[0]
+    return cut.rstrip(' ,;:') + '...'
 
 
 def failure_reason(text, state=None, exitcode=None):

@@ -15,19 +15,26 @@ quoted in 5.x, bare numbers in 4.x). The suite's program adds
 ``[hpcml] step 3/8 time 0.0665 s samples 8`` per optimizer step (global
 samples), from which the steady-state rate is computed: Trainer's own
 ``train_samples_per_second`` includes start-up and the first steps.
+
+Launchers' labels (``[worker :11]`` of a TPU pod's ``gcloud ... ssh
+--worker=all``, Open MPI's ``[1,0]<stdout>:``, srun's ``0:``, ...) are
+taken off first (:mod:`~hpctestlib_ml.parsers.labels`); a log collector may
+also have taken off the rows' indentation (Cloud Logging's export of a GKE
+job), so a row is any ``name = value`` line under the table's title.
 """
 import ast
 import re
 import statistics
 
 from hpctestlib_ml import metrics
-from hpctestlib_ml.parsers import timed_window
+from hpctestlib_ml.parsers import labels, timed_window
 
 # A row's name is any metric key: compute_metrics may return names such as
 # 'F1-score' (Trainer prints 'eval_F1-score'), so not only \w.
-_TABLE = re.compile(r'\*{5} (\w+) metrics \*{5}\s*\n'
-                    r'((?:[^\S\n]+[^\s=]+\s+=.*\n?)+)')
-_ROW = re.compile(r'^\s+([^\s=]+)\s+=\s+(.+?)\s*$', re.MULTILINE)
+_TABLE = re.compile(r'\*{5} (\w+) metrics \*{5}[^\S\n]*\n'
+                    r'((?:[^\S\n]*[^\s=]+[^\S\n]+=.*\n?)+)')
+_ROW = re.compile(r'^[^\S\n]*([^\s=]+)[^\S\n]+=[^\S\n]+(.+?)\s*$',
+                  re.MULTILINE)
 _RUNTIME = re.compile(r'^(?:(\d+) days?, )?(\d+):(\d\d):(\d\d(?:\.\d+)?)$')
 _STEP = re.compile(r'\[hpcml\] step (\d+)/(\d+) time ([\d.]+) s samples (\d+)')
 _WORLD = re.compile(r'\[hpcml\] model .*? world size (\d+)')
@@ -112,8 +119,10 @@ def training_log(text):
     :func:`model_shape`; ``samples_per_second``: global samples over the
     time of all steps but the first (warm-up), from the step lines;
     ``samples_per_second_per_gpu``: that / world size;
-    ``time_per_step_secs``: their mean time.
+    ``time_per_step_secs``: their mean time. Launchers' labels are taken
+    off first.
     '''
+    text = labels.strip(text)
     tables = metric_tables(text)
     train, evaluation = tables.get('train', {}), tables.get('eval', {})
     steps = step_times(text)

@@ -11,7 +11,7 @@ import re
 import statistics
 
 from hpctestlib_ml import metrics
-from hpctestlib_ml.parsers import timed_window
+from hpctestlib_ml.parsers import labels, timed_window
 
 RATE_LINE = re.compile(
     r'\[matmul_rate\] rank (\d+) precision (\w+) n (\d+) iterations (\d+) '
@@ -56,6 +56,7 @@ def training_log(text):
     from one is missing), ``ranks`` those ranks, no losses,
     ``timed_window``; figures: :func:`precision_figures` of each
     precision, ``precisions`` (in the log's order) and ``n``.'''
+    text = labels.strip(text)
     found, (n, iterations) = rates(text)
     figures = {'precisions': list(found), 'n': n}
     for precision, per_rank in found.items():

@@ -13,23 +13,21 @@ The iteration line comes in two forms seen in the wild (one line each)::
     17.927 | TFLOPs: 137.10 |
 
 upstream Megatron-LM (ms, optional ``throughput per GPU``) and the patched
-versions of BigScience/JUBE/CARAML (seconds, ``TFLOPs``). torchrun's
-``[defaultN]:`` prefixes mean nothing is anchored at line start. The model
-shape comes from Megatron's argument dump (``  seq_length ..... 2048``) and
-its vocabulary padding line, where the log has them.
+versions of BigScience/JUBE/CARAML (seconds, ``TFLOPs``). Launchers' labels
+(torchrun's ``[defaultN]:``, srun's ``0:``, ...) are taken off first
+(:mod:`~hpctestlib_ml.parsers.labels`). The model shape, and so the FLOPs
+per token, come from what the log states of it: Megatron's argument dump,
+an echoed command line, its vocabulary padding line
+(:mod:`~hpctestlib_ml.parsers.megatron_args`).
 """
 import math
 import re
 import statistics
 
 from hpctestlib_ml import metrics
-from hpctestlib_ml.flops import megatron_gpt_flops_per_token
-from hpctestlib_ml.parsers import timed_window
+from hpctestlib_ml.parsers import labels, megatron_args, timed_window
 
 _ITERATION = re.compile(r'iteration\s+(\d+)/\s*(\d+)\s*\|(.*)')
-_ARGUMENT = re.compile(r'^\S*?\s*(\w+) \.{3,} (\S+)\s*$', re.MULTILINE)
-_PADDED_VOCAB = re.compile(r'padded vocab \(size: \d+\) with \d+ dummy '
-                           r'tokens \(new size: (\d+)\)')
 
 
 def _number(text):
@@ -129,32 +127,11 @@ _WORLD = re.compile(r'using world size: (\d+), data-parallel size: (\d+)')
 
 def world_size(text):
     '''The world size Megatron started with (its "using world size" line),
-    else the argument dump's, else None.'''
+    else the argument dump's (or command line's), else None.'''
     match = _WORLD.search(text)
     if match:
         return int(match.group(1))
-    return model_shape(text)[5]
-
-
-def parse_arguments(text):
-    '''Megatron's argument dump (``  name ...... value``) as strings.'''
-    return dict(_ARGUMENT.findall(text))
-
-
-def model_shape(text):
-    '''(layers, hidden, seq_length, padded vocab, ffn, world size) from the
-    log, None for each one it lacks.'''
-    args = parse_arguments(text)
-
-    def integer(name):
-        value = args.get(name)
-        return int(value) if value and value.isdigit() else None
-
-    padded = _PADDED_VOCAB.search(text)
-    vocab = int(padded.group(1)) if padded else integer('padded_vocab_size')
-    return (integer('num_layers'), integer('hidden_size'),
-            integer('seq_length'), vocab, integer('ffn_hidden_size'),
-            integer('world_size'))
+    return megatron_args.stated(text).get('world_size')
 
 
 #: ``hpcml extract``'s keys for the :class:`~hpctestlib_ml.metrics.
@@ -187,8 +164,10 @@ def training_log(text, seq_length=None, flops_per_token=None, gpus=None):
     (the intervals' counts summed) and :func:`_speed_figures`.
 
     *seq_length*, *flops_per_token* and *gpus* (what the per-GPU figure
-    divides by: the job's ranks) default to the log's.
+    divides by: the job's ranks) default to the log's. Launchers' labels
+    are taken off first.
     '''
+    text = labels.strip(text)
     steps = parse_iterations(text)
     losses = [s['loss'] for s in steps if s['loss'] is not None]
     figures = {
@@ -212,21 +191,26 @@ def _speed_figures(text, steps, seq_length, flops_per_token, gpus):
 
     ``time_per_iteration_secs``: mean seconds per iteration;
     ``tokens_per_second``: global batch x sequence length / that time;
-    ``tflops_per_gpu``: the suite's own figure, Megatron's analytic FLOPs per
-    token (:func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token`) x
-    tokens/s / GPUs; ``printed_tflops_per_gpu``: the program's figure, for
-    information only (formulas differ between versions). Shape and GPUs
-    come from the arguments, else from the log; None where unknown.
+    ``tflops_per_gpu``: the suite's own figure, Megatron's analytic model
+    FLOPs per token (:func:`~hpctestlib_ml.flops.megatron_gpt_flops_per_token`:
+    forward and backward, no recomputation, the s x s attention whole) x
+    tokens/s / GPUs; ``flops_formula``: which form of it, for which model,
+    read from where in the log, or which facts the log lacks
+    (:func:`~hpctestlib_ml.parsers.megatron_args.model_flops`);
+    ``printed_tflops_per_gpu``: the program's figure, for information only
+    (formulas differ between versions). Shape and GPUs come from the
+    arguments, else from the log; None where unknown.
     '''
-    layers, hidden, seq_log, vocab, ffn, world_log = model_shape(text)
-    seq_length = seq_length or seq_log
-    gpus = gpus or world_log
-    if flops_per_token is None and None not in (layers, hidden, seq_length,
-                                                vocab):
-        flops_per_token = megatron_gpt_flops_per_token(layers, hidden,
-                                                       seq_length, vocab, ffn)
+    if flops_per_token is None:
+        model = megatron_args.model_flops(text, seq_length)
+        flops_per_token, formula = model.per_token, model.formula
+    else:
+        formula = 'given by the caller (the check\'s own model)'
+    seq_length = seq_length or megatron_args.stated(text).get('seq_length')
+    gpus = gpus or world_size(text)
     figures = dict.fromkeys(('time_per_iteration_secs', 'tokens_per_second',
                              'tflops_per_gpu', 'printed_tflops_per_gpu'))
+    figures['flops_formula'] = formula
     steady = steps[1:] if len(steps) > 1 else steps
     if not steady:
         return figures

@@ -64,7 +64,7 @@ import json
 import statistics
 
 from hpctestlib_ml import metrics
-from hpctestlib_ml.parsers import timed_window
+from hpctestlib_ml.parsers import labels, timed_window
 
 MARKER = ':::MLLOG '
 
@@ -229,6 +229,7 @@ def training_log(text):
     before ``run_stop``), ``throughput_records``, ``epochs`` (the run's
     epoch ends, else block ends), ``status`` (run_stop's),
     ``run_time_secs``, and :func:`_speed_figures`.'''
+    text = labels.strip(text)
     events = parse_events(text)
     run = in_run(events)
     records = training_records(events)

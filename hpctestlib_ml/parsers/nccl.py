@@ -21,11 +21,15 @@ its bootstrap whatever it chose: there ``NET/IB : Using`` says IB, and
 ``NET/IB : No device found.`` beside ``NET/Socket : Using`` says sockets; a
 process with neither is left out. Lines may sit behind a launcher's label
 (``0: ``, ``[default0]:``, ``[155] ``) or have lost their ``host:pid:tid``
-prefix.
+prefix: the known labels are taken off first
+(:mod:`~hpctestlib_ml.parsers.labels`) and NCCL's own line is found
+anywhere in a line.
 
 Standard library only.
 """
 import re
+
+from hpctestlib_ml.parsers import labels
 
 #: NCCL's line prefix: ``host:pid:tid [cudaDev] NCCL INFO <message>``.
 _INFO = re.compile(r'(?:(?P<host>[^\s:\[\]]+):(?P<pid>\d+):\d+ \[\d+\] )?'
@@ -59,7 +63,7 @@ def processes(text):
     initialised, where its log says (else None).'''
     chosen, provider, ranks = {}, {}, {}
     seen = {}                  # NCCL 2.4: {process: {'IB', 'Socket', 'no IB'}}
-    for line in text.splitlines():
+    for line in labels.strip(text).splitlines():
         match = _INFO.search(line)
         if not match:
             continue

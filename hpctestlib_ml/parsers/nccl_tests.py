@@ -23,8 +23,10 @@ The columns are read by the header's names, so that the older tables
 columns starting at ``time`` is one placement, named by the line above
 the header (``out-of-place``, ``in-place``; the suite's program prints the
 one it measures, and after each row its figures to 6 significant
-digits, which are read in place of the row's). Rows may sit behind a launcher's label (``[1,0]
-<stdout>:``) and NCCL's INFO lines between them are skipped. The
+digits, which are read in place of the row's). Rows may sit behind a
+launcher's label (``[1,0]<stdout>:``), taken off first
+(:mod:`~hpctestlib_ml.parsers.labels`), and NCCL's INFO lines between them
+are skipped. The
 definitions of time, algbw and busbw: ``src/collectives/__init__.py``.
 
 Which operation a table is: its ``# Collective test starting: <op>_perf``
@@ -37,7 +39,7 @@ Standard library only.
 import re
 
 from hpctestlib_ml import metrics
-from hpctestlib_ml.parsers import timed_window
+from hpctestlib_ml.parsers import labels, timed_window
 
 #: Bytes per element of nccl-tests' type names (``-d``).
 TYPE_BYTES = {'int8': 1, 'uint8': 1, 'char': 1, 'int32': 4, 'uint32': 4,
@@ -103,8 +105,10 @@ class Table:
 
 
 def read_tables(text):
-    '''The tables of *text* and the log's settings: ([:class:`Table`],
-    {'ranks': set, 'iters': int or None, 'warmup_iters': ...}).'''
+    '''The tables of *text* (launchers' labels taken off) and the log's
+    settings: ([:class:`Table`], {'ranks': set, 'iters': int or None,
+    'warmup_iters': ...}).'''
+    text = labels.strip(text)
     tables, ranks, settings = [], set(), {}
     op, placements, table = None, [], None
     for line in text.splitlines():
@@ -120,8 +124,7 @@ def read_tables(text):
             table = Table(op, columns, placements)
             tables.append(table)
             op, placements = None, []
-        elif PLACEMENTS.search(line) and line.lstrip('[]0-9,<>:stdou ')\
-                .startswith('#'):
+        elif PLACEMENTS.search(line) and line.lstrip().startswith('#'):
             placements = PLACEMENTS.findall(line)
         elif table is not None:
             _read_line(table, line)
@@ -218,6 +221,7 @@ def training_log(text):
     losses; figures: ``operations`` (in the log's order, the first table
     of each), ``warmup_iters``, :func:`op_figures` of each operation and
     ``results`` (operation -> its rows).'''
+    text = labels.strip(text)
     tables, settings = read_tables(text)
     ranks = frozenset(settings['ranks'])
     world = len(ranks) or None

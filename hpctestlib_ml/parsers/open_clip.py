@@ -30,7 +30,7 @@ import re
 import statistics
 
 from hpctestlib_ml import metrics
-from hpctestlib_ml.parsers import timed_window
+from hpctestlib_ml.parsers import labels, timed_window
 
 _TRAIN_LINE = re.compile(
     r'Train Epoch: (?P<epoch>\d+) \[\s*(?P<samples>\d+)/(?P<samples_total>\d+)'
@@ -252,6 +252,7 @@ def training_log(text):
     window cannot be known (an excerpt without the ``Params:`` dump whose
     counts do not tell): no number rather than a wrong one.
     """
+    text = labels.strip(text)
     steps = parse_train_lines(text)
     ranks, world_size = ranks_started(text)
     losses = [s['loss'] for s in steps if s['loss'] is not None]

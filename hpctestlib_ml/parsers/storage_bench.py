@@ -13,7 +13,7 @@ import re
 import statistics
 
 from hpctestlib_ml import metrics
-from hpctestlib_ml.parsers import timed_window
+from hpctestlib_ml.parsers import labels, timed_window
 
 LINE = re.compile(r'\[storage_bench\] rank (\d+) round (\d+) op (\w+) '
                   r'bytes (\d+) seconds (\S+) files (\d+) writer (\d+) '
@@ -64,6 +64,7 @@ def training_log(text):
     ``world_size`` and ``ranks`` the ranks that reported every operation
     of every round, ``timed_window``, no losses; figures:
     ``operations`` (in the log's order) and :func:`op_figures` of each.'''
+    text = labels.strip(text)
     found = operations(text)
     figures = {'operations': list(found)}
     for op, rounds in found.items():

@@ -25,17 +25,19 @@ absolute deviation). ``total images/sec`` is the whole job's rate:
 rank prints its own estimate of the same job rate, not a share of it:
 summing them over-counts by the number of ranks (CARAML's JUBE averages
 them, as here). ``Batch size: G global`` and ``P per device`` give the
-job's device count, G / P. Lines may carry a launcher's rank prefix
-(``srun --label``: ``3: ``).
+job's device count, G / P. Lines may carry a launcher's label
+(``srun --label``: ``3: ``; Horovod's ``[1,0]<stdout>:``): they are taken
+off first (:mod:`~hpctestlib_ml.parsers.labels`).
 """
 import math
 import re
 import statistics
 
 from hpctestlib_ml import metrics
-from hpctestlib_ml.parsers import timed_window
+from hpctestlib_ml.parsers import labels, timed_window
 
-_PREFIX = r'^(?:\s*\d+:\s*)?'
+#: Indentation only: launchers' labels are taken off before.
+_PREFIX = r'^[^\S\n]*'
 STEP_LINE = re.compile(
     _PREFIX + r'(\d+)\s+images/sec:\s*([\d.]+)\s*\+/-\s*([\d.]+)\s*'
     r'\(jitter = ([\d.]+)\)\s+(\S+)', re.M)
@@ -79,6 +81,7 @@ def training_log(text):
     per process); ``images_per_second_per_gpu``: the job's rate / devices;
     ``time_per_step_secs``: global batch / the job's rate; ``model``,
     ``global_batch_size``.'''
+    text = labels.strip(text)
     steps = STEP_LINE.findall(text)
     totals = [float(v) for v in TOTAL_LINE.findall(text)]
     losses = [_float(s[4]) for s in steps]

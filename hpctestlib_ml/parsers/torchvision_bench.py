@@ -39,7 +39,7 @@ import re
 import statistics
 
 from hpctestlib_ml import metrics
-from hpctestlib_ml.parsers import timed_window
+from hpctestlib_ml.parsers import labels, timed_window
 
 ITER_LINE = re.compile(r'Iter #(\d+):\s*([\d.]+) img/sec per ([CG]PU)')
 PER_DEVICE_LINE = re.compile(
@@ -162,6 +162,7 @@ def training_log(text):
     rate), ``world_size_inferred`` and ``format`` (``horovod``, ``cscs``
     or None: neither's lines). Horovod's lines win where a log has both
     (the suite's program prints both).'''
+    text = labels.strip(text)
     found = parse_horovod(text) or parse_cscs(text) or {
         'format': None, 'device': None, 'world_size': None,
         'world_size_inferred': False, 'images_per_second': None,

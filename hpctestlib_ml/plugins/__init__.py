@@ -12,10 +12,11 @@ from hpctestlib_ml.plugins.placement import Placement
 from hpctestlib_ml.plugins.provenance import Energy, Provenance
 from hpctestlib_ml.plugins.references import References
 from hpctestlib_ml.plugins.sanity import Sanity
+from hpctestlib_ml.plugins.settings import Settings
 from hpctestlib_ml.plugins.sizing import Sizing
 from hpctestlib_ml.plugins.utilisation import Utilisation
 from hpctestlib_ml.plugins.workload import WorkloadInterface
 
 __all__ = ['Containers', 'Energy', 'Launching', 'Placement', 'Provenance',
-           'References', 'Sanity', 'Sizing', 'Utilisation',
+           'References', 'Sanity', 'Settings', 'Sizing', 'Utilisation',
            'WorkloadInterface']

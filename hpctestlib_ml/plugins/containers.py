@@ -12,22 +12,25 @@ Site settings read (for a declaration of the partition ``extras`` keys):
     no ``*Container`` case.
 ``extras['container_images']``
     :type: ``dict`` of ``str`` to ``str``: framework (``pytorch``,
-    ``tensorflow``) to image (a SIF path for Apptainer; a Podman reference;
-    an enroot URI ``nvcr.io#nvidia/pytorch:25.02-py3`` or squashfs path for
-    Pyxis and the Container Engine; a Sarus reference).
+        ``tensorflow``) to image (a SIF path for Apptainer; a Podman
+        reference; an enroot URI ``nvcr.io#nvidia/pytorch:25.02-py3`` or
+        squashfs path for Pyxis and the Container Engine; a Sarus
+        reference).
     :default: ``{}``: the image ``make image`` builds (Podman:
-    ``localhost/hpcml:<tag>``, Apptainer: ``<VAR_DIR>/image/hpcml-<tag>.sif``;
-    the other platforms have none: name one).
+        ``localhost/hpcml:<tag>``, Apptainer:
+        ``<VAR_DIR>/image/hpcml-<tag>.sif``; the other platforms have
+        none: name one).
 ``extras['container_options']``
     :type: ``list`` of ``str``: options added to the runtime's command
-    (``podman run``'s, ``apptainer exec``'s, ``sarus run``'s, or srun's
-    for Pyxis), e.g. ``['--security-opt', 'label=disable']`` on SELinux
-    hosts.
+        (``podman run``'s, ``apptainer exec``'s, ``sarus run``'s, or
+        srun's for Pyxis), e.g. ``['--security-opt', 'label=disable']`` on
+        SELinux hosts.
     :default: ``[]``
 ``extras['container_annotations']``
     :type: ``dict`` of ``str`` to ``str``: the Container Engine's EDF
-    ``[annotations]``, e.g. ``{'com.hooks.aws_ofi_nccl.enabled': 'true',
-    'com.hooks.aws_ofi_nccl.variant': 'cuda12'}`` (NCCL over Slingshot).
+        ``[annotations]``, e.g. ``{'com.hooks.aws_ofi_nccl.enabled':
+        'true', 'com.hooks.aws_ofi_nccl.variant': 'cuda12'}`` (NCCL over
+        Slingshot).
     :default: ``{}``
 ``extras['gpu_vendor']``
     :type: ``str``: ``nvidia`` or ``amd``.

@@ -92,11 +92,11 @@ class Placement(RegressionTestPlugin):
     #: OpenMP threads per rank (``OMP_NUM_THREADS``); None: the node's CPUs
     #: shared between its ranks. Not part of ``reference_case``: fewer
     #: threads is the same case on a slower machine, as a regression would
-    #: be (``-S threads_per_rank=1`` is how the tests make a real slowdown).
+    #: be.
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None`
-    threads_per_rank = variable(int, type(None), value=None)
+    threads_per_rank = variable(str, int, type(None), value=None)
 
     @run_after('init')
     def keep_partitions_that_fit(self):

@@ -8,6 +8,8 @@ from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import PerformanceError
 from reframe.core.pipeline import RegressionTestPlugin
 
+from hpctestlib_ml import sessions
+from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.history_refs import lookup
 
 
@@ -50,11 +52,48 @@ class References(RegressionTestPlugin):
     #: :default: set at init
     references_file = variable(str, value='')
 
+    #: The noise floor the partition declares, in percent
+    #: (``extras['reference_noise_pct']``: how far its figures move from
+    #: night to night with nothing changed), logged with every result:
+    #: ``hpcml references`` sets no threshold narrower. ``''``: none
+    #: declared (the default floor, 3 %). A value that is not a
+    #: percentage fails the case at setup.
+    #:
+    #: :type: :class:`str`
+    #: :default: set at setup
+    reference_noise_pct = variable(str, value='')
+
+    #: The ReFrame session this result came from
+    #: (:func:`hpctestlib_ml.sessions.session_id`), logged with every
+    #: result: ``hpcml references`` counts the sessions its runs span.
+    #:
+    #: :type: :class:`str`
+    #: :default: set at init
+    session_id = variable(str, value='')
+
     @run_after('init')
     def use_reference_file(self):
         self.references_file = lookup.references_file(self.workload)
         if os.path.isfile(self.references_file):
             self.reference = {'$ref': self.references_file}
+        self.session_id = sessions.session_id()
+
+    @run_after('setup')
+    def read_noise_floor(self):
+        ''':attr:`reference_noise_pct` from the partition's extras; a
+        value that is not a percentage fails the case here, before its
+        job is queued.'''
+        part = self.current_partition
+        value = part.extras.get(lookup.NOISE_FLOOR_EXTRA)
+        try:
+            floor = lookup.noise_floor(value)
+        except ValueError as err:
+            raise BadInputError(
+                f"extras['{lookup.NOISE_FLOOR_EXTRA}'] of {part.fullname}: "
+                f'{err}: fix the partition\'s extras in the site config '
+                f'(config/local.py and config/slurm.py take '
+                f'HPCML_REFERENCE_NOISE_PCT)') from None
+        self.reference_noise_pct = '' if floor is None else f'{100 * floor:g}'
 
     def reference_case_key(self):
         ''':attr:`reference_case` of this case (see there).'''

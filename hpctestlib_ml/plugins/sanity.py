@@ -35,7 +35,8 @@ class Sanity(RegressionTestPlugin):
         return device_check.device_problems(
             self.device_records(), 'gpu' if self.uses_gpus else 'cpu',
             self.layout.world_size, self.current_partition.fullname,
-            self.partition_gpu_model())
+            self.partition_gpu_model(),
+            bool(self.current_partition.extras.get('device_peak_flops')))
 
     def failure_message(self, text):
         '''Why the job failed, its category first (``out_of_memory: job

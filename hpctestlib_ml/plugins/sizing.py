@@ -4,7 +4,6 @@ and whether the case fits the device's memory."""
 from reframe.core.builtins import run_before, variable
 from reframe.core.logging import getlogger
 from reframe.core.pipeline import RegressionTestPlugin
-import reframe.utility.typecheck as typ
 
 from hpctestlib_ml import memory_estimate, peaks, sizes
 from hpctestlib_ml.constants import DEVICE_MEMORY_GIB
@@ -55,7 +54,7 @@ class Sizing(RegressionTestPlugin):
     #:
     #: :type: :class:`bool`
     #: :default: :obj:`True`
-    memory_check = variable(typ.Bool, value=True)
+    memory_check = variable(str, bool, value=True)
 
     #: The size the case runs (never ``auto``), set at setup.
     #:

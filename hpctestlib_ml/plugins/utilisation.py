@@ -121,7 +121,8 @@ class Utilisation(RegressionTestPlugin):
         data: the workload's parser's figure where its program logs its
         own, else the ``timing`` records), on GPUs ``gpu_mem_peak_MiB``
         (the largest device memory a rank held over the timed steps;
-        absent on CPUs, not zero) and, where the program prints
+        absent on CPUs, not zero, and where :attr:`reports_gpu_memory` is
+        False) and, where the program prints
         ``rank_compute`` records, ``rank_compute_spread`` (% of the slowest
         rank's compute per step over the median rank's; 0 for one rank).
         Which figures a case logs depends on its check and partition only,
@@ -131,7 +132,7 @@ class Utilisation(RegressionTestPlugin):
         if self.reports_data_share:
             self.perf_variables['data_share'] = \
                 sn.make_performance_function(self._data_share, '%')
-        if self.uses_gpus:
+        if self.uses_gpus and self.reports_gpu_memory:
             self.perf_variables['gpu_mem_peak_MiB'] = \
                 sn.make_performance_function(self._gpu_memory_peak, 'MiB')
         if self.prints_rank_compute():

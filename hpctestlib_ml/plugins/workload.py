@@ -91,6 +91,12 @@ class WorkloadInterface(RegressionTestPlugin):
     #: component benchmark's iterations read no batches.
     reports_data_share = True
 
+    #: Whether the program computes on its GPUs, so that the largest
+    #: device memory a rank held is reported on GPU partitions
+    #: (``gpu_mem_peak_MiB``); a component that only moves data (Storage)
+    #: holds none.
+    reports_gpu_memory = True
+
     #: Metrics of the whole run (MMoCLIP's total time, MLPerf's run time):
     #: not reported at size ``short``, whose figures are the steady-state
     #: ones.

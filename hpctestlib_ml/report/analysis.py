@@ -7,15 +7,14 @@ way with ``--weights FILE``); a workload that declares none scores with
 its first rate metric (unit ending in ``/s``) and weight 1.
 """
 import dataclasses
+import difflib
 import json
 import math
 import os
 import statistics
 import time
 
-import yaml
-
-from hpctestlib_ml import workloads
+from hpctestlib_ml import workloads, yaml_files
 from hpctestlib_ml.report import components
 from hpctestlib_ml.workloads import Headline
 
@@ -24,31 +23,90 @@ class ReportError(ValueError):
     '''Bad input to the report, with the fix.'''
 
 
+#: The keys of a weights file's entry (:func:`load_weights`).
+WEIGHT_KEYS = ('metric', 'better', 'weight')
+#: What a weights file holds, as its errors say it.
+WEIGHTS_FORMAT = ('workload: {metric: NAME, better: higher|lower, '
+                  'weight: W}')
+
+
 def load_weights(path=None):
     '''Workload -> :class:`~hpctestlib_ml.workloads.Headline`: the
-    workloads' declared headlines, or those of a site's weights file
-    *path* (YAML: ``workload: {metric: NAME, better: higher|lower,
-    weight: W}``).'''
+    workloads' declared headlines, those of a site's weights file *path*
+    (YAML: :data:`WEIGHTS_FORMAT`, each entry checked:
+    :func:`_weight_entry`) in place of theirs.'''
+    declared = {name: workload.headline
+                for name, workload in workloads.registered().items()}
     if path is None:
-        return {name: declared.headline
-                for name, declared in workloads.registered().items()}
+        return declared
     try:
-        with open(path) as fp:
-            data = yaml.safe_load(fp) or {}
+        data = yaml_files.read(path)
     except OSError as err:
         raise ReportError(f'cannot read the weights file {path}: '
                           f'{err.strerror}; pass --weights FILE') from None
-    headlines = {}
-    for workload, entry in data.items():
-        if isinstance(entry, str):
-            entry = {'metric': entry}
-        if not isinstance(entry, dict) or 'metric' not in entry:
-            raise ReportError(f'{path}: {workload}: give "metric:" (and '
-                              f'optionally "better: higher|lower", "weight:")')
-        headlines[workload] = Headline(
-            entry['metric'], entry.get('better', 'higher') == 'higher',
-            float(entry.get('weight', 1.0)))
-    return headlines
+    except yaml_files.YamlFileError as err:
+        raise ReportError(f'--weights: {err}: fix it, or pass a YAML file of '
+                          f'{WEIGHTS_FORMAT}') from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ReportError(f'{path}: give one entry per workload '
+                          f'({WEIGHTS_FORMAT}), not a {type(data).__name__}')
+    return {**declared, **{str(workload): _weight_entry(path, str(workload),
+                                                        entry)
+                           for workload, entry in data.items()}}
+
+
+def _weight_entry(path, workload, entry):
+    '''The :class:`Headline` of a weights file's *entry*: a metric name,
+    or a mapping of :data:`WEIGHT_KEYS` whose ``better`` is ``higher`` or
+    ``lower`` and whose ``weight`` is a number > 0.'''
+    if isinstance(entry, str):
+        entry = {'metric': entry}
+    if not isinstance(entry, dict) or 'metric' not in entry:
+        raise ReportError(f'{path}: {workload}: give "metric:" (and '
+                          f'optionally "better: higher|lower", "weight:")')
+    for key in entry:
+        if key not in WEIGHT_KEYS:
+            raise ReportError(f'{path}: {workload}: unknown key {key!r}'
+                              f'{closest(str(key), WEIGHT_KEYS)}: use '
+                              f'{", ".join(WEIGHT_KEYS)}')
+    better = entry.get('better', 'higher')
+    if better not in ('higher', 'lower'):
+        raise ReportError(f'{path}: {workload}: better: {better!r}: use '
+                          f'higher or lower')
+    weight = entry.get('weight', 1.0)
+    if (isinstance(weight, bool) or not isinstance(weight, (int, float))
+            or not 0 < weight < math.inf):
+        raise ReportError(f'{path}: {workload}: weight: {weight!r}: use a '
+                          f'number > 0')
+    return Headline(str(entry['metric']), better == 'higher', float(weight))
+
+
+def closest(name, known):
+    '''`` (did you mean X?)`` for the name of *known* closest to *name*,
+    else ''.'''
+    found = difflib.get_close_matches(name, list(known), n=1)
+    return f' (did you mean {found[0]!r}?)' if found else ''
+
+
+def check_weights(path, headlines, runs):
+    '''That each workload of the weights file *path* (its *headlines*)
+    is one the suite declares or *runs* hold, and its metric one its runs
+    logged, where it has runs; :class:`ReportError` naming the closest
+    name otherwise.'''
+    names = set(workloads.registered()) | {r.workload for r in runs}
+    for workload, chosen in headlines.items():
+        if workload not in names:
+            raise ReportError(f'{path}: unknown workload {workload!r}'
+                              f'{closest(workload, names)}: use one of '
+                              f'{", ".join(sorted(names))}')
+        metrics = {name for r in runs if r.workload == workload
+                   for name in r.metrics}
+        if metrics and chosen.metric not in metrics:
+            raise ReportError(
+                f'{path}: {workload}: metric {chosen.metric!r} is not one its '
+                f'runs logged{closest(chosen.metric, metrics)}: use one of '
+                f'{", ".join(sorted(metrics))}')
 
 
 def headline(workload, runs, headlines):
@@ -297,7 +355,8 @@ def score(stats, baseline, headlines):
     per_case, missing = {}, []
     for key, base in baseline.items():
         here = stats.get(key)
-        if here is None or not base.perf_adj or here.metric != base.metric:
+        if (here is None or not base.perf_adj or here.metric != base.metric
+                or here.higher_is_better != base.higher_is_better):
             missing.append(key)
             continue
         per_case[key] = here.perf_adj / base.perf_adj
@@ -350,11 +409,17 @@ def baseline_path(name, var_dir):
     return os.path.join(var_dir, 'baselines', f'{name}.json')
 
 
-def save_baseline(path, stats, description):
+def save_baseline(path, stats, description, headlines=None):
+    '''Save *stats* (:func:`case_stats`) as a baseline at *path*, with the
+    *headlines* they were figured with (their workloads'), so that a score
+    against it uses them (:func:`baseline_headlines`).'''
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    used = {key.split('|')[0] for key in stats}
     data = {'format': 'hpcml-baseline-1', 'description': description,
             'created': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
-            'cases': {k: dataclasses.asdict(v) for k, v in stats.items()}}
+            'cases': {k: dataclasses.asdict(v) for k, v in stats.items()},
+            'headlines': {w: dataclasses.asdict(h) for w, h in
+                          sorted((headlines or {}).items()) if w in used}}
     partial = f'{path}.partial'
     with open(partial, 'w') as fp:
         json.dump(data, fp, indent=1, sort_keys=True)
@@ -370,9 +435,41 @@ def load_baseline(path):
                           f'with hpcml report --save-baseline NAME') from None
     except ValueError as err:
         raise ReportError(f'{path} is not a baseline file ({err})') from None
-    if data.get('format') != 'hpcml-baseline-1':
+    if not isinstance(data, dict) or data.get('format') != 'hpcml-baseline-1':
         raise ReportError(f'{path} is not a baseline file of hpcml report')
     return {k: CaseStats(**v) for k, v in data['cases'].items()}, data
+
+
+def baseline_headlines(cases, data):
+    '''Workload -> the :class:`Headline` a baseline (its *cases* and
+    file *data*, :func:`load_baseline`) was figured with: as saved, or,
+    in a baseline saved before they were, its cases' metric and
+    orientation with the declared weight.'''
+    found = {w: Headline(**h) for w, h in data.get('headlines', {}).items()}
+    declared = workloads.registered()
+    for key, case in sorted(cases.items()):
+        workload = key.split('|')[0]
+        if workload not in found:
+            weight = (declared[workload].headline.weight
+                      if workload in declared else 1.0)
+            found[workload] = Headline(case.metric, case.higher_is_better,
+                                       weight)
+    return found
+
+
+def _better(chosen):
+    return 'higher' if chosen.higher_is_better else 'lower'
+
+
+def headline_disagreements(headlines, saved):
+    '''One line per workload whose metric or orientation in *headlines*
+    differs from the baseline's *saved* ones (:func:`baseline_headlines`);
+    [] where they agree.'''
+    return [f'{w}: {h.metric} {_better(h)} is better, the baseline '
+            f'{saved[w].metric} {_better(saved[w])} is better'
+            for w, h in sorted(headlines.items())
+            if w in saved and (h.metric, h.higher_is_better) !=
+            (saved[w].metric, saved[w].higher_is_better)]
 
 
 # Comparisons

@@ -23,8 +23,10 @@ CASE_FIELDS = ('workload', 'resolved_size', 'scale', 'launch_mode',
                'precision', 'reference_case')
 
 #: Fields of a run's result beside its figures: the first logged losses,
-#: the slowest rank beyond the noise (absent from older perflogs: '').
-RESULT_FIELDS = ('loss_curve', 'slowest_rank')
+#: the slowest rank beyond the noise, the partition's noise floor and the
+#: ReFrame session it came from (absent from older perflogs: '').
+RESULT_FIELDS = ('loss_curve', 'slowest_rank', 'reference_noise_pct',
+                 'session_id')
 
 _METRIC_COLUMN = re.compile(r'^(?P<name>.+)_(?P<part>value|unit|ref|'
                             r'lower_thres|upper_thres)$')
@@ -154,6 +156,18 @@ class History:
                             sorted(self.skipped.items()))
         return f'{self.unreadable_lines} unreadable lines skipped ({reasons})'
 
+    def nothing_read(self):
+        '''Why no run was read, with the fix, for a history of no runs:
+        its unreadable lines and what to do about the commonest reason,
+        else that it holds dry-run lines at most.'''
+        files = ', '.join(self.files) or 'the input'
+        if self.unreadable_lines:
+            commonest = max(self.skipped, key=self.skipped.get)
+            return (f'no readable results in {files}: '
+                    f'{self.skipped_text()}: {SKIP_FIXES[commonest]}')
+        return (f'no results in {files} ({self.dry_run_lines} dry-run lines, '
+                f'which carry no values): run the suite with -r first')
+
 
 #: Why a perflog line is skipped, as the report says it.
 SKIP_REASONS = {
@@ -162,6 +176,18 @@ SKIP_REASONS = {
     'long': 'with more fields than their header (written by another '
             'version of the suite or ReFrame into this file?)',
     'time': 'without a readable job_completion_time',
+}
+
+#: What to do where no line of a file could be read, by why most were
+#: skipped (:data:`SKIP_REASONS`).
+SKIP_FIXES = {
+    'short': 'every line was cut short: the file is damaged; move it aside '
+             '(the next run starts a new one)',
+    'long': 'give the file back the header (first line) its lines were '
+            'written with, or move it aside (the next run starts a new one)',
+    'time': "is it a perflog? (ReFrame's perflogs are '|'-separated lines "
+            "under a header line; hpcml extract and hpcml triage read a "
+            "job's output)",
 }
 
 

@@ -29,7 +29,7 @@ The score is oriented so that below zero is slower: for a figure where
 lower is better (step time) its sign is turned. A node is flagged when it
 is slower than :data:`THRESHOLD`; :data:`THRESHOLD` and :data:`MIN_SPREAD`
 come from the false alarms and detections measured on the project's Slurm
-cluster (README, "Running on a cluster").
+cluster (docs/guide/regression.md, "Slow nodes").
 
 A node is a single-node run's :attr:`~hpctestlib_ml.report.history.Run.node`:
 its ``job_nodelist``, else ReFrame's ``.nid``

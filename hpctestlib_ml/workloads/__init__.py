@@ -9,7 +9,7 @@ model-info``, what ``hpcml prepare`` fetches for it, and its headline
 metric for the report's score. ``hpcml extract``, ``hpcml model-info``,
 ``hpcml prepare``, the report's score and the references' directions read
 the declarations found here (:func:`registered`); a new workload adds a
-module here and touches no shared file (README, "Adding a workload").
+module here and touches no shared file (docs/developer/adding_a_workload.rst).
 
 The component benchmarks (``collectives``, ``matmul_rate``, ``storage``:
 what training leans on, measured alone) are declared here the same way,
@@ -66,6 +66,10 @@ class Workload:
     headline: Headline
     #: ``(size, device or None) -> ModelInfo`` for ``hpcml model-info``.
     model_info: object = None
+    #: The MLPerf benchmark its program names in its log
+    #: (``submission_benchmark``), where it logs MLPerf events: how
+    #: ``hpcml extract`` tells one MLPerf workload's log from another's.
+    benchmark: str = ''
     #: ``(size, layout, batch, precision) -> (ModelInfo, MemoryEstimate)``
     #: where the workload estimates its memory its own way (else the
     #: generic estimate from :attr:`optimizer`).
@@ -96,6 +100,19 @@ class Workload:
     #: names a training change's likely cause (``network``, ``device
     #: compute``, ``file system``).
     explains: str = ''
+    #: The precisions its program trains in, as ``-S precision=`` names
+    #: them (the program's ``--precision`` choices): a tuple, or by the
+    #: kind of device (``{'cpu': (...), 'gpu': (...)}``) where that
+    #: decides; None where it trains in none (a component that takes no
+    #: precision). Checked at setup, before a job is written.
+    precisions: object = None
+
+    def precisions_on(self, device_kind):
+        ''':attr:`precisions` on a device of *device_kind* (``cpu`` or
+        ``gpu``); None where any is taken.'''
+        if isinstance(self.precisions, dict):
+            return tuple(self.precisions[device_kind])
+        return tuple(self.precisions) if self.precisions else None
 
     def test_class(self):
         '''The workload's ReFrame test class: ``<check>Training``, or a

@@ -106,7 +106,8 @@ WORKLOAD = Workload(
     name='alphafold2', check='AlphaFold2', program='alphafold2',
     parser=parser, headline=Headline('samples_per_second'),
     model_info=build_model_info, optimizer='adam',
+    benchmark='openfold',
     data="synthetic proteins (or a site's OpenFold data)",
     names_note='MLPerf HPC trains it with OpenFold, whose initial training '
                'the program ports',
-    packages=('mlperf-logging',))
+    packages=('mlperf-logging',), precisions=precisions.PROGRAM)

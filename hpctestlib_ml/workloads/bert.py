@@ -14,7 +14,8 @@ events as MLPerf Training 5.0's rules ask, read by the shared
 """
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, model_info, precisions, program_tables
+from hpctestlib_ml import (flops, inputs, model_info, precisions,
+                           program_tables)
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.parsers import mllog as parser
 from hpctestlib_ml.workloads import Headline, Workload
@@ -24,6 +25,15 @@ from hpctestlib_ml.workloads.mlperf import MLLogTraining
 #: max_predictions): the program's own table (``src/bert_pretrain/
 #: sizes.py``, read from the file, no torch).
 MODELS = program_tables.load('bert_pretrain', 'sizes').MODELS
+
+#: Counts published for a model that the program does not build: BERT-Large
+#: without the pooler and the next-sentence head (1,051,650 parameters),
+#: transformers' ``BertForMaskedLM`` at bert-large's shape, the count
+#: tables of model sizes often give; MLPerf trains both.
+PUBLISHED_PARAMS = {
+    'bert-large': ((335_174_458, "transformers' BertForMaskedLM at this "
+                                 "shape: no pooler or next-sentence head"),),
+}
 
 
 class BERTLargeTraining(MLLogTraining):
@@ -72,16 +82,15 @@ class BERTLargeTraining(MLLogTraining):
     tokenizer = variable(str, type(None), value=None)
 
     def finalize_settings(self):
-        if self.model not in MODELS:
-            raise BadInputError(f'unknown BERT model {self.model!r}: use '
-                                f'-S model= one of {", ".join(MODELS)}')
-        if self.optimizer not in ('lamb', 'adamw'):
-            raise BadInputError(f'unknown optimizer {self.optimizer!r}: use '
-                                f'-S optimizer=lamb or adamw')
         site = self.current_partition.extras.get('bert_data', {})
+        self.data_source = '-S data'
+        self.tokenizer_source = '-S tokenizer'
         if self.data is None:
+            self.data_source = "extras['bert_data']['data']"
             self.data = site.get('data', 'synthetic')
-            self.tokenizer = self.tokenizer or site.get('tokenizer')
+            if not self.tokenizer:
+                self.tokenizer_source = "extras['bert_data']['tokenizer']"
+                self.tokenizer = site.get('tokenizer')
         if self.data != 'synthetic' and not self.tokenizer:
             raise BadInputError(f'data {self.data} needs a WordPiece '
                                 f'tokenizer: set -S tokenizer=DIR')
@@ -89,6 +98,15 @@ class BERTLargeTraining(MLLogTraining):
          self.vocab, self.seq_length, self.max_predictions) = \
             MODELS[self.model]
         self.name_platform()
+
+    def input_paths(self):
+        '''The text file and its tokenizer, unless the data are
+        synthetic.'''
+        if self.data == 'synthetic':
+            return []
+        return [inputs.Input(self.data_source, self.data, 'file',
+                             words=('synthetic',)),
+                inputs.Input(self.tokenizer_source, self.tokenizer, 'dir')]
 
     def program_args(self):
         args = ['--model', self.model,
@@ -141,13 +159,16 @@ def build_model_info(size, device):
         'bert', size, name, model, inputs, forward_flops(name), device,
         f'BERT pretraining as MLPerf trains it: {layers} layers, hidden '
         f'{hidden}, vocabulary {vocab}, {seq} tokens, masked-LM head at '
-        f'{predictions} positions')
+        f'{predictions} positions',
+        published_params=PUBLISHED_PARAMS.get(name, ()))
 
 
 WORKLOAD = Workload(
     name='bert', check='BERTLarge', program='bert_pretrain', parser=parser,
     headline=Headline('samples_per_second'), model_info=build_model_info,
     optimizer='lamb',
+    benchmark='bert',
     data="synthetic token batches (or a site's text and tokenizer)",
     names_note='BERT-Large is the model MLPerf Training trains',
-    packages=('transformers', 'mlperf-logging'))
+    packages=('transformers', 'mlperf-logging'),
+    precisions=precisions.PROGRAM)

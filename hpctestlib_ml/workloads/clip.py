@@ -14,7 +14,7 @@ import pathlib
 
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, launch, model_info
+from hpctestlib_ml import flops, launch, model_info, precisions
 from hpctestlib_ml.paths import SRC_DIR
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
@@ -190,20 +190,20 @@ class MMoCLIPTraining(MLTrainingTest):
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's)
-    train_num_samples = variable(int, type(None), value=None)
+    train_num_samples = variable(str, int, type(None), value=None)
 
     #: Recompute activations in the backward pass (``--grad-checkpointing``).
     #:
     #: :type: :class:`bool` or :obj:`None`
     #: :default: :obj:`None` (the size's)
-    grad_checkpointing = variable(bool, type(None), value=None)
+    grad_checkpointing = variable(str, bool, type(None), value=None)
 
     #: Data-loader workers per rank; default: the rank's CPUs (as MMoCLIP's
     #: JUBE script), 0 on CPU partitions.
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the rank's CPUs on GPUs, 0 on CPUs)
-    workers = variable(int, type(None), value=None)
+    workers = variable(str, int, type(None), value=None)
 
     def fixed_work(self):
         return (f"MMoCLIP's rules fix {int(MMOCLIP_RULES['train_num_samples']):,} "
@@ -324,4 +324,5 @@ WORKLOAD = Workload(
     optimizer='adamw', data="OpenCLIP's synthetic dataset",
     names_note='MMoCLIP is the JUPITER Benchmark Suite\'s name of the '
                'benchmark; clip_train starts OpenCLIP\'s open_clip_train',
-    packages=('open-clip-torch[training]',))
+    packages=('open-clip-torch[training]',),
+    precisions=precisions.OPEN_CLIP)

@@ -27,16 +27,13 @@ generated: the bus bandwidth of one rank is 0 by definition.
 from reframe.core.builtins import performance_function, variable
 import reframe.utility.typecheck as typ
 
+from hpctestlib_ml import precisions
 from hpctestlib_ml.base import ComponentTest
-from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.parsers import nccl_tests as parser
 from hpctestlib_ml.workloads import Headline, Workload
 
 #: The operations, by their perflog name (``<name>_busbw_GBps``).
 OPERATIONS = dict(parser.SHORT)
-
-#: The buffers' precisions the program takes (nccl-tests' ``-d``).
-PRECISIONS = ('fp32', 'fp16', 'bf16')
 
 
 class CollectivesBenchmark(ComponentTest):
@@ -92,13 +89,13 @@ class CollectivesBenchmark(ComponentTest):
     #:
     #: :type: :class:`int`
     #: :default: ``2``
-    step_factor = variable(int, value=2)
+    step_factor = variable(str, int, value=2)
 
     #: Untimed operations of every size before the timing (``-w``).
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 5, ``tiny`` 1)
-    warmup_iters = variable(int, type(None), value=None)
+    warmup_iters = variable(str, int, type(None), value=None)
 
     #: Operations to run, of ``all_reduce``, ``all_gather``,
     #: ``reduce_scatter``.
@@ -108,14 +105,6 @@ class CollectivesBenchmark(ComponentTest):
     operations = variable(typ.List[str], value=[])
 
     def finalize_settings(self):
-        unknown = [op for op in self.operations if op not in OPERATIONS]
-        if unknown:
-            raise BadInputError(f'unknown operations {unknown}: use -S '
-                                f'operations= of {", ".join(OPERATIONS)}')
-        if self.precision not in PRECISIONS:
-            raise BadInputError(f'precision {self.precision}: the buffers '
-                                f'are one of {", ".join(PRECISIONS)}: fix '
-                                f'-S precision')
         self.operations = list(self.operations or OPERATIONS)
         for op, name in OPERATIONS.items():
             if op not in self.operations:
@@ -182,4 +171,5 @@ WORKLOAD = Workload(
     data="buffers on each rank's device",
     names_note='nccl-tests names its programs <op>_perf; the parser is '
                "nccl_tests (it reads nccl-tests' format), beside nccl, "
-               "which reads NCCL's own INFO log")
+               "which reads NCCL's own INFO log",
+    precisions=precisions.PROGRAM)

@@ -85,5 +85,6 @@ WORKLOAD = Workload(
     name='cosmoflow', check='CosmoFlow', program='cosmoflow', parser=parser,
     headline=Headline('samples_per_second'), model_info=build_model_info,
     optimizer='sgd_momentum',
+    benchmark='cosmoflow',
     data="synthetic cubes (or a site's NumPy samples)",
-    packages=('mlperf-logging',))
+    packages=('mlperf-logging',), precisions=precisions.PROGRAM)

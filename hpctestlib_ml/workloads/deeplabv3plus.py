@@ -91,7 +91,8 @@ WORKLOAD = Workload(
     name='deeplabv3plus', check='DeepLabV3Plus', program='deepcam',
     parser=parser, headline=Headline('samples_per_second'),
     model_info=build_model_info, optimizer='adamw',
+    benchmark='deepcam',
     data="synthetic climate fields (or a site's samples)",
     names_note='the network is DeepLabV3+; deepcam is the MLPerf HPC '
                'benchmark that trains it (mlcommons/hpc deepcam)',
-    packages=('mlperf-logging',))
+    packages=('mlperf-logging',), precisions=precisions.PROGRAM)

@@ -15,7 +15,8 @@ import tempfile
 
 from reframe.core.builtins import parameter, performance_function, variable
 
-from hpctestlib_ml import flops, image, model_info, paths, prepare
+from hpctestlib_ml import (flops, image, model_info, paths, precisions,
+                           prepare)
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.constants import GPU_FEATURE
@@ -24,7 +25,7 @@ from hpctestlib_ml.parsers import hf_trainer as parser
 from hpctestlib_ml.workloads import Headline, Workload
 
 #: Training precisions, a parameter of the check.
-PRECISIONS = ('fp32', 'fp16', 'bf16')
+PRECISIONS = precisions.PROGRAM
 
 
 def log_problems(log, world_size):
@@ -78,6 +79,7 @@ class GPT2FineTuneTraining(MLTrainingTest):
     #: Training precision: fp32, fp16 or bf16 (mixed, Trainer's --fp16 and
     #: --bf16); only fp32 on partitions without the ``gpu`` feature.
     train_precision = parameter(list(PRECISIONS))
+    precision_parameter = 'train_precision'
 
     #: ``tiny`` or a Hugging Face model name in the cache (``gpt2``).
     #:
@@ -101,7 +103,7 @@ class GPT2FineTuneTraining(MLTrainingTest):
     #:
     #: :type: :class:`float`
     #: :default: ``3.0``
-    epochs = variable(float, value=3.0)
+    epochs = variable(str, float, value=3.0)
 
     def fixed_work(self):
         return (f'the benchmark fine-tunes {self.epochs:g} epochs of '
@@ -235,4 +237,5 @@ WORKLOAD = Workload(
     parser=parser, headline=Headline('samples_per_second'),
     model_info=build_model_info, optimizer='adamw',
     prepare=prepare.prepare_gpt2_finetune,
-    packages=('transformers', 'accelerate', 'datasets'))
+    packages=('transformers', 'accelerate', 'datasets'),
+    precisions=precisions.PROGRAM)

@@ -6,7 +6,8 @@ for CPUs, for GPUs too, beside the data-sheet peak MFU divides by.
 FLOPs each, the queue drained before each clock read: the measurement
 ``hpcml cpu-peak`` and the GPU validation's probes share), on every rank's
 own device at once. Sizes: ``benchmark`` n 8192 (the GPU probes'), 10
-timed iterations of 10 products per precision after 3 warm-up ones, in
+timed iterations of 10 products per precision after 3 warm-up ones, or
+more of each so that the warm-up lasts 1 s and the timed ones 2 s, in
 bf16, fp16, tf32 and fp32 on GPUs; ``tiny`` n 512 on CPUs, fp32 only (the
 precision every workload trains in on CPUs, and the one MFU's CPU peak is
 measured in).
@@ -25,9 +26,9 @@ from reframe.core.builtins import performance_function, variable
 import reframe.utility.typecheck as typ
 from reframe.core.logging import getlogger
 
-from hpctestlib_ml import peaks
+from hpctestlib_ml import peaks, settings
+from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS, GPU_VENDORS
 from hpctestlib_ml.base import ComponentTest
-from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.parsers import matmul_rate as parser
 from hpctestlib_ml.workloads import Headline, Workload
 
@@ -35,8 +36,8 @@ from hpctestlib_ml.workloads import Headline, Workload
 DEVICE_PRECISIONS = {'cuda': ('bf16', 'fp16', 'tf32', 'fp32'),
                      'cpu': ('fp32',)}
 
-#: Every precision the program knows.
-KNOWN = ('bf16', 'fp16', 'tf32', 'fp32')
+#: Every precision the program knows (the variable's choices).
+KNOWN = settings.MATMUL_PRECISIONS
 
 
 def peak_table(model, precisions):
@@ -59,6 +60,30 @@ def describe_peaks(source, table, unit='TFLOP/s per GPU'):
     return f'{source}: {rates} {unit}'
 
 
+def math_mode_problems(figures, model, vendor):
+    '''Why the log's ``tf32``/``fp32`` rates did not run in their math
+    mode (the ``<precision>_tf32`` figures: what each rank's flags said):
+    ``tf32`` on IEEE fp32 products on an NVIDIA GPU with a TF32 peak
+    (``NVIDIA_TF32_OVERRIDE=0`` in the job's environment turns TF32 off in
+    cuBLAS whatever torch asks), whose rate would be judged against the
+    TF32 peak; ``fp32`` on TF32. *model*: the peak table's key, *vendor*
+    the GPUs' (``nvidia``, ``amd``; None on CPUs).'''
+    problems = []
+    has_tf32 = 'tf32' in DEVICE_PEAK_FLOPS.get(model, {})
+    if (figures.get('tf32_tf32') is False and vendor == 'nvidia' and
+            has_tf32):
+        problems.append(
+            'tf32_tflops ran IEEE fp32 products, not TF32 (is '
+            'NVIDIA_TF32_OVERRIDE=0 set for the job?): unset it, or leave '
+            'tf32 out (-S precisions=bf16,fp16,fp32)')
+    if figures.get('fp32_tf32') is True:
+        problems.append(
+            'fp32_tflops ran on TF32, not IEEE fp32: remove what turns '
+            'TF32 on for the job (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 with '
+            'an older torch)')
+    return problems
+
+
 class MatmulRateBenchmark(ComponentTest):
     '''Square matrix products per precision on every rank's device.
 
@@ -69,7 +94,7 @@ class MatmulRateBenchmark(ComponentTest):
          - none
        * - Variables
          - ``matrix_size``, ``products_per_iteration``, ``warmup_products``,
-           ``precisions``
+           ``warmup_seconds``, ``measure_seconds``, ``precisions``
        * - Metrics
          - ``fp32_tflops``, ``tf32_tflops``, ``bf16_tflops``,
            ``fp16_tflops`` (TFLOP/s per device, the ranks' mean; those
@@ -85,10 +110,17 @@ class MatmulRateBenchmark(ComponentTest):
     sizes = {
         # 512: at 256 a 2-core VM's products took under a millisecond,
         # and thread start-up and noise moved the rate 10-fold.
+        # Counts only: the CPU default stays a few seconds.
         'tiny': {'matrix_size': 512, 'steps': 5, 'products_per_iteration': 8,
-                 'warmup_products': 4, 'time_limit': '10m'},
+                 'warmup_products': 4, 'warmup_seconds': 0.0,
+                 'measure_seconds': 0.0, 'time_limit': '10m'},
+        # 10 x 10 n 8192 bf16 products took 0.14 s on an H200 (790
+        # TFLOP/s), after 4 ms of warm-up: too short for its clocks and
+        # power to settle; at least 1 s of warm-up and 2 s timed per
+        # precision instead.
         'benchmark': {'matrix_size': 8192, 'steps': 10,
                       'products_per_iteration': 10, 'warmup_products': 3,
+                      'warmup_seconds': 1.0, 'measure_seconds': 2.0,
                       'time_limit': '10m'},
         # The benchmark's iterations, not the training checks' 100
         # steps (sizes.SHORT_SIZE).
@@ -99,20 +131,35 @@ class MatmulRateBenchmark(ComponentTest):
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 8192, ``tiny`` 512)
-    matrix_size = variable(int, type(None), value=None)
+    matrix_size = variable(str, int, type(None), value=None)
 
     #: Products timed together in one iteration (``steps`` iterations per
     #: precision).
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 10, ``tiny`` 8)
-    products_per_iteration = variable(int, type(None), value=None)
+    products_per_iteration = variable(str, int, type(None), value=None)
 
     #: Untimed products before each precision's timed ones.
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 3, ``tiny`` 4)
-    warmup_products = variable(int, type(None), value=None)
+    warmup_products = variable(str, int, type(None), value=None)
+
+    #: Least seconds of untimed products before each precision's timed
+    #: ones (more than ``warmup_products`` where these take less).
+    #:
+    #: :type: :class:`float` or :obj:`None`
+    #: :default: :obj:`None` (the size's: 1.0, ``tiny`` 0.0)
+    warmup_seconds = variable(str, float, type(None), value=None)
+
+    #: Least seconds that each precision's timed iterations last together:
+    #: more products per iteration than ``products_per_iteration`` where
+    #: these would take less, at the rate the warm-up measured.
+    #:
+    #: :type: :class:`float` or :obj:`None`
+    #: :default: :obj:`None` (the size's: 2.0, ``tiny`` 0.0)
+    measure_seconds = variable(str, float, type(None), value=None)
 
     #: Precisions to measure, of ``bf16``, ``fp16``, ``tf32``, ``fp32``.
     #:
@@ -123,10 +170,6 @@ class MatmulRateBenchmark(ComponentTest):
     def finalize_settings(self):
         '''The precisions of the device, the figures of each and the
         peaks they are set against (:attr:`mfu_peak`).'''
-        unknown = [p for p in self.precisions if p not in KNOWN]
-        if unknown:
-            raise BadInputError(f'unknown precisions {unknown}: use -S '
-                                f'precisions= of {", ".join(KNOWN)}')
         self.precisions = list(self.precisions or
                                DEVICE_PRECISIONS[self.device])
         for precision in KNOWN:
@@ -181,6 +224,8 @@ class MatmulRateBenchmark(ComponentTest):
                 '--iterations', self.steps,
                 '--products', self.products_per_iteration,
                 '--warmup', self.warmup_products,
+                '--warmup-seconds', self.warmup_seconds,
+                '--measure-seconds', self.measure_seconds,
                 '--precisions', ','.join(self.precisions)]
         if not self.uses_gpus:
             args.append('--cpu')
@@ -189,8 +234,13 @@ class MatmulRateBenchmark(ComponentTest):
     def component_problems(self, log):
         missing = [p for p in self.precisions
                    if log.figures.get(f'{p}_tflops') is None]
+        model = self.partition_gpu_model()
+        vendor = (GPU_VENDORS.get(model) or
+                  self.current_partition.extras.get('gpu_vendor')
+                  if self.uses_gpus else None)
         return ([f'no rate of {", ".join(missing)} in the log']
-                if missing else [])
+                if missing else []) + math_mode_problems(log.figures,
+                                                         model, vendor)
 
     @performance_function('TFLOP/s')
     def fp32_tflops(self):

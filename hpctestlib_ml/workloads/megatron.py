@@ -70,13 +70,69 @@ stage, i.e. 2 virtual stages per rank), which neither the suite's command
 nor the fallback has (a plain 1F1B pipeline: the non-interleaved bubble);
 context parallel is 1 in both. CSCS also tokenises with the Swiss AI
 tokenizer, not Llama 3's.
+
+GPT-J 6B (``gptj-6B``; benchmark size only, like Llama 3): EleutherAI's
+model (kingoflolz/mesh-transformer-jax, ``configs/6B_roto_256.json`` and
+``mesh_transformer/layers.py``; transformers' ``modeling_gptj``): 28
+layers, hidden 4096, 16 heads of 256, an FFN of 16384 with biases and
+GeLU, rotary embeddings on the first 64 dimensions of each head, pairs of
+neighbouring dimensions rotated (``rotate_every_two``), no biases on the
+query, key, value and output projections, one LayerNorm per layer feeding
+attention and MLP in parallel (x + attn(ln(x)) + mlp(ln(x))), an untied
+output layer with a bias, vocabulary 50,400 (GPT-2's 50,257 BPE tokens
+padded for 8 shards), sequence 2048, no dropout.
+
+Megatron-Core 0.16.1 expresses the rotary part exactly (``--rotary-percent
+0.25 --rotary-interleaved``: 64 of 256 dimensions, neighbouring pairs) but
+not the layer; what it builds instead, the same in Megatron-LM and in the
+fallback, is logged with every result (perflog ``departures``,
+:data:`GPTJ_DEPARTURES`, :func:`model_departures`):
+
+- its ``TransformerLayer`` has only the sequential residual: attention,
+  then the MLP, each behind its own LayerNorm (28 x 8,192 parameters
+  more); the matrix products, and so the FLOPs, are GPT-J's;
+- ``add_bias_linear`` is one switch for every linear layer: kept on (GPT-J's
+  MLP has biases), it puts biases on QKV and the attention output too
+  (28 x 16,384 more);
+- GPTModel's output layer has no bias (50,400 fewer);
+- the vocabulary is padded as Megatron-LM pads it: 50,432 at TP 1 and 2
+  (2 x 32 x 4,096 more, embedding and output layer);
+- GeLU is exact (``F.gelu``, Megatron-LM's for Megatron-Core models; its
+  ``--openai-gelu`` reaches only the legacy model), GPT-J's the tanh
+  approximation: no parameter or FLOP changes.
+
+Parameters: the fallback builds 6,051,782,656 at TP 1 (``hpcml model-info
+megatron --size gptj-6B``). GPT-J's own counts: 6,050,882,784, transformers'
+``GPTJForCausalLM`` from a default ``GPTJConfig`` (the checkpoint as
+published on the Hugging Face Hub); this build is 899,872 more, the sum of
+the departures above (229,376 + 458,752 - 50,400 + 262,144). The model
+card's 6,053,381,344 (mesh-transformer-jax README) counts the JAX model's
+parameters over its 8 model-parallel shards (``tree_size`` of the sharded
+state): 7 extra copies of the replicated LayerNorms (29 x 8,192 each) and
+of the MLP output bias (28 x 4,096 each: every shard adds its own before
+the all-reduce), and the embedding's bias (8 x 4,096; a one-hot ``Linear``
+there), which ``to_hf_weights.py`` sums over the shards and folds into the
+word embeddings: 1,662,976 + 802,816 + 32,768 = 2,498,560 more than
+transformers'.
+
+Layout: TP 1, PP 1 (as CSCS runs the larger Llama 3 8B; GPT-J's own 8-way
+model parallelism, ``cores_per_replica`` 8, served TPU v3 cores of 16 GB:
+``-S tensor_parallel=8`` runs it so), micro batch 1 and global batch 512,
+GPT-J's own (``per_replica_batch`` 1 x 16 gradient accumulation steps x 32
+replicas on a TPU v3-256: 1M tokens a step), bf16. Mock data only, with its
+50,400-token vocabulary (the sites' indexed datasets are tokenised for
+GPT-2's 50,257, which Megatron-LM would pad to 50,304). With Megatron-LM
+itself, a checkout from February 2024 on: ``--rotary-interleaved`` came
+then (NVIDIA/Megatron-LM 260c4f2; CARAML's pin, f772743 of October 2023,
+has none); ``--no-rope-fusion`` goes with it, since the fused RoPE takes
+interleaved pairs only with Transformer Engine 2.3 or newer.
 """
-import math
 
 from reframe.core.builtins import (parameter, performance_function,
                                    run_after, run_before, variable)
 
-from hpctestlib_ml import caraml, flops, memory_estimate, model_info
+from hpctestlib_ml import (caraml, flops, inputs, memory_estimate,
+                           model_info, precisions)
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError, positive_int
 from hpctestlib_ml.plugins.placement import partition_facts
@@ -102,12 +158,50 @@ LLAMA3 = {'normalization': 'RMSNorm', 'norm_epsilon': 1e-5, 'swiglu': True,
           'disable_bias_linear': True, 'rotary_base': 500000,
           'untie_embeddings': True, 'dropout': 0.0, 'vocab': LLAMA3_VOCAB}
 
+#: GPT-J's embedding rows: GPT-2's 50,257 BPE tokens padded to a multiple
+#: of its 8 model-parallel shards (mesh-transformer-jax ``n_vocab``).
+GPTJ_VOCAB = 50400
+
+#: GPT-J 6B in Megatron-LM's terms: 64 of each head's 256 dimensions
+#: rotated, neighbouring pairs (``rotate_every_two``), a separate output
+#: layer, no dropout (GPT-J trained without; transformers' ``GPTJConfig``
+#: defaults to 0.0); its FFN of 4h with biases and GeLU is Megatron-LM's.
+GPTJ = {'rotary_percent': 0.25, 'rotary_interleaved': True,
+        'untie_embeddings': True, 'dropout': 0.0, 'vocab': GPTJ_VOCAB}
+
+#: GPT-J 6B's published parameter counts, neither of which Megatron-Core
+#: builds (the module docstring): (count, whose and what it counts).
+GPTJ_PUBLISHED_PARAMS = (
+    (6_050_882_784, "transformers' GPTJForCausalLM from a default GPTJConfig "
+                    "(the Hub's checkpoint)"),
+    (6_053_381_344, "GPT-J's model card (mesh-transformer-jax): its 8 "
+                    "shards' parameters, with 7 more copies of every "
+                    "LayerNorm and MLP output bias, and the embedding's "
+                    "bias"),
+)
+
+#: Where the model Megatron-Core builds for ``gptj-6B`` departs from GPT-J
+#: (the module docstring; the vocabulary's padding is added by
+#: :func:`model_departures`), as the perflog's ``departures`` and ``hpcml
+#: model-info`` say it.
+GPTJ_DEPARTURES = (
+    'GPT-J layer as attention then MLP, each behind its own LayerNorm '
+    '(GPT-J: both from one LayerNorm, in parallel; Megatron-Core has no '
+    'parallel residual)',
+    'biases on QKV and the attention output (GPT-J: none; '
+    'add_bias_linear is one switch, kept for its MLP biases)',
+    'no output-layer bias (GPTModel builds none)',
+    'exact GeLU (GPT-J: tanh approximation)',
+)
+
 #: Model sizes: shape, vocabulary (before padding), parallelism (TP, PP)
 #: and micro batch per GPU; ``global_batch``: the default global batch
 #: where CARAML has none (:func:`hpctestlib_ml.caraml.global_batch`). The
 #: CARAML sizes are its benchmark's; ``tiny`` is the suite's CPU stand-in;
-#: the Llama 3 sizes and their layout and batch are CSCS's (see the module
-#: docstring), trained with CARAML's other arguments (bf16).
+#: the Llama 3 sizes and their layout and batch are CSCS's, GPT-J's batch
+#: its own (see the module docstring), trained with CARAML's other
+#: arguments (bf16); ``departures`` and ``published_params``: where the
+#: model built departs from the published one, and the published counts.
 MODELS = {
     'tiny': {'num_layers': 2, 'hidden_size': 256, 'num_attention_heads': 4,
              'seq_length': 128, 'vocab': GPT2_VOCAB, 'tp': 1, 'pp': 1,
@@ -130,6 +224,12 @@ MODELS = {
                    'num_attention_heads': 64, 'num_query_groups': 8,
                    'ffn_hidden_size': 28672, 'seq_length': 8192, **LLAMA3,
                    'tp': 4, 'pp': 8, 'micro_batch': 1, 'global_batch': 1024},
+    'gptj-6B': {'num_layers': 28, 'hidden_size': 4096,
+                'num_attention_heads': 16, 'ffn_hidden_size': 16384,
+                'seq_length': 2048, **GPTJ, 'tp': 1, 'pp': 1,
+                'micro_batch': 1, 'global_batch': 512,
+                'departures': GPTJ_DEPARTURES,
+                'published_params': GPTJ_PUBLISHED_PARAMS},
 }
 
 #: Iterations at benchmark and short size (``-S steps=`` changes them).
@@ -155,9 +255,9 @@ def model_arguments(shape, position_embedding_type=CARAML_POSITION_EMBEDDING,
             '--seq-length', shape['seq_length'],
             '--max-position-embeddings', shape['seq_length'],
             '--position-embedding-type', position_embedding_type]
-    # 13B's --ffn-hidden-size (CARAML's modelargs, 4h), and Llama 3's
-    # architecture (absent from the GPT sizes, whose arguments stay
-    # Megatron-LM's defaults).
+    # 13B's --ffn-hidden-size (CARAML's modelargs, 4h), and Llama 3's and
+    # GPT-J's architecture (absent from the GPT sizes, whose arguments
+    # stay Megatron-LM's defaults).
     if shape.get('ffn_hidden_size'):
         args += ['--ffn-hidden-size', shape['ffn_hidden_size']]
     if shape.get('num_query_groups'):
@@ -172,6 +272,13 @@ def model_arguments(shape, position_embedding_type=CARAML_POSITION_EMBEDDING,
         args.append('--disable-bias-linear')
     if shape.get('rotary_base'):
         args += ['--rotary-base', shape['rotary_base']]
+    if shape.get('rotary_percent'):
+        args += ['--rotary-percent', shape['rotary_percent']]
+    if shape.get('rotary_interleaved'):
+        # Megatron-LM fuses RoPE by default, and its TransformerConfig
+        # refuses interleaved pairs with the fused kernel unless
+        # Transformer Engine is 2.3 or newer (ValueError at start-up).
+        args += ['--rotary-interleaved', '--no-rope-fusion']
     if shape.get('dropout') is not None:
         args += ['--attention-dropout', shape['dropout'],
                  '--hidden-dropout', shape['dropout']]
@@ -224,8 +331,9 @@ def flops_per_token(shape, vocab):
 
 def default_global_batch(size, micro_batch, data_parallel):
     '''The global batch a case of model *size* runs by default: CARAML's,
-    else the size's ``global_batch`` (Llama 3: CSCS's), else 8 (``tiny``),
-    rounded to a multiple of micro batch x data parallel (one at least).'''
+    else the size's ``global_batch`` (Llama 3: CSCS's; GPT-J: its own),
+    else 8 (``tiny``), rounded to a multiple of micro batch x data
+    parallel (one at least).'''
     target = (caraml.global_batch(size, micro_batch, data_parallel) or
               MODELS[size].get('global_batch', 8))
     per_step = micro_batch * data_parallel
@@ -267,9 +375,9 @@ def forward_flops_per_sequence(shape, vocab):
             flops.TRAINING_FACTOR)
 
 
-def padded_vocab(vocab, tp, divisible_by=128):
-    multiple = divisible_by * tp
-    return int(math.ceil(vocab / multiple) * multiple)
+#: Megatron-LM's vocabulary padding: :func:`~hpctestlib_ml.flops.
+#: megatron_padded_vocab` (the log parser pads a stated vocabulary so too).
+padded_vocab = flops.megatron_padded_vocab
 
 
 def log_problems(log, train_iters, world_size):
@@ -311,13 +419,29 @@ def model_fits(model_size, size, scale, facts, num_nodes=None):
     return True
 
 
-def departures(data, log_text):
+def model_departures(shape, vocab):
+    '''Where the model Megatron builds for *shape* (an entry of
+    :data:`MODELS`) with the padded *vocab* departs from the published
+    model: the shape's ``departures`` and, where it has any, the padding of
+    its vocabulary (the CARAML and Llama 3 sizes have none: they are
+    Megatron-LM's models, or Meta's exactly).'''
+    found = list(shape.get('departures', ()))
+    if found and vocab != shape['vocab']:
+        found.append(f'vocabulary padded {shape["vocab"]} -> {vocab} '
+                     f'(Megatron-LM\'s multiple of 128 x TP)')
+    return found
+
+
+def departures(data, log_text, shape=None, vocab=None):
     '''The ``departures`` of a run: mock data where CARAML trains on
-    OSCAR, and what the Megatron-Core fallback says it runs otherwise than
-    Megatron-LM would (its ``departures from Megatron-LM`` line); 'none'
-    where neither.'''
+    OSCAR, where the model departs from the published one
+    (:func:`model_departures` of *shape* and *vocab*), and what the
+    Megatron-Core fallback says it runs otherwise than Megatron-LM would
+    (its ``departures from Megatron-LM`` line); 'none' where none.'''
     found = [] if data.get('data_path') else [
         "mock data (no extras['megatron_data'] or -S data_path)"]
+    if shape is not None:
+        found += model_departures(shape, vocab)
     match = parser.departures(log_text)
     if match:
         found.append(match)
@@ -404,16 +528,16 @@ class MegatronGPTTraining(MLTrainingTest):
         'short': {'steps': BENCHMARK_ITERATIONS},
     }
 
-    #: Model: ``tiny`` (CPU stand-in), a CARAML size (800M, 13B, 175B) or
-    #: Llama 3 (llama3-8B, llama3-70B).
+    #: Model: ``tiny`` (CPU stand-in), a CARAML size (800M, 13B, 175B),
+    #: Llama 3 (llama3-8B, llama3-70B) or GPT-J (gptj-6B).
     model_size = parameter(list(MODELS))
 
     #: Samples per iteration over all ranks; default: CARAML's
     #: (:func:`hpctestlib_ml.caraml.global_batch`: 32 for 800M, data
     #: parallel x micro batch x 64 for 13B and 175B), CSCS's for Llama 3
-    #: (128 and 1024), 8 for ``tiny``, rounded to a multiple of micro
-    #: batch x data-parallel size. CARAML sweeps 800M's from 16 to 4096
-    #: (its JEDI row: 2048).
+    #: (128 and 1024), GPT-J's own for gptj-6B (512), 8 for ``tiny``,
+    #: rounded to a multiple of micro batch x data-parallel size. CARAML
+    #: sweeps 800M's from 16 to 4096 (its JEDI row: 2048).
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (see above)
@@ -450,7 +574,7 @@ class MegatronGPTTraining(MLTrainingTest):
     #:
     #: :type: :class:`bool`
     #: :default: :obj:`False`
-    untie_embeddings = variable(bool, value=False)
+    untie_embeddings = variable(str, bool, value=False)
 
     #: Megatron indexed dataset (path prefix); default: the partition's
     #: ``extras['megatron_data']['data_path']``; none: mock data.
@@ -495,12 +619,34 @@ class MegatronGPTTraining(MLTrainingTest):
             self.model_size, self.layout.world_size, self.batch_size,
             self.tensor_parallel, self.pipeline_parallel,
             self.global_batch_size)
+        self.input_sources = {
+            'megatron_lm': ('-S megatron_lm' if self.megatron_lm else
+                            "extras['megatron_lm']"),
+            'data_path': ('-S data_path' if self.data_path else
+                          "extras['megatron_data']['data_path']")}
         self.megatron_lm, self.data = program_and_data(
             self.model_size, self.current_partition.extras,
             self.megatron_lm, self.data_path)
         self.vocab = padded_vocab(model['vocab'], self.tp)
         self.train_iters = self.steps
         self.env_vars.update(caraml.ENVIRONMENT)
+
+    def input_paths(self):
+        '''The Megatron-LM checkout (its ``pretrain_gpt.py``) and the
+        indexed dataset with its vocabulary, where set.'''
+        found = []
+        if self.megatron_lm:
+            found.append(inputs.Input(self.input_sources['megatron_lm'],
+                                      self.megatron_lm, 'dir',
+                                      holds=('pretrain_gpt.py',)))
+        if self.data.get('data_path'):
+            found.append(inputs.Input(self.input_sources['data_path'],
+                                      self.data['data_path'], 'prefix'))
+            found += [inputs.Input(f"extras['megatron_data'][{name!r}]",
+                                   self.data[name], 'file')
+                      for name in ('vocab_file', 'merge_file')
+                      if self.data.get(name)]
+        return found
 
     def memory_estimate(self):
         '''Per-device memory of the first pipeline stage, as this case
@@ -540,7 +686,8 @@ class MegatronGPTTraining(MLTrainingTest):
 
     @run_before('performance')
     def log_departures(self):
-        self.departures = departures(self.data, self.log_text())
+        self.departures = departures(self.data, self.log_text(),
+                                     self.model, self.vocab)
 
     def flops_per_token(self):
         return flops_per_token(self.model, self.vocab)
@@ -602,7 +749,7 @@ def build_model_info(size, device):
     vocab = padded_vocab(shape['vocab'], shape['tp'])
     model_info.programs_importable()
     import torch
-    from gpt_pretrain import cpu_patches, mcore_train
+    from gpt_pretrain import cpu_patches, layer_spec, mcore_train
     # Always meta: RoPE's frequencies would not follow a move.
     device = 'meta'
     args = mcore_train.parse_args(
@@ -613,13 +760,18 @@ def build_model_info(size, device):
          '--tensor-model-parallel-size', str(shape['tp'])])
     cpu_patches.apply()
     seq = shape['seq_length']
-    with model_info.single_process_group():
+    # On any node the same layers, built and run on meta with no CUDA
+    # (cpu_patches.device_free): a GPU node's unseeded CUDA RNG tracker
+    # refused the attention's dropout there (Storage on an H100).
+    with model_info.single_process_group(), cpu_patches.device_free():
         from megatron.core import parallel_state
         # The whole model: tensor parallel 1, with the vocabulary padded
         # for the size's TP, which is what all TP ranks together hold.
         parallel_state.initialize_model_parallel(1, 1)
         try:
-            model = mcore_train.build_model(args, vocab, device=device)
+            model = mcore_train.build_model(
+                args, vocab, device=device,
+                choice=layer_spec.choose(args, on_gpu=False))
 
             def inputs(dev):
                 return (torch.zeros(1, seq, dtype=torch.long, device=dev),
@@ -634,6 +786,11 @@ def build_model_info(size, device):
                      f'{"no " if not args.add_bias_linear else ""}biases, '
                      f'RoPE base {args.rotary_base}'
                      if args.normalization != 'LayerNorm' else '')
+            head = args.hidden_size // args.num_attention_heads
+            pairs = ', neighbouring pairs' if args.rotary_interleaved else ''
+            rotary = (f' on {int(head * args.rotary_percent)} of {head} '
+                      f'dimensions a head{pairs}'
+                      if args.rotary_percent < 1 else '')
             tied = ('untied' if args.untie_embeddings_and_output_weights
                     else 'tied')
             return model_info.torch_info(
@@ -642,8 +799,10 @@ def build_model_info(size, device):
                 f'Megatron-Core GPTModel, {shape["num_layers"]} layers, '
                 f'hidden {shape["hidden_size"]}, {seq} tokens, vocabulary '
                 f'{vocab} (padded for TP {shape["tp"]}), '
-                f'{args.position_embedding_type} positions{llama}, output '
-                f'layer {tied}')
+                f'{args.position_embedding_type} positions{rotary}{llama}, '
+                f'output layer {tied}',
+                published_params=shape.get('published_params', ()),
+                departures=tuple(model_departures(shape, vocab)))
         finally:
             parallel_state.destroy_model_parallel()
 
@@ -675,4 +834,4 @@ WORKLOAD = Workload(
     data="Megatron's mock data (or a site's indexed dataset)",
     names_note='gpt_pretrain runs Megatron-LM\'s pretrain_gpt.py, or '
                'Megatron-Core where no checkout is configured',
-    packages=('megatron-core',))
+    packages=('megatron-core',), precisions=precisions.PROGRAM)

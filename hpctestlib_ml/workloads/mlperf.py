@@ -4,7 +4,7 @@ BERT, CosmoFlow (and DeepCAM, OpenFold). The events are read by
 they share."""
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import precisions
+from hpctestlib_ml import inputs, precisions
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import mllog as parser
@@ -55,11 +55,20 @@ class MLLogTraining(MLTrainingTest):
         return True
 
     def finalize_settings(self):
+        self.data_source = '-S data'
         if self.data is None:
+            self.data_source = f'extras[{self.data_extra!r}]'
             self.data = self.current_partition.extras.get(self.data_extra,
                                                           'synthetic')
         self.reference_precision = precisions.reference(self.workload)
         self.name_platform()
+
+    def input_paths(self):
+        '''The dataset's directory, unless the data are synthetic.'''
+        if self.data == 'synthetic':
+            return []
+        return [inputs.Input(self.data_source, self.data, 'dir',
+                             words=('synthetic',))]
 
     def name_platform(self):
         '''The MLLOG ``submission_platform``: the system and partition.'''

@@ -22,7 +22,7 @@ import os
 
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, model_info
+from hpctestlib_ml import flops, inputs, model_info, precisions, settings
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.metrics import common_problems
@@ -30,7 +30,7 @@ from hpctestlib_ml.parsers import tf_cnn_benchmarks as parser
 from hpctestlib_ml.workloads import Headline, Workload
 
 #: The programs that train ResNet-50 here (``-S implementation=``).
-IMPLEMENTATIONS = ('keras', 'tf_cnn_benchmarks')
+IMPLEMENTATIONS = settings.RESNET50_IMPLEMENTATIONS
 
 
 def log_problems(log, steps, world_size):
@@ -85,7 +85,7 @@ class ResNet50TFTraining(MLTrainingTest):
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's)
-    image_size = variable(int, type(None), value=None)
+    image_size = variable(str, int, type(None), value=None)
 
     #: ``synthetic`` or a directory of ImageNet TFRecords; default: the
     #: partition's ``extras['imagenet_tfrecords']``, else synthetic.
@@ -105,12 +105,10 @@ class ResNet50TFTraining(MLTrainingTest):
         return self.implementation != 'tf_cnn_benchmarks'
 
     def finalize_settings(self):
-        if self.implementation not in IMPLEMENTATIONS:
-            raise BadInputError(
-                f'implementation {self.implementation!r}: use one of '
-                f'{", ".join(IMPLEMENTATIONS)} (-S implementation=...)')
         extras = self.current_partition.extras
+        self.data_source = '-S data'
         if self.data is None:
+            self.data_source = "extras['imagenet_tfrecords']"
             self.data = extras.get('imagenet_tfrecords', 'synthetic')
         if self.implementation == 'tf_cnn_benchmarks':
             directory = extras.get('tf_cnn_benchmarks')
@@ -120,8 +118,24 @@ class ResNet50TFTraining(MLTrainingTest):
                     f"extras['tf_cnn_benchmarks'] (the directory of "
                     f'tf_cnn_benchmarks.py): add it to the site config, or '
                     f'run -S implementation=keras')
+            if self.precision not in ('fp32', 'fp16'):
+                raise BadInputError(
+                    f'precision {self.precision}: tf_cnn_benchmarks trains '
+                    f'fp32, or fp16 (--use_fp16): use -S precision=fp32 or '
+                    f'fp16, or -S implementation=keras')
             self.python_path = [directory]
             self.program = 'tf_cnn_benchmarks'
+
+    def input_paths(self):
+        '''The TFRecords' directory (unless the data are synthetic) and
+        tf_cnn_benchmarks' own.'''
+        found = [] if self.data == 'synthetic' else [inputs.Input(
+            self.data_source, self.data, 'dir', words=('synthetic',))]
+        if self.implementation == 'tf_cnn_benchmarks':
+            found.append(inputs.Input("extras['tf_cnn_benchmarks']",
+                                      self.python_path[0], 'dir',
+                                      holds=('tf_cnn_benchmarks.py',)))
+        return found
 
     def program_args(self):
         if self.implementation == 'tf_cnn_benchmarks':
@@ -198,4 +212,5 @@ WORKLOAD = Workload(
     model_info=build_model_info, optimizer='sgd_momentum',
     data="synthetic images (or a site's ImageNet TFRecords)",
     names_note='TF: TensorFlow (Keras, or tf_cnn_benchmarks), beside '
-               'torchvision_resnet50')
+               'torchvision_resnet50',
+    precisions=precisions.PROGRAM)

@@ -27,7 +27,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import performance_function, run_before, variable
 import reframe.utility.typecheck as typ
 
-from hpctestlib_ml import launch, state_size
+from hpctestlib_ml import launch, settings, state_size
 from hpctestlib_ml.base import ComponentTest
 from hpctestlib_ml.errors import BadInputError, positive_int
 from hpctestlib_ml.parsers import storage_bench as parser
@@ -35,8 +35,7 @@ from hpctestlib_ml.paths import CACHE_DIR
 from hpctestlib_ml.workloads import Headline, Workload
 
 #: The data formats, by the workload that reads each.
-FORMATS = {'npy': 'cosmoflow', 'npz': 'deeplabv3plus',
-           'tfrecord': 'resnet50', 'text': 'gpt2_finetune'}
+FORMATS = settings.STORAGE_FORMATS
 
 #: The operations, as the perflog names their rates.
 OPERATIONS = tuple(f'read_{f}' for f in FORMATS) + ('checkpoint_write',
@@ -65,6 +64,10 @@ class StorageBenchmark(ComponentTest):
          - ``storage_dir``
     '''
 
+    #: It moves data only: its ranks hold no device memory (Gloo, no
+    #: CUDA context), so no ``gpu_mem_peak_MiB`` on any partition.
+    reports_gpu_memory = False
+
     workload = 'storage'
     program = 'storage_bench'
     sizes = {
@@ -92,7 +95,7 @@ class StorageBenchmark(ComponentTest):
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 1 GiB, ``tiny`` 4 MiB)
-    data_bytes_per_rank = variable(int, type(None), value=None)
+    data_bytes_per_rank = variable(str, int, type(None), value=None)
 
     #: The workload whose model's state the checkpoint holds.
     #:
@@ -111,13 +114,9 @@ class StorageBenchmark(ComponentTest):
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None`: the model's parameters and optimizer state
     #:     in fp32 (:mod:`hpctestlib_ml.state_size`)
-    checkpoint_bytes = variable(int, type(None), value=None)
+    checkpoint_bytes = variable(str, int, type(None), value=None)
 
     def finalize_settings(self):
-        unknown = [f for f in self.formats if f not in FORMATS]
-        if unknown:
-            raise BadInputError(f'unknown formats {unknown}: use -S '
-                                f'formats= of {", ".join(FORMATS)}')
         self.formats = list(self.formats or FORMATS)
         self.data_bytes_per_rank = positive_int('data_bytes_per_rank',
                                                 self.data_bytes_per_rank)

@@ -14,17 +14,11 @@ records. ``benchmark`` size: EESSI's defaults (batch 32 per GPU, 224 px,
 """
 from reframe.core.builtins import performance_function, variable
 
-from hpctestlib_ml import flops, model_info
+from hpctestlib_ml import flops, model_info, precisions
 from hpctestlib_ml.base import MLTrainingTest
-from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import torchvision_bench as parser
 from hpctestlib_ml.workloads import Headline, Workload
-
-#: What ``--use-amp`` autocasts to on each device (torch.autocast's
-#: defaults, which EESSI's script leaves).
-AMP_PRECISION = {'cuda': 'fp16', 'cpu': 'bf16'}
-
 
 def log_problems(log, steps, world_size):
     '''One-line reasons why a log of the program (a :class:`~hpctestlib_ml.
@@ -80,7 +74,7 @@ class TorchvisionResNet50Training(MLTrainingTest):
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 224, ``tiny`` 32)
-    image_size = variable(int, type(None), value=None)
+    image_size = variable(str, int, type(None), value=None)
 
     #: Steps timed together, one figure each (``--num-batches-per-iter``);
     #: where it does not divide the steps, the largest divisor below it
@@ -88,13 +82,13 @@ class TorchvisionResNet50Training(MLTrainingTest):
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 10, ``tiny`` 2)
-    batches_per_iteration = variable(int, type(None), value=None)
+    batches_per_iteration = variable(str, int, type(None), value=None)
 
     #: Untimed steps before them (``--num-warmup-batches``).
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the size's: 10, ``tiny`` 1)
-    warmup_batches = variable(int, type(None), value=None)
+    warmup_batches = variable(str, int, type(None), value=None)
 
     def prints_rank_compute(self):
         '''Its program times each rank's forward passes
@@ -104,13 +98,6 @@ class TorchvisionResNet50Training(MLTrainingTest):
     def finalize_settings(self):
         self.batches_per_iteration = batches_per_iteration(
             self.steps, self.batches_per_iteration)
-        amp = AMP_PRECISION[self.device]
-        if self.precision not in ('fp32', amp):
-            raise BadInputError(
-                f'precision {self.precision}: the program trains fp32, or '
-                f'with --use-amp {amp} on this {self.device.upper()} '
-                f'partition (autocast\'s default): use -S precision=fp32 or '
-                f'{amp}')
 
     def program_args(self):
         args = ['--batch-size', self.batch_size,
@@ -177,4 +164,5 @@ WORKLOAD = Workload(
     name='torchvision_resnet50', check='TorchvisionResNet50',
     program='torchvision_resnet50', parser=parser,
     headline=Headline('images_per_second'), model_info=build_model_info,
-    optimizer='sgd', data='one synthetic batch per rank, made on its device')
+    optimizer='sgd', data='one synthetic batch per rank, made on its device',
+    precisions=precisions.TORCHVISION)

@@ -27,6 +27,7 @@ import torch
 
 from alphafold2.proteins import build_model, synthetic_proteins
 from alphafold2.sizes import SIZES
+import input_paths
 from mlperf_train import argument_parser, run_main
 
 #: Learning rate, Adam's epsilon, the gradient clip and the weight
@@ -65,15 +66,16 @@ def lddt_ca(out, target):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    input_paths.require_data('alphafold2', args.data)
     from alphafold2 import losses
     from mlperf_train import (Batches, autocast, grad_scaler,
                               log_evaluation, log_setup, start, stop, train,
                               to_device, wrap_ddp)
     size = SIZES[args.size]
     # Open at every size: the loss has no side-chain FAPE and no chi-angle
-    # loss (README), whose closed-rule weights (0.5, 1.0) the log would
-    # otherwise claim; every other closed rule holds at the reference size
-    # (tests/test_compliance.py).
+    # loss (docs/workloads/alphafold2.md), whose closed-rule weights (0.5,
+    # 1.0) the log would otherwise claim; every other closed rule holds at
+    # the reference size (tests/test_compliance.py).
     rank, world, device, log = start('openfold', args, 'open')
     mlc = log.constants
     generator = torch.Generator().manual_seed(args.seed + rank)

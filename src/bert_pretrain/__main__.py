@@ -21,6 +21,7 @@ import sys
 import torch
 
 from bert_pretrain.sizes import MODELS
+import input_paths
 from mlperf_train import run_main
 
 
@@ -77,6 +78,10 @@ def evaluate(model, batches, count, device, world):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    input_paths.require_data('bert_pretrain', args.data, 'file')
+    if args.tokenizer:
+        input_paths.require('bert_pretrain', '--tokenizer', args.tokenizer,
+                            hint='a WordPiece tokenizer directory')
     from bert_pretrain import data, lamb
     from bert_pretrain.model import build, model_inputs, pretraining_loss
     from mlperf_train import (Batches, autocast, grad_scaler,

@@ -23,6 +23,7 @@ import torch
 
 from cosmoflow.model import build_model
 from cosmoflow.sizes import SIZES
+import input_paths
 from mlperf_train import argument_parser, run_main
 
 #: The reference's schedule (configs/cosmo.yaml ``lr_schedule``).
@@ -149,6 +150,7 @@ def lr_factor(scale, steps_per_epoch):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    input_paths.require_data('cosmoflow', args.data)
     from mlperf_train import (Batches, evaluate, log_evaluation, log_setup,
                               start, stop, supervised_step, train, wrap_ddp)
 

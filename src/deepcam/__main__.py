@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from deepcam.architecture import CLASSES, SIZES
+import input_paths
 from mlperf_train import argument_parser, run_main
 
 #: The reference's class frequencies of its training set (background,
@@ -129,6 +130,7 @@ def lr_factor(warmup, milestones, decay):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    input_paths.require_data('deepcam', args.data)
     from deepcam.model import build
     from mlperf_train import (Batches, evaluate, log_evaluation, log_setup,
                               start, stop, supervised_step, train, wrap_ddp)

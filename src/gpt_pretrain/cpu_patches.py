@@ -195,19 +195,50 @@ def _tensors_stay(method):
     return patched
 
 
+def _device_free_targets():
+    '''(owner, attribute, replacement) of patches 1-3: what a model built
+    and run without CUDA needs.'''
+    from megatron.core import utils
+    from megatron.core.tensor_parallel import random
+    from megatron.core.models.common.embeddings import rotary_pos_embedding
+    rope = rotary_pos_embedding.RotaryEmbedding
+    get_emb = rope.get_emb
+    if not getattr(get_emb, '_hpcml_cpu_patch', False):
+        get_emb = _keep_device(get_emb)
+        get_emb._hpcml_cpu_patch = True
+    return ((utils.GlobalMemoryBuffer, 'get_tensor', _cpu_get_tensor),
+            (random.CudaRNGStatesTracker, 'fork', _null_fork),
+            (rope, 'get_emb', get_emb))
+
+
+@contextlib.contextmanager
+def device_free():
+    '''Patches 1-3 while a model is built and run on the ``meta`` device
+    (``hpcml model-info``), on any node, GPU or not, undone after. A meta
+    model holds no values: its dropout draws no random numbers, so there
+    is no CUDA RNG state to fork (on a GPU node Megatron-Core's tracker
+    is unseeded there and refuses: "cuda rng state model-parallel-rng is
+    not added"), and its scratch buffers and RoPE table stay on the meta
+    device rather than creating a CUDA context on a login node.'''
+    targets = _device_free_targets()
+    saved = [(owner, name, owner.__dict__[name])
+             for owner, name, _ in targets]
+    for owner, name, replacement in targets:
+        setattr(owner, name, replacement)
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
 def apply():
     '''Apply the patches if there is no GPU; True if applied.'''
     if torch.cuda.is_available():
         return False
-    from megatron.core import utils
     from megatron.core.tensor_parallel import random
-    from megatron.core.models.common.embeddings import rotary_pos_embedding
-    utils.GlobalMemoryBuffer.get_tensor = _cpu_get_tensor
-    random.CudaRNGStatesTracker.fork = _null_fork
-    rope = rotary_pos_embedding.RotaryEmbedding
-    if not getattr(rope.get_emb, '_hpcml_cpu_patch', False):
-        rope.get_emb = _keep_device(rope.get_emb)
-        rope.get_emb._hpcml_cpu_patch = True
+    for owner, name, replacement in _device_free_targets():
+        setattr(owner, name, replacement)
     import importlib
     cpu_torch = _CpuTorch()
     for name in _CUDA_MODULES:

@@ -128,13 +128,16 @@ def _local_spec(normalization):
         backends.LNImpl = default_norm
 
 
-def choose(args):
-    '''The :class:`Choice` for *args* on this node (module docstring).'''
+def choose(args, on_gpu=None):
+    '''The :class:`Choice` for *args* on this node (module docstring);
+    *on_gpu* False: the CPU's layers on any node (``hpcml model-info``
+    builds on the meta device, the same parameters either way).'''
     from megatron.core.models.gpt import gpt_layer_specs as specs
     from megatron.core.transformer import transformer_block
     normalization = getattr(args, 'normalization', 'LayerNorm')
     flash = getattr(args, 'use_flash_attn', False)
-    on_gpu = torch.cuda.is_available()
+    if on_gpu is None:
+        on_gpu = torch.cuda.is_available()
     if on_gpu and _importable('transformer_engine'):
         # TE's norms read config.normalization (LayerNorm or RMSNorm).
         spec = specs.get_gpt_layer_with_transformer_engine_spec()

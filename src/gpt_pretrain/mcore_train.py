@@ -25,7 +25,9 @@ CARAML's 800M shape and the GPT-2 vocabulary padded to 50304 that is
 912,953,344 parameters (``hpcml model-info megatron --size 800M``).
 Llama 3 takes Megatron-LM's --normalization RMSNorm --norm-epsilon --swiglu
 --disable-bias-linear --group-query-attention --num-query-groups
---rotary-base (8B: 8,030,261,248 parameters with 128256 tokens).
+--rotary-base (8B: 8,030,261,248 parameters with 128256 tokens), GPT-J
+--rotary-percent --rotary-interleaved (its layer as Megatron-Core builds
+it: hpctestlib_ml/workloads/megatron.py says where that departs).
 
 Training runs as Megatron-LM's does with CARAML's arguments, with
 Megatron-Core's own parts: the model in Megatron's ``Float16Module`` for
@@ -76,9 +78,10 @@ _KNOWN = ('num_layers', 'hidden_size', 'num_attention_heads',
           'position_embedding_type', 'init_method_std', 'hidden_dropout',
           'attention_dropout')
 
-#: Model-shape arguments beyond GPT's defaults (Llama 3).
+#: Model-shape arguments beyond GPT's defaults (Llama 3, GPT-J).
 _KNOWN += ('normalization', 'norm_epsilon', 'swiglu', 'add_bias_linear',
-           'group_query_attention', 'num_query_groups', 'rotary_base')
+           'group_query_attention', 'num_query_groups', 'rotary_base',
+           'rotary_percent', 'rotary_interleaved')
 
 
 def parse_args(argv):
@@ -159,6 +162,16 @@ def parse_args(argv):
     p.add_argument('--num-query-groups', type=int, default=1,
                    help='with --group-query-attention')
     p.add_argument('--rotary-base', type=int, default=10000)
+    # GPT-J's partial, interleaved rotary embeddings.
+    p.add_argument('--rotary-percent', type=float, default=1.0,
+                   help='share of each head\'s dimensions rotated')
+    p.add_argument('--rotary-interleaved', action='store_true',
+                   help='rotate neighbouring pairs of dimensions '
+                        '(default: the first half against the second)')
+    # Accepted, not printed: the fallback never fuses RoPE.
+    p.add_argument('--no-rope-fusion', dest='apply_rope_fusion',
+                   action='store_false',
+                   help='Megatron-LM\'s; the fallback never fuses RoPE')
     args, ignored = p.parse_known_args(argv)
     args.ignored = ignored
     # Megatron-LM's validate_args: what these arguments imply.
@@ -252,6 +265,7 @@ def build_model(args, vocab, device=None, choice=None):
         add_bias_linear=args.add_bias_linear,
         num_query_groups=(args.num_query_groups
                           if args.group_query_attention else None),
+        rotary_interleaved=args.rotary_interleaved,
         # gloo sends stage to stage one by one (no batched p2p on CPUs).
         batch_p2p_comm=torch.cuda.is_available(),
         use_cpu_initialization=not torch.cuda.is_available() or meta,
@@ -272,6 +286,7 @@ def build_model(args, vocab, device=None, choice=None):
                 not args.untie_embeddings_and_output_weights),
             position_embedding_type=args.position_embedding_type,
             rotary_base=args.rotary_base,
+            rotary_percent=args.rotary_percent,
             pre_process=parallel_state.is_pipeline_first_stage(),
             post_process=parallel_state.is_pipeline_last_stage(),
         )

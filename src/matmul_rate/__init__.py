@@ -25,6 +25,7 @@ the peak MFU divides by is the best it reaches).
 Standard library and torch only: it runs on compute nodes and in the
 containers, with ``PYTHONPATH=src``.
 """
+import math
 import time
 
 #: Precision -> (torch dtype, TF32 products): what :func:`operands` makes.
@@ -75,6 +76,33 @@ def seconds(a, b, out, count):
         torch.mm(a, b, out=out)
     synchronize(a.device)
     return time.perf_counter() - start
+
+
+def warm_up(a, b, out, count, min_seconds=0.0):
+    '''Seconds one product takes once warm: *count* untimed products,
+    then, where *min_seconds* > 0, batches twice as long each until the
+    warm-up has lasted *min_seconds* (a GPU's clocks and power settle over
+    about a second: n 8192 bf16 products on an H200 take 1.4 ms each, so
+    3 of them warm nothing). The last batch's seconds per product; that
+    of the *count* products where no batch ran (0 where none did).'''
+    batch = max(count, 1)
+    took = seconds(a, b, out, count) if count else 0.0
+    per_product = took / count if count else 0.0
+    while took < min_seconds:
+        batch_seconds = seconds(a, b, out, batch)
+        per_product = batch_seconds / batch
+        took += batch_seconds
+        batch *= 2
+    return per_product
+
+
+def products_per_iteration(per_product_s, iterations, min_seconds, least):
+    '''Products in each of *iterations* timed iterations so that they
+    last about *min_seconds* together at *per_product_s* seconds a
+    product; never fewer than *least* (the count asked for).'''
+    if min_seconds <= 0 or per_product_s <= 0:
+        return least
+    return max(least, math.ceil(min_seconds / iterations / per_product_s))
 
 
 def mean_rate(a, b, out, iterations, warmup=3):

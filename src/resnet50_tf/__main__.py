@@ -27,6 +27,8 @@ import os
 import sys
 import time
 
+import input_paths
+
 WARMUP_STEPS = 1
 NUM_CLASSES = 1000
 POLICIES = {'fp32': 'float32', 'bf16': 'mixed_bfloat16',
@@ -125,6 +127,7 @@ def timing(batch, times):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    input_paths.require_data('resnet50_tf', args.data)
     from resnet50_tf.cluster import export_tf_config, remove_rendezvous
     world = export_tf_config()
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')

@@ -27,7 +27,8 @@ def choose_gpu(gpus, env):
         return None
     index = device_choice.device_index(
         int(env.get('LOCAL_RANK') or 0), len(gpus),
-        device_choice.local_world_size(env), device_choice.visibility(env))
+        device_choice.local_world_size(env), device_choice.visibility(env),
+        device_choice.may_be_bound(env))
     return index, gpus[index]
 
 

@@ -28,8 +28,10 @@ Each rank prints one line per operation and round, in one write::
 ``none`` where the system cannot; ``fsync`` for a write, timed until it
 was on storage). Rank 0 opens with the settings and ends with
 ``[hpcml] timed region START STOP``; every rank prints its ``[hpcml]
-device`` record (and on GPUs ``memory``). The directory is removed at the
-end. Read by ``hpctestlib_ml/parsers/storage_bench.py``: a round's
+device`` record (and on GPUs ``memory``: nothing held). The ranks'
+collectives are barriers, over Gloo on every device: no rank creates a
+CUDA context or sets NCCL up (``torch_device.start_ranks(computes=
+False)``). The directory is removed at the end. Read by ``hpctestlib_ml/parsers/storage_bench.py``: a round's
 aggregate rate is its bytes over the slowest rank's seconds.
 """
 import argparse
@@ -184,7 +186,8 @@ def main(argv=None):
     import torch.distributed as dist
 
     import torch_device
-    rank, world, device = torch_device.start_ranks(cpu=args.cpu)
+    rank, world, device = torch_device.start_ranks(cpu=args.cpu,
+                                                   computes=False)
     if world == 1:
         dist.init_process_group('gloo', rank=0, world_size=1,
                                 store=dist.HashStore())

@@ -1,0 +1,263 @@
+"""The documentation's generated parts, from the suite's own declarations.
+
+A Sphinx extension of three directives, each writing reStructuredText from
+one home of its facts, so that no page copies them by hand:
+
+- ``hpcml-settings KIND``: the table of every setting of one kind
+  (``variable``, ``environment``, ``extras``, ``internal``) from
+  :func:`hpctestlib_ml.settings.rows`;
+- ``hpcml-workloads``: one row per workload of the registry
+  (:func:`hpctestlib_ml.workloads.registered`);
+- ``hpcml-workload NAME``: what the registry declares for NAME, its sizes,
+  its test class with its variables and Summary (autodoc) and its
+  references file.
+
+At the start of a build, a registered workload without its page
+(``docs/workloads/<name>.md`` or ``.rst``) is a warning, so that
+``sphinx-build -W`` fails until it has one.
+
+The functions that write the text take no Sphinx object and are tested
+without a build (``tests/test_docs.py``).
+"""
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+#: The kinds of setting (:data:`hpctestlib_ml.settings.KINDS`), each
+#: with the heading of its table's first column.
+SETTING_KINDS = {'variable': 'variable', 'environment': 'variable',
+                 'extras': 'key', 'internal': 'variable'}
+
+
+#: Characters that start or end RST inline markup.
+_MARKUP = '\\*_`|[]'
+
+
+def plain(text):
+    '''*text* (a declaration's words, not RST) as RST that shows it as
+    it is: its markup characters escaped.'''
+    return ''.join('\\' + c if c in _MARKUP else c for c in str(text))
+
+
+def _cell(text):
+    '''*text* (RST) as one cell of a list-table: one line, never
+    empty.'''
+    text = ' '.join(str(text).split())
+    return text if text else '\\-'
+
+
+def _literal(value):
+    '''*value* as inline literal text, ``-`` for None.'''
+    if value is None or value == '':
+        return '\\-'
+    return '``' + str(value).replace('``', "'") + '``'
+
+
+def list_table(title, header, rows, widths=None):
+    '''A list-table of *rows* (lists of cells in RST) under *header*
+    (None: no header row), as lines.'''
+    lines = [f'.. list-table:: {title}'.rstrip(),
+             f'   :header-rows: {0 if header is None else 1}']
+    if widths:
+        lines.append('   :widths: ' + ' '.join(map(str, widths)))
+    lines.append('')
+    for row in ([] if header is None else [header]) + list(rows):
+        lines.append(f'   * - {_cell(row[0])}')
+        lines += [f'     - {_cell(cell)}' for cell in row[1:]]
+    return lines + ['']
+
+
+def settings_rst(kind, rows=None):
+    '''The table of every setting of *kind*, as lines of RST; *rows* are
+    :func:`hpctestlib_ml.settings.rows`'s (read when None).'''
+    if kind not in SETTING_KINDS:
+        raise ValueError(f'unknown kind of setting {kind!r}: use one of '
+                         f'{", ".join(SETTING_KINDS)}')
+    if rows is None:
+        from hpctestlib_ml import settings
+        rows = settings.rows()
+    first = SETTING_KINDS[kind]
+    table = [[_literal(name), stype, _literal(default), plain(allowed),
+              plain(reader), plain(doc)]
+             for skind, name, stype, default, allowed, reader, doc in rows
+             if skind == kind]
+    if not table:
+        raise ValueError(f'no setting of kind {kind!r} is declared')
+    return list_table('', [first, 'type', 'default', 'allowed',
+                              'read by', 'what it is'], table,
+                      widths=[14, 7, 10, 20, 12, 37])
+
+
+def _workloads():
+    from hpctestlib_ml import workloads
+    return workloads.registered()
+
+
+def page_of(name):
+    '''The document name of workload *name*'s page.'''
+    return f'workloads/{name}'
+
+
+def workloads_rst(registered=None):
+    '''One row per registered workload, as lines of RST.'''
+    registered = _workloads() if registered is None else registered
+    rows = []
+    for name, w in registered.items():
+        rows.append([f':doc:`{name} </{page_of(name)}>`', w.kind,
+                     f'``{w.check}``', f'``src/{w.program}``',
+                     f'``{w.parser.__name__.rsplit(".", 1)[-1]}``',
+                     f'``{w.headline.metric}``'])
+    return list_table('The workloads of the registry',
+                      ['workload', 'kind', 'check', 'program', 'parser',
+                       'headline'], rows)
+
+
+def _sizes(workload):
+    '''The size table of *workload*: ``short`` derived as the checks
+    derive it (:func:`hpctestlib_ml.sizes.size_table`).'''
+    from hpctestlib_ml import sizes
+    own = getattr(workload, 'sizes', None)
+    if own is None:
+        own = getattr(workload.test_class(), 'sizes', {})
+    return sizes.size_table(own)
+
+
+def _precisions(workload):
+    if workload.precisions is None:
+        return 'none (it takes no precision)'
+    if isinstance(workload.precisions, dict):
+        return '; '.join(f'{kind}: ' + ', '.join(map(_literal, names))
+                         for kind, names in workload.precisions.items())
+    return ', '.join(map(_literal, workload.precisions))
+
+
+def workload_rst(name, registered=None):
+    '''What the registry declares for workload *name*, its sizes, its
+    test class and its references file, as lines of RST.'''
+    registered = _workloads() if registered is None else registered
+    if name not in registered:
+        raise ValueError(f'unknown workload {name!r}: use one of '
+                         f'{", ".join(registered)}')
+    w = registered[name]
+    cls = w.test_class()
+    better = 'higher' if w.headline.higher_is_better else 'lower'
+    facts = [
+        ['workload (perflogs, references, ``hpcml extract``)',
+         _literal(w.name)],
+        ['kind', w.kind + (f' (measures the {w.explains})'
+                           if w.explains else '')],
+        ['check (``checks/{}.py``)'.format(w.name),
+         f'``{w.check}`` and ``{w.check}Container``'],
+        ['test class', f':class:`{cls.__module__}.{cls.__name__}`'],
+        ['program', f'``python -m {w.program}`` (``src/{w.program}``)'],
+        ['log parser', f':mod:`{w.parser.__name__}`'],
+        ['headline (report score)',
+         f'``{w.headline.metric}``, {better} is better, weight '
+         f'{w.headline.weight:g}'],
+        ['precisions (``-S precision=``)', _precisions(w)],
+        ['data', plain(w.data) or '\\-'],
+        ['packages beyond the framework',
+         ', '.join(map(_literal, w.packages)) or '\\-'],
+    ]
+    if w.benchmark:
+        facts.append(['MLPerf benchmark name', _literal(w.benchmark)])
+    if w.names_note:
+        facts.append(['names', plain(w.names_note)])
+    lines = ['Registry', '--------', '',
+             'From the registry (``hpctestlib_ml/workloads/'
+             f'{w.name}.py``, ``WORKLOAD``).', '']
+    lines += list_table('', None, facts, widths=[30, 70])
+
+    table = _sizes(w)
+    keys = sorted({k for settings in table.values() for k in settings})
+    lines += ['Sizes', '-----', '',
+              '``-S size=`` (or ``--mode``) picks a column; ``-S NAME=`` '
+              'overrides one value. ``short`` is ``benchmark`` for a fixed '
+              'number of steps (:data:`hpctestlib_ml.sizes.SHORT_SIZE`).',
+              '']
+    lines += list_table('Sizes', ['setting'] + list(table), [
+        [f'``{k}``'] + [_literal(table[size].get(k)) for size in table]
+        for k in keys])
+
+    lines += ['Test class', '----------', '',
+              f'.. autoclass:: {cls.__module__}.{cls.__name__}',
+              '   :members:', '   :show-inheritance:', '']
+
+    refs = REPO / 'config' / 'references' / f'{w.name}.yaml'
+    if refs.exists():
+        lines += ['References file', '---------------', '',
+                  f'``config/references/{w.name}.yaml``, as the checks read '
+                  'it (published figures, and the block ``hpcml references '
+                  '--write`` generates):', '',
+                  f'.. literalinclude:: /../config/references/{w.name}.yaml',
+                  '   :language: yaml', '']
+    return lines
+
+
+def missing_pages(docs_dir, registered=None):
+    '''The registered workloads without a page under *docs_dir*.'''
+    registered = _workloads() if registered is None else registered
+    docs_dir = pathlib.Path(docs_dir)
+    return [name for name in registered
+            if not any((docs_dir / f'{page_of(name)}{suffix}').exists()
+                       for suffix in ('.md', '.rst'))]
+
+
+def setup(app):
+    from docutils.parsers.rst import Parser
+    from docutils.utils import new_document
+    from sphinx.util import logging
+    from sphinx.util.docutils import SphinxDirective
+
+    logger = logging.getLogger(__name__)
+
+    class Generated(SphinxDirective):
+        '''A directive whose content is RST the suite's declarations
+        write: parsed as RST whatever the page's own markup (MyST parses a
+        directive's nested content as Markdown), its sections nested in
+        the page's section where the directive stands.'''
+        has_content = False
+
+        def lines(self):
+            raise NotImplementedError
+
+        def run(self):
+            doc = new_document(self.get_source_info()[0],
+                               self.state.document.settings)
+            doc.reporter = self.state.document.reporter
+            Parser().parse('\n'.join(self.lines()), doc)
+            return doc.children
+
+    class Settings(Generated):
+        required_arguments = 1
+
+        def lines(self):
+            self.env.note_dependency(str(REPO / 'hpctestlib_ml/settings.py'))
+            return settings_rst(self.arguments[0])
+
+    class Workloads(Generated):
+        required_arguments = 0
+
+        def lines(self):
+            return workloads_rst()
+
+    class OneWorkload(Generated):
+        required_arguments = 1
+
+        def lines(self):
+            name = self.arguments[0]
+            self.env.note_dependency(
+                str(REPO / f'hpctestlib_ml/workloads/{name}.py'))
+            return workload_rst(name)
+
+    def check_pages(app):
+        for name in missing_pages(app.srcdir):
+            logger.warning(f'workload {name!r} of the registry has no page: '
+                           f'add docs/{page_of(name)}.md (docs/workloads/'
+                           'index.md says what it holds)')
+
+    app.add_directive('hpcml-settings', Settings)
+    app.add_directive('hpcml-workloads', Workloads)
+    app.add_directive('hpcml-workload', OneWorkload)
+    app.connect('builder-inited', check_pages)
+    return {'parallel_read_safe': True, 'parallel_write_safe': True}

@@ -1,0 +1,48 @@
+"""Sphinx configuration of hpcml's documentation (``make docs``).
+
+The pages are MyST Markdown (moved from the README) and reStructuredText;
+the library's docstrings are rendered by autodoc, as ReFrame renders its
+test library (reframe-hpc/reframe ``docs/hpctestlib.rst``); the settings,
+the workloads' facts and the CLI are generated at build time
+(``_ext/hpcml_docs.py``, sphinx-argparse). Offline: no intersphinx.
+"""
+import pathlib
+import sys
+
+DOCS = pathlib.Path(__file__).resolve().parent
+# The checkout's library (autodoc, the generated pages) and extension.
+sys.path[:0] = [str(DOCS.parent), str(DOCS / '_ext')]
+
+project = 'hpcml'
+author = 'the hpcml developers'
+copyright = 'the hpcml developers'
+try:
+    from importlib.metadata import version as _version
+    release = _version('hpctestlib-ml')
+except Exception:       # not installed: a checkout read in place
+    release = ''
+version = release
+
+extensions = [
+    'sphinx.ext.autodoc',
+    'sphinx.ext.viewcode',
+    'myst_parser',
+    'sphinxarg.ext',
+    'hpcml_docs',
+]
+source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
+root_doc = 'index'
+exclude_patterns = ['_build', 'Thumbs.db', '.DS_Store']
+
+# Links to headings of other pages ([text](page.md#a-heading)).
+myst_heading_anchors = 3
+
+autodoc_member_order = 'bysource'
+autodoc_default_options = {'show-inheritance': True}
+# ReFrame's test classes are documented where they are defined.
+autodoc_inherit_docstrings = False
+
+html_theme = 'furo'
+html_title = f'hpcml {release}'.strip()
+html_static_path = []
+html_show_sourcelink = False

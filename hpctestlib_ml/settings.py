@@ -1,0 +1,759 @@
+"""Every setting of the suite, declared once: its name, type, default,
+allowed values, who reads it and one line of documentation.
+
+Three kinds of setting reach the suite:
+
+- test variables, set with ``reframe -S NAME=VALUE`` (:data:`VARIABLE`):
+  checked at the start of a case's setup
+  (:class:`hpctestlib_ml.plugins.settings.Settings`), before any job is
+  written;
+- ``HPCML_*`` environment variables (:data:`ENVIRONMENT`): checked where
+  they are read, when the site configuration loads
+  (:mod:`hpctestlib_ml.siteconfig`);
+- keys of a partition's ``extras`` in a site configuration
+  (:data:`EXTRAS`): checked when the configuration loads, unknown keys
+  included.
+
+A value that cannot work raises :class:`SettingError`, one line: what was
+given, what is allowed (the closest name, for a typo) and where to fix
+it. :func:`rows` yields the declarations for the documentation's page of
+settings. This module imports no ReFrame.
+"""
+import copy
+import dataclasses
+import difflib
+import os
+import re
+import shlex
+
+from hpctestlib_ml.constants import SCALES, SIZES
+
+#: A test variable: ``-S NAME=VALUE``.
+VARIABLE = 'variable'
+#: An ``HPCML_*`` environment variable read where ReFrame or a tool runs.
+ENVIRONMENT = 'environment'
+#: A key of a partition's ``extras`` in a site configuration.
+EXTRAS = 'extras'
+#: An ``HPCML_*`` variable the suite sets in a job for its programs, or
+#: one its own tests and benchmarks read: declared so that a typo among
+#: the others is found, never a site's setting.
+INTERNAL = 'internal'
+
+KINDS = (VARIABLE, ENVIRONMENT, EXTRAS, INTERNAL)
+
+#: Who reads the test variables every check has.
+ALL_CHECKS = 'every check'
+
+
+class SettingError(ValueError):
+    '''A setting that cannot work; the message (one line) names what was
+    given, what is allowed and where to fix it.'''
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    '''One setting.'''
+    #: Its name (``batch_size``, ``HPCML_GPUS_PER_NODE``, ``max_nodes``).
+    name: str
+    #: One of :data:`KINDS`.
+    kind: str
+    #: ``int``, ``float``, ``bool``, ``str``, ``list`` (comma- or
+    #: space-separated words), ``path``, ``dict`` or ``assignments``
+    #: (shell words ``NAME=value``).
+    type: str
+    #: Its value where unset; None where unset means something the reader
+    #: decides (said in :attr:`doc`: ``default: ...``).
+    default: object
+    #: One line.
+    doc: str
+    #: Who reads it: checks (``every check``, a workload's name), a
+    #: module, a site configuration.
+    reader: str
+    #: The least value of a number.
+    minimum: float = None
+    #: The greatest value of a number.
+    maximum: float = None
+    #: Whether a number must lie strictly between :attr:`minimum` and
+    #: :attr:`maximum` (equal to neither).
+    exclusive: bool = False
+    #: The values allowed (of a list: its items): a tuple, or a function
+    #: that returns one (read when needed: a program's table).
+    choices: object = None
+    #: What is allowed, in words, where the type and choices do not say
+    #: it all.
+    allowed: str = ''
+
+    def choice_list(self):
+        '''The allowed values, or None where any value of the type is.'''
+        choices = self.choices() if callable(self.choices) else self.choices
+        return tuple(choices) if choices is not None else None
+
+    def allowed_words(self, choices=None):
+        '''What this setting allows, in words (*choices* in place of its
+        own, e.g. a workload's precisions).'''
+        own = choices is None
+        choices = self.choice_list() if own else choices
+        if choices is not None:
+            words = ('a comma-separated list of ' if self.type == 'list'
+                     else 'one of ') + ', '.join(map(str, choices))
+            return words + (f' ({self.allowed})' if own and self.allowed
+                            else '')
+        if self.type in ('int', 'float'):
+            noun = 'an integer' if self.type == 'int' else 'a number'
+            bounds = []
+            if self.minimum is not None:
+                bounds.append(f'{">" if self.exclusive else ">="} '
+                              f'{self.minimum}')
+            if self.maximum is not None:
+                bounds.append(f'{"<" if self.exclusive else "<="} '
+                              f'{self.maximum}')
+            return ' and '.join([f'{noun} {bounds[0]}'] + bounds[1:]) \
+                if bounds else noun
+        if self.type == 'bool':
+            return 'true or false'
+        return self.allowed or f'a {self.type}'
+
+
+# How values read as text become a setting's type.
+
+_TRUE = ('true', 'yes', 'on', '1')
+_FALSE = ('false', 'no', 'off', '0')
+
+
+def _as_int(value):
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if not re.fullmatch(r'[+-]?\d+', text):
+        raise ValueError
+    return int(text)
+
+
+def _as_float(value):
+    if isinstance(value, bool):
+        raise ValueError
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError from None
+    if number != number or number in (float('inf'), float('-inf')):
+        raise ValueError
+    return number
+
+
+def _as_bool(value):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError
+
+
+def _as_list(value):
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [item for item in str(value).replace(',', ' ').split() if item]
+
+
+def _as_text(value):
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError
+    return value
+
+
+def _as_dict(value):
+    if not isinstance(value, dict):
+        raise ValueError
+    return value
+
+
+def _as_assignments(value):
+    '''``[[NAME, value], ...]`` of shell words ``NAME=value``.'''
+    try:
+        words = shlex.split(value)
+    except ValueError as err:
+        raise ValueError(f'not shell words ({err})') from None
+    pairs = []
+    for word in words:
+        key, sep, text = word.partition('=')
+        if not sep or not re.fullmatch(r'[A-Za-z_]\w*', key):
+            raise ValueError(f'{word!r} is not NAME=value')
+        pairs.append([key, text])
+    return pairs
+
+
+_CONVERT = {'int': _as_int, 'float': _as_float, 'bool': _as_bool,
+            'str': _as_text, 'path': _as_text, 'list': _as_list,
+            'dict': _as_dict, 'assignments': _as_assignments}
+
+
+def _edits(a, b):
+    '''Levenshtein distance: the fewest characters inserted, deleted or
+    replaced that make *a* into *b*.'''
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1,
+                                           previous + (x != y))
+    return row[-1]
+
+
+def closest(name, names, prefix=''):
+    '''`` (did you mean X?)`` for the names in *names* closest to *name*
+    (difflib's close matches, the fewest edits away: ``X or Y`` where
+    they tie), or ''. *prefix*, which all share, is not compared.'''
+    name, names = str(name), [str(n) for n in names]
+    strip = (lambda n: n[len(prefix):] if n.startswith(prefix) else n)
+    found = difflib.get_close_matches(strip(name), [strip(n) for n in names],
+                                      n=3, cutoff=0.6)
+    if not found:
+        return ''
+    # The fewest edits away, then the longest prefix in common (a typo is
+    # more often late in a name: 1_nodes is 1_node, not 16_nodes).
+    given = strip(name)
+    key = {f: (_edits(given, f), -len(os.path.commonprefix([given, f])))
+           for f in found}
+    best = [prefix + f for f in found if key[f] == min(key.values())]
+    return f' (did you mean {" or ".join(best)}?)'
+
+
+def convert(setting, value, fix, choices=None, label=None):
+    '''*value* (of the setting's type, or text) as the setting's type,
+    checked: a number against its minimum, a choice (or each item of a
+    list) against *choices* or the setting's own; None stays None. A
+    :class:`SettingError` otherwise: ``LABEL must be ALLOWED, got VALUE
+    (did you mean ...?): FIX``, *label* the setting's name unless given.'''
+    if value is None:
+        return None
+    label = label or setting.name
+    choices = choices if choices is not None else setting.choice_list()
+
+    def refuse(why='', near=''):
+        why = f' ({why})' if why else ''
+        raise SettingError(f'{label} must be {setting.allowed_words(choices)}'
+                           f', got {value!r}{why}{near}: {fix}')
+
+    try:
+        converted = _CONVERT[setting.type](value)
+    except (TypeError, ValueError) as err:
+        refuse(str(err))
+    if setting.minimum is not None and (
+            converted < setting.minimum or
+            (setting.exclusive and converted == setting.minimum)):
+        refuse()
+    if setting.maximum is not None and (
+            converted > setting.maximum or
+            (setting.exclusive and converted == setting.maximum)):
+        refuse()
+    if choices is not None:
+        items = converted if setting.type == 'list' else [converted]
+        for item in items:
+            if item not in choices:
+                refuse(near=closest(item, choices))
+    return converted
+
+
+def _declare(kind, reader, table):
+    return {(name, reader): Setting(name, kind, type_, default, doc, reader,
+                                     **more)
+            for name, type_, default, doc, *rest in table
+            for more in [rest[0] if rest else {}]}
+
+
+def _program_table(program, module, name):
+    '''A program's table (its keys), read when first needed.'''
+    def read():
+        from hpctestlib_ml import program_tables
+        return tuple(getattr(program_tables.load(program, module), name))
+    return read
+
+
+def _collectives():
+    from hpctestlib_ml.parsers import nccl_tests
+    return tuple(dict(nccl_tests.SHORT))
+
+
+#: The data formats the Storage component reads, by the workload that
+#: reads each.
+STORAGE_FORMATS = {'npy': 'cosmoflow', 'npz': 'deeplabv3plus',
+                   'tfrecord': 'resnet50', 'text': 'gpt2_finetune'}
+
+#: What the MatmulRate component measures: every precision its program
+#: knows.
+MATMUL_PRECISIONS = ('bf16', 'fp16', 'tf32', 'fp32')
+
+#: How ResNet50TF runs: the suite's Keras program or tf_cnn_benchmarks.
+RESNET50_IMPLEMENTATIONS = ('keras', 'tf_cnn_benchmarks')
+
+#: The sizes of the MLPerf-style programs (``--size``), by workload.
+_MLPERF_SIZES = {'cosmoflow': ('cosmoflow', 'sizes', 'SIZES'),
+                 'deeplabv3plus': ('deepcam', 'architecture', 'SIZES'),
+                 'alphafold2': ('alphafold2', 'sizes', 'SIZES')}
+
+_DATA_DOC = ("'synthetic' or the dataset's directory (absolute); default: "
+             "the partition's extras, else synthetic")
+
+
+#: The test variables a user sets (``-S NAME=VALUE``), by (name, reader):
+#: reader ``every check`` or a workload's name. A check's value is
+#: checked at setup against the declaration of its workload, else of
+#: every check.
+VARIABLES = {
+    **_declare(VARIABLE, ALL_CHECKS, [
+        ('size', 'str', 'auto', 'what a case trains: tiny (runs anywhere), '
+         'short (the benchmark model for a few minutes), benchmark, or auto '
+         '(benchmark on gpu partitions, else tiny)', {'choices': SIZES}),
+        ('batch_size', 'int', None, "per-rank batch; default: the size's",
+         {'minimum': 1}),
+        ('precision', 'str', None, "training precision as the program names "
+         "it; default: the size's on GPUs, fp32 on CPUs",
+         {'allowed': "the workload's precisions on the partition's device "
+                     "(its declaration's precisions)"}),
+        ('steps', 'int', None, "training steps (the first is warm-up); "
+         "default: the size's, else 8", {'minimum': 2}),
+        ('memory_check', 'bool', True, 'skip a case whose estimated memory '
+         'per device exceeds the devices\''),
+        ('num_nodes', 'int', None, "nodes; default: the scale's",
+         {'minimum': 1}),
+        ('procs_per_node', 'int', None, "ranks per node; default: the "
+         "scale's (one per GPU)", {'minimum': 1}),
+        ('threads_per_rank', 'int', None, "OpenMP threads per rank "
+         "(OMP_NUM_THREADS); default: the node's CPUs shared by its ranks",
+         {'minimum': 1}),
+        ('python', 'str', 'python3', 'the Python that runs the program on '
+         'the compute nodes', {'allowed': 'a command or path'}),
+        ('python_path', 'list', [], 'directories put before src/ on the '
+         "program's PYTHONPATH"),
+        ('container_image', 'path', None, "the image of a *Container check; "
+         "default: the partition's extras['container_images']",
+         {'allowed': 'the path of an image file'}),
+    ]),
+    **_declare(VARIABLE, 'megatron', [
+        ('global_batch_size', 'int', None, "samples per iteration over all "
+         "ranks; default: CARAML's", {'minimum': 1}),
+        ('tensor_parallel', 'int', None, "tensor parallel size; default: "
+         "the model size's", {'minimum': 1}),
+        ('pipeline_parallel', 'int', None, "pipeline parallel size; "
+         "default: the model size's", {'minimum': 1}),
+        ('megatron_lm', 'path', None, "a Megatron-LM checkout whose "
+         "pretrain_gpt.py runs; default: extras['megatron_lm'], else "
+         "Megatron-Core's model", {'allowed': 'an absolute directory'}),
+        ('position_embedding_type', 'str', 'rope', 'position embeddings',
+         {'choices': ('rope', 'learned_absolute')}),
+        ('untie_embeddings', 'bool', False, 'a separate output layer'),
+        ('data_path', 'path', None, "a Megatron indexed dataset (path "
+         "prefix); default: extras['megatron_data'], else mock data",
+         {'allowed': 'an absolute path prefix'}),
+    ]),
+    **{key: setting for workload, table in _MLPERF_SIZES.items()
+       for key, setting in _declare(VARIABLE, workload, [
+           ('model', 'str', None, "the program's model size (--size); "
+            "default: the size's", {'choices': _program_table(*table)}),
+           ('data', 'path', None, _DATA_DOC,
+            {'allowed': "'synthetic' or an absolute directory"}),
+       ]).items()},
+    **_declare(VARIABLE, 'bert', [
+        ('model', 'str', None, "BERT model; default: the size's",
+         {'choices': _program_table('bert_pretrain', 'sizes', 'MODELS')}),
+        ('data', 'path', None, "'synthetic' or a text file; default: "
+         "extras['bert_data']['data'], else synthetic",
+         {'allowed': "'synthetic' or an absolute file"}),
+        ('optimizer', 'str', 'lamb', "LAMB (MLPerf's reference) or AdamW",
+         {'choices': ('lamb', 'adamw')}),
+        ('tokenizer', 'path', None, 'WordPiece tokenizer directory, for a '
+         "text data file; default: extras['bert_data']['tokenizer']",
+         {'allowed': 'an absolute directory'}),
+    ]),
+    **_declare(VARIABLE, 'resnet50', [
+        ('implementation', 'str', 'keras', "the suite's Keras program or "
+         "tf_cnn_benchmarks (extras['tf_cnn_benchmarks'])",
+         {'choices': RESNET50_IMPLEMENTATIONS}),
+        ('image_size', 'int', None, "image side in pixels; default: the "
+         "size's", {'minimum': 1}),
+        ('data', 'path', None, "'synthetic' or a directory of ImageNet "
+         "TFRecords; default: extras['imagenet_tfrecords'], else synthetic",
+         {'allowed': "'synthetic' or an absolute directory"}),
+    ]),
+    **_declare(VARIABLE, 'torchvision_resnet50', [
+        ('image_size', 'int', None, "image side in pixels; default: the "
+         "size's", {'minimum': 1}),
+        ('batches_per_iteration', 'int', None, 'steps timed together; '
+         "default: the size's", {'minimum': 1}),
+        ('warmup_batches', 'int', None, "untimed steps first; default: "
+         "the size's", {'minimum': 0}),
+    ]),
+    **_declare(VARIABLE, 'clip', [
+        ('model', 'str', None, "OpenCLIP model name; default: the size's",
+         {'allowed': 'an OpenCLIP model name'}),
+        ('train_num_samples', 'int', None, "samples in the epoch; default: "
+         "the benchmark's 3.2M, or steps x global batch", {'minimum': 1}),
+        ('grad_checkpointing', 'bool', None, "recompute activations in the "
+         "backward pass; default: the size's"),
+        ('workers', 'int', None, "data-loader workers per rank; default: "
+         "the rank's CPUs, 0 on CPUs", {'minimum': 0}),
+    ]),
+    **_declare(VARIABLE, 'gpt2_finetune', [
+        ('model', 'str', None, "tiny or a Hugging Face model name; default: "
+         "the size's", {'allowed': 'tiny or a Hugging Face model name'}),
+        ('prepared_dir', 'path', None, "where hpcml prepare put the model "
+         "and dataset; default: extras['prepared_dir'], else "
+         "HPCML_PREPARED_DIR", {'allowed': 'an absolute directory'}),
+        ('epochs', 'float', 3.0, 'epochs at benchmark size',
+         {'minimum': 0, 'exclusive': True}),
+    ]),
+    **_declare(VARIABLE, 'collectives', [
+        ('min_bytes', 'str', None, "smallest message, bytes or 1K/32M/1G; "
+         "default: the size's", {'allowed': 'bytes, or a number with K, M '
+                                            'or G'}),
+        ('max_bytes', 'str', None, "largest message; default: the size's",
+         {'allowed': 'bytes, or a number with K, M or G'}),
+        ('step_factor', 'int', 2, 'factor from one message size to the next',
+         {'minimum': 2}),
+        ('warmup_iters', 'int', None, "untimed operations of every size; "
+         "default: the size's", {'minimum': 0}),
+        ('operations', 'list', [], 'operations to run; default: all',
+         {'choices': _collectives}),
+    ]),
+    **_declare(VARIABLE, 'matmul_rate', [
+        ('matrix_size', 'int', None, "side of the square matrices; default: "
+         "the size's", {'minimum': 1}),
+        ('products_per_iteration', 'int', None, "products timed together; "
+         "default: the size's", {'minimum': 1}),
+        ('warmup_products', 'int', None, "untimed products first; default: "
+         "the size's", {'minimum': 0}),
+        ('warmup_seconds', 'float', None, "least seconds of untimed "
+         "products before each precision's timed ones; default: the "
+         "size's", {'minimum': 0}),
+        ('measure_seconds', 'float', None, "least seconds each precision's "
+         "timed products last together; default: the size's",
+         {'minimum': 0}),
+        ('precisions', 'list', [], "precisions to measure; default: the "
+         "device's", {'choices': MATMUL_PRECISIONS}),
+    ]),
+    **_declare(VARIABLE, 'storage', [
+        ('storage_dir', 'path', None, "directory to measure (shell variables "
+         "expanded by the job); default: extras['storage_dir'], else the "
+         "stage directory", {'allowed': 'a directory'}),
+        ('formats', 'list', [], 'data formats to read; default: all',
+         {'choices': tuple(STORAGE_FORMATS)}),
+        ('data_bytes_per_rank', 'int', None, "bytes of each format every "
+         "rank writes and reads; default: the size's", {'minimum': 1}),
+        ('checkpoint_workload', 'str', 'megatron', "the workload whose "
+         "model's state the checkpoint holds",
+         {'allowed': 'a workload with a model'}),
+        ('checkpoint_model_size', 'str', None, "that model's size (hpcml "
+         "model-info --size); default: the size's"),
+        ('checkpoint_bytes', 'int', None, "the checkpoint's bytes, all ranks "
+         "together (0: none); default: the model's state", {'minimum': 0}),
+    ]),
+}
+
+#: Test variables the suite sets itself, logged with every result (or
+#: set by the check classes): ``-S`` does not set them.
+RECORDED = (
+    'workload', 'program', 'sizes', 'framework', 'departures',
+    'reference_precision', 'runs_in_container', 'resolved_size', 'device',
+    'memory_estimated', 'gpus_per_node', 'device_ran', 'slowest_rank',
+    'mfu_peak', 'suite_version', 'framework_versions', 'gpu_driver',
+    'cuda_version', 'nccl_version', 'env_switches', 'energy_counter',
+    'reference_case', 'loss_curve', 'references_file',
+    'reference_noise_pct', 'session_id',
+)
+
+_SLURM = 'config/slurm.py'
+def _container_platforms():
+    '''The container platforms' names (hpctestlib_ml.container_launch,
+    which imports ReFrame: read when first needed).'''
+    from hpctestlib_ml.container_launch import PLATFORMS
+    return tuple(PLATFORMS)
+
+
+_SITE_DIRS = 'hpctestlib_ml/paths.py (every configuration and tool)'
+
+#: ReFrame's log levels (``HPCML_LOG_LEVEL``).
+LOG_LEVELS = ('critical', 'error', 'warning', 'info', 'verbose', 'debug',
+              'debug2', 'undefined')
+
+#: The ``HPCML_*`` environment variables, by name.
+ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
+    **_declare(ENVIRONMENT, _SITE_DIRS, [
+        ('HPCML_VAR_DIR', 'path', None, 'where runs write: stage, output, '
+         'perflogs, results.db, reports, reframe.log; default: var/ in the '
+         'repository',
+         {'allowed': 'a directory'}),
+        ('HPCML_CACHE_DIR', 'path', None, 'measurements kept between runs '
+         '(the CPU peak); default: $HPCML_VAR_DIR/cache',
+         {'allowed': 'a directory'}),
+        ('HPCML_PREPARED_DIR', 'path', None, 'what hpcml prepare fetched; '
+         'default: $HPCML_VAR_DIR/prepared', {'allowed': 'a directory'}),
+        ('HPCML_REFERENCES_DIR', 'path', None, 'the per-workload reference '
+         'files the checks read; default: config/references',
+         {'allowed': 'an existing directory'}),
+    ]),
+    **_declare(ENVIRONMENT, 'hpctestlib_ml/siteconfig.py, for every '
+               'configuration', [
+        ('HPCML_LOG_LEVEL', 'str', 'info', "level of ReFrame's reframe.log",
+         {'choices': LOG_LEVELS}),
+        ('HPCML_POLL_RATE_MIN', 'float', 4.0, 'job polls per second at '
+         'least, on the local scheduler', {'minimum': 0, 'exclusive': True}),
+        ('HPCML_HTTPJSON_URL', 'str', None, 'post every performance record '
+         'as JSON there (Elasticsearch, Logstash)',
+         {'allowed': 'a URL'}),
+        ('HPCML_SITE', 'str', '', "the site's name in every posted record",
+         {'allowed': 'a word'}),
+    ]),
+    **_declare(ENVIRONMENT, 'config/local.py, config/slurm.py', [
+        ('HPCML_STORAGE_DIR', 'path', None, "where the Storage component "
+         "reads and writes (extras['storage_dir']); default: the stage "
+         "directory", {'allowed': 'a directory'}),
+        ('HPCML_REFERENCE_NOISE_PCT', 'float', None, "how far, in percent, "
+         "the partition's figures move from night to night with nothing "
+         "changed (extras['reference_noise_pct']); default: config/local.py"
+         "'s 30 on its cpu partition, else none (3 %)",
+         {'minimum': 0, 'maximum': 100, 'exclusive': True}),
+    ]),
+    **_declare(ENVIRONMENT, _SLURM, [
+        ('HPCML_SLURM_PARTITION', 'str', None, 'the Slurm partition to '
+         'submit to (sbatch --partition)', {'allowed': 'a partition name'}),
+        ('HPCML_ACCOUNT', 'str', None, 'the account to charge (sbatch '
+         '--account); config/systems/*.py read it too',
+         {'allowed': 'an account name'}),
+        ('HPCML_SCHEDULER', 'str', 'slurm', "ReFrame's scheduler: slurm "
+         "(needs sacct) or squeue", {'choices': ('slurm', 'squeue')}),
+        ('HPCML_GPUS_PER_NODE', 'int', 0, 'GPUs per node; 0: a CPU '
+         'partition', {'minimum': 0}),
+        ('HPCML_GPU_MODEL', 'str', None, "GPU model, for MFU's peak "
+         "(a key of hpctestlib_ml.constants.DEVICE_PEAK_FLOPS)",
+         {'allowed': 'a GPU model such as A100 or H100-SXM'}),
+        ('HPCML_GPU_RESOURCE', 'str', '--gpus-per-node={num_gpus_per_node}',
+         "how jobs ask for GPUs", {'allowed': 'an sbatch option with '
+                                              '{num_gpus_per_node}'}),
+        ('HPCML_CPUS_PER_NODE', 'int', None, "CPUs Slurm gives one node; "
+         "default: sinfo's count (a GPU partition needs one)",
+         {'minimum': 1}),
+        ('HPCML_MAX_NODES', 'int', 2, 'most nodes one test may use',
+         {'minimum': 1}),
+        ('HPCML_SCALES', 'list', None, 'scales to run; default: all that '
+         'fit', {'choices': tuple(SCALES)}),
+        ('HPCML_RENDEZVOUS_ADDRESS', 'str', '{hostname}', 'how ranks reach '
+         "the first node: a template with {hostname}, 'nodeaddr' or an "
+         'address', {'allowed': 'a template with {hostname}, nodeaddr or '
+                                'an address'}),
+        ('HPCML_MODULES', 'list', [], 'modules to load in jobs',
+         {'allowed': 'module names'}),
+        ('HPCML_ENV', 'assignments', [], 'variables every job exports, '
+         "e.g. 'NCCL_SOCKET_IFNAME=ib0 GLOO_SOCKET_IFNAME=ib0'",
+         {'allowed': 'shell words NAME=value'}),
+        ('HPCML_VENV', 'path', None, 'virtual environment to activate in '
+         'jobs; default: the one running ReFrame',
+         {'allowed': 'a directory'}),
+        ('HPCML_CPU_PEAK_FLOPS', 'float', None, "a node's fp32 peak FLOP/s, "
+         "for MFU on CPUs", {'minimum': 0, 'exclusive': True}),
+        ('HPCML_CONTAINER_PLATFORM', 'str', None, 'the *Container checks\' '
+         'platform; default: Apptainer where HPCML_CONTAINER_DIR or '
+         'HPCML_APPTAINER_MODULES is set or apptainer is on PATH, else none',
+         {'choices': _container_platforms}),
+        ('HPCML_CONTAINER_MODULES', 'list', [], 'modules that provide the '
+         'container runtime in jobs; default: HPCML_APPTAINER_MODULES',
+         {'allowed': 'module names'}),
+        ('HPCML_CONTAINER_DIR', 'path', None, 'Apptainer: directory of the '
+         'built images (<framework>.sif), which enables the *Container '
+         "checks; default: the suite's image (make image); "
+         'config/local.py and config/systems/*.py read it too',
+         {'allowed': 'a directory'}),
+        ('HPCML_APPTAINER_MODULES', 'list', [], 'modules that provide '
+         'apptainer in jobs', {'allowed': 'module names'}),
+    ]),
+    **_declare(ENVIRONMENT, 'config/local.py, config/slurm.py', [
+        ('HPCML_CONTAINER_IMAGE', 'str', None, 'the *Container checks\' '
+         'image, for both frameworks (a Podman reference, a SIF or squashfs '
+         "path, an enroot URI); default: the suite's (make image)",
+         {'allowed': 'an image reference or path'}),
+    ]),
+    **_declare(ENVIRONMENT, 'config/systems/juwels_booster.py', [
+        ('HPCML_TF_MODULES', 'str', 'Stages/2025 GCC OpenMPI TensorFlow',
+         "the modules of ResNet50TF's environment",
+         {'allowed': 'module names'}),
+    ]),
+    **_declare(INTERNAL, 'the suite, in every job', [
+        ('HPCML_DEVICE_KIND', 'str', None, 'cpu or gpu: what the case '
+         'computes on'),
+        ('HPCML_RENDEZVOUS_NODE', 'str', None, 'the first node of the job'),
+        ('HPCML_NODE_ADDRESSES', 'str', None, "the nodes' Slurm NodeAddr"),
+        ('HPCML_PLATFORM', 'str', None, "MLLOG's submission_platform"),
+        ('HPCML_FULL_EXIT', 'str', None, 'the exit status of a full file '
+         'system'),
+        ('HPCML_COLLECTIVE_TIMEOUT_S', 'float', None, 'seconds before a '
+         'collective times out'),
+        ('HPCML_POWERCAP_ROOT', 'path', None, "where the energy sampler "
+         "reads RAPL's counters"),
+    ]),
+    **_declare(INTERNAL, 'tests/ and bench/', [
+        ('HPCML_TEST_SLURM_DIR', 'path', None, 'the test cluster\'s '
+         'directory'),
+        ('HPCML_TEST_SLURM_ACCOUNTING', 'bool', True, 'the test cluster '
+         'with accounting'),
+        ('HPCML_SLURM_PORT_BASE', 'int', None, "the test cluster's ports"),
+        ('HPCML_SLURM_CLUSTER', 'str', None, "the test cluster's name"),
+        ('HPCML_SLURM_NODES', 'str', None, "the test cluster's nodes"),
+        ('HPCML_SLURM_ACCOUNTING', 'bool', None, 'the test cluster has '
+         'accounting'),
+        ('HPCML_PRETEND_GPU_MODEL', 'str', None, 'tests/configs/'
+         "pretend_gpu.py's GPU model"),
+        ('HPCML_PRETEND_DEVICE_MEMORY_GIB', 'float', None,
+         "tests/configs/pretend_gpu.py's device memory"),
+        ('HPCML_UPDATE_GOLDEN', 'bool', None, 'rewrite the golden files'),
+        ('HPCML_GPUVAL_VENV', 'path', None, "bench/gpu's environment"),
+    ]),
+}.items()}
+
+#: The keys of a partition's ``extras`` the suite reads, by name.
+EXTRAS_KEYS = {name: setting for (name, _), setting in {
+    **_declare(EXTRAS, ALL_CHECKS, [
+        ('max_nodes', 'int', None, 'most nodes one test may use; default: '
+         '1 on the local scheduler, else no limit', {'minimum': 1}),
+        ('scales', 'list', None, 'the scales this partition runs; default: '
+         'all that fit', {'choices': tuple(SCALES)}),
+        ('rendezvous_address', 'str', '{hostname}', 'how ranks reach the '
+         "first node: a template with {hostname}, 'nodeaddr' or an address",
+         {'allowed': 'a template with {hostname}, nodeaddr or an address'}),
+        ('device_memory_gib', 'float', None, "GiB of one device's memory "
+         "(on CPU partitions the node's, shared by its ranks); default: "
+         "the GPU model's", {'minimum': 0, 'exclusive': True}),
+        ('device_peak_flops', 'float', None, "one GPU's peak FLOP/s for "
+         "MFU; default: the GPU model's, for the precision that ran",
+         {'minimum': 0, 'exclusive': True}),
+        ('cpu_peak_flops', 'float', None, "a node's fp32 peak FLOP/s, for "
+         "MFU on CPUs", {'minimum': 0, 'exclusive': True}),
+        ('gpu_vendor', 'str', None, "the GPUs' vendor; default: the GPU "
+         "model's", {'choices': ('nvidia', 'amd')}),
+        ('container_images', 'dict', None, 'framework -> image of the '
+         "*Container checks; default: the suite's (make image)",
+         {'allowed': 'a mapping of framework to image reference or '
+                     'path'}),
+        ('container_options', 'list', [], "the site's own options of the "
+         "container runtime (e.g. --security-opt label=disable)",
+         {'allowed': 'runtime options'}),
+        ('container_annotations', 'dict', None, "CSCS's Container "
+         "Engine: the EDF's [annotations] (hooks, e.g. "
+         "com.hooks.aws_ofi_nccl.enabled)",
+         {'allowed': 'a mapping of annotation to value'}),
+        ('storage_dir', 'path', None, 'where the Storage component reads '
+         'and writes; default: the stage directory',
+         {'allowed': 'a directory'}),
+        ('prepared_dir', 'path', None, 'what hpcml prepare fetched; '
+         'default: HPCML_PREPARED_DIR', {'allowed': 'a directory'}),
+        ('reference_noise_pct', 'float', None, "how far, in percent, the "
+         "partition's figures move from night to night with nothing "
+         "changed: hpcml references sets no threshold narrower; default: "
+         "none (3 %)", {'minimum': 0, 'maximum': 100, 'exclusive': True}),
+    ]),
+    **_declare(EXTRAS, 'megatron', [
+        ('megatron_lm', 'path', None, 'a Megatron-LM checkout',
+         {'allowed': 'a directory'}),
+        ('megatron_data', 'dict', None, 'an indexed dataset: data_path, '
+         'vocab_file, merge_file', {'allowed': 'a mapping'}),
+    ]),
+    **_declare(EXTRAS, 'bert', [
+        ('bert_data', 'dict', None, 'a text dataset: data, tokenizer',
+         {'allowed': 'a mapping'}),
+    ]),
+    **_declare(EXTRAS, 'cosmoflow', [
+        ('cosmoflow_data', 'path', None, 'a directory of CosmoFlow samples',
+         {'allowed': 'a directory'}),
+    ]),
+    **_declare(EXTRAS, 'deeplabv3plus', [
+        ('deepcam_data', 'path', None, 'a directory of DeepCAM samples',
+         {'allowed': 'a directory'}),
+    ]),
+    **_declare(EXTRAS, 'alphafold2', [
+        ('openfold_data', 'path', None, 'a directory of OpenFold samples',
+         {'allowed': 'a directory'}),
+    ]),
+    **_declare(EXTRAS, 'resnet50', [
+        ('imagenet_tfrecords', 'path', None, 'a directory of ImageNet '
+         'TFRecords', {'allowed': 'a directory'}),
+        ('tf_cnn_benchmarks', 'path', None, 'the directory of '
+         'tf_cnn_benchmarks.py', {'allowed': 'a directory'}),
+    ]),
+}.items()}
+
+
+def rows():
+    '''``(kind, name, type, default, allowed, reader, doc)`` of every
+    setting, for the documentation's page of settings.'''
+    for table in (VARIABLES.values(), ENVIRONMENT_VARIABLES.values(),
+                  EXTRAS_KEYS.values()):
+        for s in sorted(table, key=lambda s: (s.kind, s.reader, s.name)):
+            yield (s.kind, s.name, s.type, s.default, s.allowed_words(),
+                   s.reader, s.doc)
+
+
+def variable(name, workload):
+    '''The declaration of test variable *name* of a check of *workload*:
+    the workload's own, else every check's; None where neither has one.'''
+    return VARIABLES.get((name, workload)) or VARIABLES.get(
+        (name, ALL_CHECKS))
+
+
+def variable_names():
+    '''The names of every declared test variable.'''
+    return sorted({name for name, _ in VARIABLES})
+
+
+# HPCML_* variables
+
+def env_fix(name):
+    setting = ENVIRONMENT_VARIABLES[name]
+    return (f'fix the environment variable {name} (read by '
+            f'{setting.reader})')
+
+
+def env(name, environ=None):
+    '''The value of ``HPCML_*`` variable *name*, converted and checked
+    (its declaration's default where unset or empty).'''
+    setting = ENVIRONMENT_VARIABLES[name]
+    environ = os.environ if environ is None else environ
+    raw = environ.get(name)
+    if raw is None or not raw.strip():
+        return copy.copy(setting.default)
+    return convert(setting, raw, env_fix(name))
+
+
+def unknown_environment(environ=None):
+    '''``(name, closest)`` of each ``HPCML_*`` variable set in *environ*
+    that the suite does not read, with the declared name it is closest to
+    ('' where none is close).'''
+    environ = os.environ if environ is None else environ
+    known = ENVIRONMENT_VARIABLES
+    return [(name, closest(name, known, 'HPCML_'))
+            for name in sorted(environ)
+            if name.startswith('HPCML_') and name not in known]
+
+
+# Partition extras
+
+def check_extras(partition, extras, where):
+    '''*extras* of *partition* (its full name) converted and checked: an
+    unknown key or a value that cannot work is a :class:`SettingError`
+    naming *where* (the site configuration) to fix it.'''
+    checked = {}
+    for key, value in extras.items():
+        setting = EXTRAS_KEYS.get(key)
+        if setting is None:
+            raise SettingError(
+                f"extras key {key!r} of partition {partition} is not one "
+                f"the suite reads{closest(key, EXTRAS_KEYS)}: fix it in "
+                f"{where} (the keys: {', '.join(sorted(EXTRAS_KEYS))})")
+        checked[key] = convert(setting, value, f'fix it in {where}',
+                               label=f"extras[{key!r}] of partition "
+                                     f"{partition}")
+        if setting.type == 'list':
+            checked[key] = list(checked[key])
+    return checked
