@@ -538,19 +538,23 @@ def test_unknown_gpu_model_fails_with_the_fix(tmp_path, cache_dir):
 
 
 @pytest.mark.integration
-def test_pyxis_on_the_local_launcher_fails_with_the_fix(tmp_path, cache_dir):
-    '''A Slurm plugin's platform on a partition without srun (the squeue
-    scheduler with a local launcher is not offered: config/slurm.py always
-    launches with srun) is refused at setup; an unknown platform at
-    configuration.'''
+def test_unknown_platform_stops_the_configuration_in_one_line(tmp_path,
+                                                              cache_dir):
+    '''An unknown HPCML_CONTAINER_PLATFORM stops config/slurm.py from
+    loading, with the platforms there are (a Slurm plugin's platform
+    without srun: test_slurm_plugins_need_srun_and_names_are_known;
+    config/slurm.py always launches with srun).'''
     proc, _, _ = dry_run(tmp_path, cache_dir, 'config/slurm.py',
                          '^MMoCLIPContainer%', HPCML_SCHEDULER='squeue',
                          HPCML_SCALES='1_node', HPCML_CPUS_PER_NODE='64',
                          HPCML_CONTAINER_PLATFORM='Docker')
-    assert proc.returncode != 0
-    assert "container platform 'Docker' unknown: use one of Apptainer, " \
-        "Podman, PodmanHPC, Pyxis, ContainerEngine, Sarus" in \
-        proc.stdout + proc.stderr
+    assert proc.returncode == 1
+    assert ('ERROR: failed to load configuration: HPCML_CONTAINER_PLATFORM '
+            'must be one of Apptainer, Podman, PodmanHPC, Pyxis, '
+            "ContainerEngine, Sarus, got 'Docker': fix the environment "
+            'variable HPCML_CONTAINER_PLATFORM (read by config/slurm.py)'
+            ) in proc.stdout
+    assert 'Traceback' not in proc.stdout + proc.stderr
 
 
 @pytest.mark.integration
