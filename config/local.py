@@ -3,7 +3,10 @@
 ``reframe -C config/local.py -c checks -r`` runs the suite here: a ``cpu``
 partition always, and a ``gpu`` partition when ``nvidia-smi`` (or, for AMD
 GPUs, ``amd-smi``/``rocm-smi``) lists GPUs;
-the ``*Container`` checks where ``apptainer`` is on PATH.
+the ``*Container`` checks with Podman where ``podman`` is on PATH and
+its storage holds the suite's image (``make image``; or
+``HPCML_CONTAINER_IMAGE``), else with Apptainer where ``apptainer`` is
+(:func:`hpctestlib_ml.siteconfig.local_container_platform`).
 Jobs use the Python that runs ReFrame (the project's virtual environment).
 Everything a run writes goes under ``var/`` in the project (or
 ``$HPCML_VAR_DIR``); the Storage component measures the stage directory
@@ -24,8 +27,9 @@ from hpctestlib_ml import cpu_peak, peaks, tensorflow_build
 from hpctestlib_ml.paths import CACHE_DIR
 from hpctestlib_ml.program_tables import src_module
 from hpctestlib_ml.siteconfig import (container_environment, env,
-                                      local_general, make_site_configuration,
-                                      system_dirs, with_apptainer)
+                                      local_container_platform, local_general,
+                                      make_site_configuration, system_dirs,
+                                      with_container_platform)
 
 #: src/node_gpus.py: the visibility variables' one reader (by its path:
 #: a site configuration must not change sys.path, program_tables).
@@ -196,9 +200,12 @@ if _num_gpus:
                       if (_gpu_memory := local_gpu_memory_gib()) else {})},
     })
 
-if shutil.which('apptainer'):
-    # The *Container checks run here too, on images in containers/.
-    _partitions = [with_apptainer(p) for p in _partitions]
+_container_platform, _container_images = local_container_platform()
+if _container_platform:
+    # The *Container checks run here too.
+    _partitions = [with_container_platform(p, _container_platform,
+                                           _container_images)
+                   for p in _partitions]
 
 _python_environment = {
     'name': 'python',

@@ -26,12 +26,20 @@
     HPCML_VENV                virtual environment to activate in jobs
                               (default: the one running ReFrame)
     HPCML_CPU_PEAK_FLOPS      a node's fp32 peak FLOP/s, for MFU on CPUs
-    HPCML_CONTAINER_DIR       directory of the built images
-                              (<framework>.sif); setting it, or
-                              HPCML_APPTAINER_MODULES, or apptainer on PATH
-                              enables the *Container checks (default
-                              directory: containers/ in the repository)
-    HPCML_APPTAINER_MODULES   modules that provide apptainer in jobs
+    HPCML_CONTAINER_PLATFORM  the *Container checks' platform: Apptainer,
+                              Podman, PodmanHPC, Pyxis, ContainerEngine or
+                              Sarus (hpctestlib_ml/container_launch.py);
+                              default Apptainer where HPCML_CONTAINER_DIR
+                              or HPCML_APPTAINER_MODULES is set or
+                              apptainer is on PATH, else none
+    HPCML_CONTAINER_IMAGE     the image, for both frameworks (a Podman
+                              reference, a SIF or squashfs path, an enroot
+                              URI); default: the suite's (make image) for
+                              Podman and Apptainer
+    HPCML_CONTAINER_DIR       Apptainer: directory of the built images
+                              (<framework>.sif)
+    HPCML_CONTAINER_MODULES   modules that provide the container runtime
+                              in jobs (HPCML_APPTAINER_MODULES: the same)
     HPCML_STORAGE_DIR         where the Storage component reads and writes
                               (extras['storage_dir']): the parallel file
                               system's scratch (e.g. '$SCRATCH', expanded
@@ -52,10 +60,11 @@ import os
 import shutil
 import sys
 
-from hpctestlib_ml.siteconfig import (container_environment, cpus_per_node,
-                                      env, make_site_configuration,
+from hpctestlib_ml.siteconfig import (apptainer_images, container_environment,
+                                      cpus_per_node, env,
+                                      make_site_configuration, one_image,
                                       slurm_sched_options, system_dirs,
-                                      with_apptainer)
+                                      with_container_platform)
 
 _partition = env('HPCML_SLURM_PARTITION')
 _account = env('HPCML_ACCOUNT')
@@ -105,9 +114,16 @@ if _gpus:
     }]
 
 _image_dir = env('HPCML_CONTAINER_DIR')
-_apptainer_modules = env('HPCML_APPTAINER_MODULES')
-if _image_dir or _apptainer_modules or shutil.which('apptainer'):
-    _part = with_apptainer(_part, _image_dir, _apptainer_modules)
+_container_modules = (env('HPCML_CONTAINER_MODULES') or
+                      env('HPCML_APPTAINER_MODULES'))
+_container_platform = env('HPCML_CONTAINER_PLATFORM') or (
+    'Apptainer' if (_image_dir or _container_modules or
+                    shutil.which('apptainer')) else None)
+if _container_platform:
+    _part = with_container_platform(
+        _part, _container_platform,
+        one_image(env('HPCML_CONTAINER_IMAGE')) or
+        apptainer_images(_image_dir), _container_modules)
 
 site_configuration = make_site_configuration(
     systems=[{

@@ -18,6 +18,8 @@
                                         reason, rank, node (JSON per file)
     hpcml new-workload NAME [--check C] a new workload from the template, as
                                         new files (docs: adding a workload)
+    hpcml image [--base IMAGE]          build the suite's container image
+                                        (make image): Podman, else Apptainer
 """
 import argparse
 import importlib
@@ -32,7 +34,7 @@ COMMANDS = {
     'suite': 'suite', 'extract': 'extract', 'cpu-peak': 'cpu_peak',
     'model-info': 'model_info', 'compliance': 'compliance',
     'prepare': 'prepare', 'report': 'report', 'references': 'references',
-    'triage': 'triage', 'new-workload': 'new_workload',
+    'triage': 'triage', 'new-workload': 'new_workload', 'image': 'image',
 }
 
 

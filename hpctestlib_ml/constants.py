@@ -133,8 +133,9 @@ FP16_FOR_BF16 = {'bf16': 'fp16', 'amp_bf16': 'amp', 'amp_bfloat16': 'amp',
                  'pure_bf16': 'pure_fp16'}
 
 #: GPU vendor of each model in :data:`DEVICE_PEAK_FLOPS`: it chooses the
-#: container runtime's GPU option (:data:`CONTAINER_GPU_OPTIONS`). A
-#: partition's ``extras['gpu_vendor']`` says it for other models.
+#: container runtime's GPU options
+#: (:data:`hpctestlib_ml.container_launch.GPU_OPTIONS`). A partition's
+#: ``extras['gpu_vendor']`` says it for other models.
 GPU_VENDORS = {
     'A100': 'nvidia', 'H100-SXM': 'nvidia', 'H100-PCIe': 'nvidia',
     'H100-NVL': 'nvidia', 'GH200': 'nvidia', 'H200': 'nvidia',
@@ -157,14 +158,8 @@ GPU_CAPABILITIES = {
 #: set: ``hip``).
 GPU_BACKENDS = {'nvidia': 'cuda', 'amd': 'hip'}
 
-#: Apptainer's option that makes a vendor's GPUs and driver visible in the
-#: container.
-CONTAINER_GPU_OPTIONS = {'nvidia': '--nv', 'amd': '--rocm'}
-
-#: The container platform the suite's images are built for (containers/).
-CONTAINER_PLATFORM = 'Apptainer'
-
-#: Frameworks with an image definition, ``containers/<framework>.def``.
+#: Frameworks a site names an image for (``extras['container_images']``);
+#: the suite's own image (``make image``) has both.
 FRAMEWORKS = ('pytorch', 'tensorflow')
 
 #: Environment feature of the programming environment that container runs

@@ -26,8 +26,8 @@ CONFIG_DIR = REPO_ROOT / 'config'
 #: The suite's test leaves, one file per workload.
 CHECKS_DIR = REPO_ROOT / 'checks'
 
-#: Apptainer definitions, and the images built from them when a site's
-#: config names none (``<framework>.sif``).
+#: The image's recipe (``make image``: :mod:`hpctestlib_ml.image`) and the
+#: Podman settings it runs with.
 CONTAINERS_DIR = REPO_ROOT / 'containers'
 
 #: The template a new workload starts from (``hpcml new-workload``).

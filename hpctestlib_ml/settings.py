@@ -350,6 +350,13 @@ RECORDED = tuple(
     'program', 'framework', 'runs_in_container', 'device', 'references_file')
 
 _SLURM = 'config/slurm.py'
+def _container_platforms():
+    '''The container platforms' names (hpctestlib_ml.container_launch,
+    which imports ReFrame: read when first needed).'''
+    from hpctestlib_ml.container_launch import PLATFORMS
+    return tuple(PLATFORMS)
+
+
 _SITE_DIRS = 'hpctestlib_ml/paths.py (every configuration and tool)'
 
 #: ReFrame's log levels (``HPCML_LOG_LEVEL``).
@@ -442,12 +449,26 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          {'allowed': 'a directory'}),
         ('HPCML_CPU_PEAK_FLOPS', 'float', None, "a node's fp32 peak FLOP/s, "
          "for MFU on CPUs", {'minimum': 0, 'exclusive': True}),
-        ('HPCML_CONTAINER_DIR', 'path', None, 'directory of the built '
-         'images (<framework>.sif), which enables the *Container checks; '
-         'default: containers/; config/systems/*.py read it too',
+        ('HPCML_CONTAINER_PLATFORM', 'str', None, 'the *Container checks\' '
+         'platform; default: Apptainer where HPCML_CONTAINER_DIR or '
+         'HPCML_APPTAINER_MODULES is set or apptainer is on PATH, else none',
+         {'choices': _container_platforms}),
+        ('HPCML_CONTAINER_MODULES', 'list', [], 'modules that provide the '
+         'container runtime in jobs; default: HPCML_APPTAINER_MODULES',
+         {'allowed': 'module names'}),
+        ('HPCML_CONTAINER_DIR', 'path', None, 'Apptainer: directory of the '
+         'built images (<framework>.sif), which enables the *Container '
+         "checks; default: the suite's image (make image); "
+         'config/local.py and config/systems/*.py read it too',
          {'allowed': 'a directory'}),
         ('HPCML_APPTAINER_MODULES', 'list', [], 'modules that provide '
          'apptainer in jobs', {'allowed': 'module names'}),
+    ]),
+    **_declare(ENVIRONMENT, 'config/local.py, config/slurm.py', [
+        ('HPCML_CONTAINER_IMAGE', 'str', None, 'the *Container checks\' '
+         'image, for both frameworks (a Podman reference, a SIF or squashfs '
+         "path, an enroot URI); default: the suite's (make image)",
+         {'allowed': 'an image reference or path'}),
     ]),
     **_declare(ENVIRONMENT, 'config/systems/juwels_booster.py', [
         ('HPCML_TF_MODULES', 'str', 'Stages/2025 GCC OpenMPI TensorFlow',
@@ -507,9 +528,17 @@ EXTRAS_KEYS = {name: setting for (name, _), setting in {
          "MFU on CPUs", {'minimum': 0, 'exclusive': True}),
         ('gpu_vendor', 'str', None, "the GPUs' vendor; default: the GPU "
          "model's", {'choices': ('nvidia', 'amd')}),
-        ('container_images', 'dict', None, 'framework -> image file of the '
-         '*Container checks', {'allowed': 'a mapping of framework to '
-                                           'image path'}),
+        ('container_images', 'dict', None, 'framework -> image of the '
+         "*Container checks; default: the suite's (make image)",
+         {'allowed': 'a mapping of framework to image reference or '
+                     'path'}),
+        ('container_options', 'list', [], "the site's own options of the "
+         "container runtime (e.g. --security-opt label=disable)",
+         {'allowed': 'runtime options'}),
+        ('container_annotations', 'dict', None, "CSCS's Container "
+         "Engine: the EDF's [annotations] (hooks, e.g. "
+         "com.hooks.aws_ofi_nccl.enabled)",
+         {'allowed': 'a mapping of annotation to value'}),
         ('storage_dir', 'path', None, 'where the Storage component reads '
          'and writes; default: the stage directory',
          {'allowed': 'a directory'}),

@@ -9,6 +9,7 @@ says it in one line and exits 1, before anything is queued.
 """
 import math
 import os
+import shutil
 import subprocess
 import sys
 
@@ -16,12 +17,12 @@ from reframe.core.exceptions import ConfigError
 
 from hpctestlib_ml import (perflog_fields, registry, sessions, settings,
                            var_full)
-from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
-                                     FRAMEWORKS, LAUNCH_MODES, SCALES)
+from hpctestlib_ml.constants import (CONTAINER_FEATURE, FRAMEWORKS,
+                                     LAUNCH_MODES, SCALES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
-from hpctestlib_ml.paths import (CONTAINERS_DIR, REFERENCES_DIR, REPO_ROOT,
-                                 VAR_DIR, user_path, writable_dir)
+from hpctestlib_ml.paths import (REFERENCES_DIR, REPO_ROOT, VAR_DIR,
+                                 user_path, writable_dir)
 
 
 class SiteConfigError(ConfigError, ValueError):
@@ -32,12 +33,13 @@ class SiteConfigError(ConfigError, ValueError):
     exception reaches the user as a traceback of ReFrame's import.'''
 
 
-def env(name):
-    '''``HPCML_*`` variable *name*, converted and checked against its
-    declaration (:mod:`hpctestlib_ml.settings`); its default where unset.
-    A :class:`SiteConfigError` naming the variable otherwise.'''
+def env(name, environ=None):
+    '''``HPCML_*`` variable *name* (of *environ*, default the process's),
+    converted and checked against its declaration
+    (:mod:`hpctestlib_ml.settings`); its default where unset. A
+    :class:`SiteConfigError` naming the variable otherwise.'''
     try:
-        return settings.env(name)
+        return settings.env(name, environ)
     except settings.SettingError as err:
         raise SiteConfigError(str(err)) from None
 
@@ -76,27 +78,82 @@ def slurm_sched_options():
     return {'slurm_job_cancel_reasons': list(SLURM_CANCEL_REASONS)}
 
 
-def apptainer_settings(image_dir=None, modules=()):
+def container_settings(platform, images=None, modules=()):
     '''Partition settings that enable the ``*Container`` checks:
-    ``container_platforms`` (Apptainer, with *modules* loaded in the job)
-    and ``extras['container_images']``, ``<image_dir>/<framework>.sif`` for
-    each framework (default: ``containers/`` in the repository).'''
-    image_dir = image_dir or str(CONTAINERS_DIR)
-    return {
-        'container_platforms': [{'type': CONTAINER_PLATFORM,
-                                 'modules': list(modules)}],
-        'extras': {'container_images': {
-            fw: os.path.join(image_dir, f'{fw}.sif') for fw in FRAMEWORKS}},
-    }
+    ``container_platforms`` (*platform*, one of
+    :data:`hpctestlib_ml.container_launch.PLATFORMS`, with *modules*
+    loaded in the job) and, where *images* names them,
+    ``extras['container_images']`` ({framework: image}); without, the
+    suite's image for the platform (``make image``).'''
+    from hpctestlib_ml.container_launch import PLATFORMS
+    if platform not in PLATFORMS:
+        raise SiteConfigError(f'container platform {platform!r} unknown: '
+                              f'use one of {", ".join(PLATFORMS)}')
+    found = {'container_platforms': [{'type': platform,
+                                      'modules': list(modules)}],
+             'extras': {}}
+    if images:
+        found['extras']['container_images'] = dict(images)
+    return found
+
+
+def with_container_platform(partition, platform, images=None, modules=()):
+    '''*partition* with :func:`container_settings` merged in.'''
+    found = container_settings(platform, images, modules)
+    return {**partition,
+            'environs': [*partition.get('environs', []), 'container'],
+            'container_platforms': found['container_platforms'],
+            'extras': {**partition.get('extras', {}), **found['extras']}}
+
+
+def apptainer_images(image_dir):
+    '''``<image_dir>/<framework>.sif`` of each framework (a site's
+    directory of images); None without a directory.'''
+    if not image_dir:
+        return None
+    return {fw: os.path.join(image_dir, f'{fw}.sif') for fw in FRAMEWORKS}
 
 
 def with_apptainer(partition, image_dir=None, modules=()):
-    '''*partition* with :func:`apptainer_settings` merged in.'''
-    settings = apptainer_settings(image_dir, modules)
-    return {**partition,
-            'environs': [*partition.get('environs', []), 'container'],
-            'container_platforms': settings['container_platforms'],
-            'extras': {**partition.get('extras', {}), **settings['extras']}}
+    '''*partition* with the Apptainer platform: images from *image_dir*
+    (:func:`apptainer_images`), else the suite's.'''
+    return with_container_platform(partition, 'Apptainer',
+                                   apptainer_images(image_dir), modules)
+
+
+def one_image(reference):
+    '''{framework: *reference*} (``HPCML_CONTAINER_IMAGE``: one image
+    for both frameworks, as the suite's own is); None without one.'''
+    return {fw: reference for fw in FRAMEWORKS} if reference else None
+
+
+def podman_image_exists(reference, run=subprocess.run):
+    '''Whether Podman's storage holds *reference*.'''
+    try:
+        return run(['podman', 'image', 'exists', reference],
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def local_container_platform(which=shutil.which, exists=podman_image_exists,
+                             environ=os.environ):
+    '''(platform, images) of this machine's ``*Container`` checks: Podman
+    where it is on PATH and its storage holds the image
+    (``HPCML_CONTAINER_IMAGE``, else the suite's: ``make image``), so that
+    ``make suite`` runs the container cases once the image is built and
+    none before; else Apptainer where it is on PATH (images:
+    ``HPCML_CONTAINER_DIR``, else the suite's); else (None, None).'''
+    from hpctestlib_ml import image
+    named = env('HPCML_CONTAINER_IMAGE', environ)
+    if which('podman') and exists(named or image.podman_image()):
+        return 'Podman', one_image(named)
+    if which('apptainer'):
+        return 'Apptainer', (one_image(named) or
+                             apptainer_images(env('HPCML_CONTAINER_DIR',
+                                                  environ)))
+    return None, None
 
 
 def container_environment(system):

@@ -157,6 +157,16 @@ def gpu_facts():
     return facts
 
 
+def container():
+    '''The image the program runs in, as its runtime says it: Apptainer's
+    (and Singularity's) path, else the runtime's name where it sets the
+    ``container`` variable systemd's container interface defines (Podman:
+    ``podman``); empty outside one.'''
+    return (os.environ.get('APPTAINER_CONTAINER') or
+            os.environ.get('SINGULARITY_CONTAINER') or
+            os.environ.get('container', ''))
+
+
 def collect():
     versions = {name: v for name, dist in PACKAGES.items()
                 if (v := version(dist))}
@@ -167,9 +177,7 @@ def collect():
         'runtimes': runtimes(),
         **gpu_facts(),
         'switches': {k: os.environ[k] for k in SWITCHES if k in os.environ},
-        'container': os.environ.get('APPTAINER_CONTAINER',
-                                    os.environ.get('SINGULARITY_CONTAINER',
-                                                   '')),
+        'container': container(),
     }
 
 

@@ -116,10 +116,43 @@ def local_cases(declared):
     return {case for case in LOCAL_CASES if ranks[case[0]] >= fewest}
 
 
-def local_case_count():
-    '''How many cases the local suite runs: every declaration's.'''
+def suite_image():
+    '''The suite's image in Podman's storage (``make image``); the test
+    skips where Podman or the image is missing, except under CI (which
+    builds it first: .ci/run), where it fails.'''
+    import shutil
+    from hpctestlib_ml import image
+    from hpctestlib_ml.siteconfig import podman_image_exists
+    reason = None
+    if shutil.which('podman') is None:
+        reason = ('podman is not installed: containers/install-podman.sh, '
+                  'then make image')
+    elif not podman_image_exists(image.podman_image()):
+        reason = f'{image.podman_image()} is not built: make image'
+    if reason:
+        if os.environ.get('CI'):
+            pytest.fail(f'the container tests cannot run under CI: {reason}')
+        pytest.skip(reason)
+    return image.podman_image()
+
+
+def local_containers():
+    '''Whether config/local.py offers the ``*Container`` twins here (Podman
+    with the suite's image built, or Apptainer:
+    :func:`hpctestlib_ml.siteconfig.local_container_platform`).'''
+    from hpctestlib_ml.siteconfig import local_container_platform
+    return local_container_platform()[0] is not None
+
+
+def local_case_count(containers=None):
+    '''How many cases the local suite runs: every declaration's, twice
+    where *containers* (default: :func:`local_containers`) its container
+    twin runs too.'''
     from hpctestlib_ml import registry
-    return sum(len(local_cases(d)) for d in registry.registered().values())
+    count = sum(len(local_cases(d)) for d in registry.registered().values())
+    if containers is None:
+        containers = local_containers()
+    return count * (2 if containers else 1)
 
 
 def free_port():

@@ -32,8 +32,8 @@ def test_plain_reframe_in_the_projects_environment_runs_the_cpu_suite(
     assert f"settings files:    '<builtin>', '{REPO}/config/local.py'" \
         in proc.stdout
     assert "selected system:   'local'" in proc.stdout
-    # Every workload's and component's cases that fit this machine (the
-    # *Container checks need Apptainer, which local.py does not list).
+    # Every workload's and component's cases that fit this machine, and
+    # their *Container twins where the image is built (Podman).
     assert f'Found {local_case_count()} check(s)' in proc.stdout
 
 

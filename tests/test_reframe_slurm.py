@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+import conftest
 from conftest import BIN, REPO
 from perflog import read_perflog
 
@@ -39,8 +40,9 @@ def min_world_size(check):
 
 def registered_checks():
     '''Names of the test classes in checks/ (``@rfm.simple_test``) that run
-    on the host's Python (not the ``*Container`` variants: the cluster has
-    no Apptainer).'''
+    on the host's Python (not the ``*Container`` variants: one of them runs
+    on the cluster with Podman in
+    test_two_node_container_cases_run_in_the_image).'''
     names = []
     for path in sorted((REPO / 'checks').glob('*.py')):
         for node in ast.parse(path.read_text()).body:
@@ -259,6 +261,41 @@ def test_workload_trains_on_one_and_two_nodes_in_both_launch_modes(
     rows = read_perflog(var / 'perflogs' / 'slurm' / 'ci' / f'{check}.log')
     assert len(rows) == 2 * len(scales)
     assert all(r['result'] == 'pass' for r in rows)
+
+
+def test_two_node_container_cases_run_in_the_image(slurm_cluster, tmp_path,
+                                                  cache_dir):
+    '''The *Container twin on both nodes with Podman
+    (``HPCML_CONTAINER_PLATFORM=Podman``): srun starts ``podman run`` for
+    each task (per_task), or on each node one that runs torchrun inside
+    (torchrun); the ranks meet at the nodes' addresses as the bare cases'
+    do, pass the same checks, and log the image's digest.'''
+    suite_image = conftest.suite_image()
+    var = tmp_path / 'var'
+    proc = run_suite(
+        slurm_cluster, var, cache_dir, '-n',
+        '^CosmoFlowContainer%scale=2_nodes%launch_mode=per_task', '-n',
+        '^CosmoFlowContainer%scale=2_nodes%launch_mode=torchrun',
+        HPCML_CONTAINER_PLATFORM='Podman')
+    assert proc.returncode == 0, reason(proc.stdout + proc.stderr)
+    cases = report_cases(var)
+    assert sorted(c['launch_mode'] for c in cases.values()) == \
+        ['per_task', 'torchrun']
+    for case in cases.values():
+        assert case['result'] == 'pass', case['fail_reason']
+        assert launch_lines(case) == [('n1', '0'), ('n2', '1')]
+        assert_met_at_node_addresses(case)
+        script = pathlib.Path(case['outputdir'], 'rfm_job.sh').read_text()
+        assert re.search(r'^srun --cpus-per-task=1 --kill-on-bad-exit=1 '
+                         rf'podman run .* {re.escape(suite_image)} ', script,
+                         re.M), script
+    rows = read_perflog(var / 'perflogs' / 'slurm' / 'ci' /
+                        'CosmoFlowContainer.log')
+    assert len(rows) == 2
+    for row in rows:
+        assert row['result'] == 'pass' and row['num_nodes'] == '2'
+        assert re.fullmatch(rf'{re.escape(suite_image)}@sha256:[0-9a-f]{{64}}',
+                            row['container_image']), row['container_image']
 
 
 def torch_sees_itself_as_rendezvous_host(cluster, tmp_path, endpoint):

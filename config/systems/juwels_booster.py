@@ -43,8 +43,8 @@ site_configuration = make_site_configuration(
         'sched_options': slurm_sched_options(),
         **system_dirs(),
         # JSC provides apptainer on the compute nodes without a module (to
-        # members of the 'container' group); images from HPCML_CONTAINER_DIR,
-        # default containers/ in the repository.
+        # members of the 'container' group); images from HPCML_CONTAINER_DIR
+        # (<framework>.sif), default the suite's (make image).
         'partitions': [with_apptainer({
             'name': 'booster',
             'descr': '4 x A100 per node',

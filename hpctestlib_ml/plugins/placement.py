@@ -7,8 +7,9 @@ from reframe.core.builtins import parameter, run_after, variable
 from reframe.core.logging import getlogger
 from reframe.core.pipeline import RegressionTestPlugin
 
-from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORM,
-                                     LAUNCH_MODES, SCALES)
+from hpctestlib_ml.constants import (CONTAINER_FEATURE, LAUNCH_MODES,
+                                     SCALES)
+from hpctestlib_ml.container_launch import PLATFORMS
 from hpctestlib_ml.errors import BadInputError, positive_int
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
@@ -117,7 +118,7 @@ class Placement(RegressionTestPlugin):
             if runs_scale(self.scale, partition_facts(part), self.launch_mode)
             and self.enough_ranks(part)
             and (not self.runs_in_container or
-                 CONTAINER_PLATFORM in part.container_environs)
+                 part.container_runtime in PLATFORMS)
             and self.runs_on(part)
         ]
 

@@ -3,7 +3,7 @@ The workload (sizes, FLOPs, what ``hpcml prepare`` fetches, model
 builder): :mod:`hpctestlib_ml.registry.gpt2_finetune`."""
 from reframe.core.builtins import parameter, performance_function, variable
 
-from hpctestlib_ml import paths, prepare
+from hpctestlib_ml import image, paths, prepare
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.constants import GPU_FEATURE
@@ -68,7 +68,9 @@ class GPT2FineTuneTraining(MLTrainingTest):
 
     #: Where ``hpcml prepare`` put the model and dataset; default: the
     #: partition's ``extras['prepared_dir']``, else ``$HPCML_PREPARED_DIR``,
-    #: else ``<HPCML_VAR_DIR>/prepared``.
+    #: else ``<HPCML_VAR_DIR>/prepared``; in a container, the image's copy
+    #: of that directory (``/opt/hpcml/prepared``, made by ``make image``)
+    #: unless the partition names one.
     #:
     #: :type: :class:`str` or :obj:`None`
     #: :default: :obj:`None` (see above)
@@ -91,14 +93,28 @@ class GPT2FineTuneTraining(MLTrainingTest):
         self.precision = self.train_precision
         self.env_vars['HF_HUB_OFFLINE'] = '1'
         self.env_vars['HF_DATASETS_OFFLINE'] = '1'
-        if self.model != 'tiny':
-            self.prepared_dir = str(
-                self.prepared_dir or
-                self.current_partition.extras.get('prepared_dir') or
-                paths.PREPARED_DIR)
-            missing = prepare.gpt2_missing(self.prepared_dir, self.model)
+        if self.model == 'tiny':
+            return
+        named = (self.prepared_dir or
+                 self.current_partition.extras.get('prepared_dir'))
+        if self.runs_in_container and not named:
+            # The image's copy, made by make image from PREPARED_DIR.
+            missing = prepare.gpt2_missing(paths.PREPARED_DIR, self.model)
             if missing:
-                raise BadInputError(missing)
+                raise BadInputError(f'{missing}, then make image, which '
+                                    f'copies it into the image')
+            self.prepared_dir = image.IMAGE_PREPARED_DIR
+            return
+        self.prepared_dir = str(named or paths.PREPARED_DIR)
+        missing = prepare.gpt2_missing(self.prepared_dir, self.model)
+        if missing:
+            raise BadInputError(missing)
+
+    def container_directories(self):
+        '''The prepared directory a site names (the image has its own).'''
+        if self.prepared_dir and self.prepared_dir != image.IMAGE_PREPARED_DIR:
+            return [self.prepared_dir]
+        return []
 
     def program_args(self):
         args = ['--do-train', '--do-eval',
