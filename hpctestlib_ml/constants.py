@@ -162,6 +162,13 @@ GPU_BACKENDS = {'nvidia': 'cuda', 'amd': 'hip'}
 #: the suite's own image (``make image``) has both.
 FRAMEWORKS = ('pytorch', 'tensorflow')
 
+#: The container platforms the ``*Container`` checks launch with, by the
+#: names a site config gives (``container_platforms``,
+#: ``HPCML_CONTAINER_PLATFORM``); how each starts a run:
+#: :data:`hpctestlib_ml.container_launch.PLATFORMS`.
+CONTAINER_PLATFORMS = ('Apptainer', 'Podman', 'PodmanHPC', 'Pyxis',
+                       'ContainerEngine', 'Sarus')
+
 #: Environment feature of the programming environment that container runs
 #: use: the image brings the framework, the host only the runtime.
 CONTAINER_FEATURE = 'container'

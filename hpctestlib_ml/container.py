@@ -18,7 +18,7 @@ import shlex
 
 from hpctestlib_ml import image as suite_image
 from hpctestlib_ml.constants import GPU_VENDORS
-from hpctestlib_ml.container_launch import ContainerError
+from hpctestlib_ml.errors import ContainerError
 
 __all__ = ['ContainerError']
 

@@ -37,6 +37,9 @@ import shlex
 
 from reframe.core.containers import Apptainer, ContainerPlatform, Sarus
 
+from hpctestlib_ml.constants import CONTAINER_PLATFORMS
+from hpctestlib_ml.errors import ContainerError
+
 #: Where each platform's options are documented: {platform: {option:
 #: source}}. An option is the word up to its ``=`` (``--container-image``).
 _PODMAN_RUN = 'https://docs.podman.io/en/stable/markdown/podman-run.1.html'
@@ -128,10 +131,6 @@ SRUN_PLATFORMS = ('Pyxis', 'ContainerEngine')
 
 #: The EDF the Container Engine's jobs write to their stage directory.
 EDF_NAME = 'hpcml-container.toml'
-
-
-class ContainerError(ValueError):
-    '''A container setting that cannot work; the message names the fix.'''
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,6 +328,7 @@ PLATFORMS = {
     'ContainerEngine': ContainerEngine,
     'Sarus': lambda run, stagedir: sarus_platform(run),
 }
+assert tuple(PLATFORMS) == CONTAINER_PLATFORMS
 
 
 def platform(name, run, stagedir, launcher):

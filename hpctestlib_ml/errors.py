@@ -41,3 +41,7 @@ def positive_int(name, value, minimum=1):
         raise BadInputError(f'{name} must be an integer >= {minimum}, got '
                             f'{value!r}: fix -S {name}')
     return number
+
+
+class ContainerError(ValueError):
+    '''A container setting that cannot work; the message names the fix.'''

@@ -351,10 +351,9 @@ RECORDED = tuple(
 
 _SLURM = 'config/slurm.py'
 def _container_platforms():
-    '''The container platforms' names (hpctestlib_ml.container_launch,
-    which imports ReFrame: read when first needed).'''
-    from hpctestlib_ml.container_launch import PLATFORMS
-    return tuple(PLATFORMS)
+    '''The container platforms' names.'''
+    from hpctestlib_ml.constants import CONTAINER_PLATFORMS
+    return CONTAINER_PLATFORMS
 
 
 _SITE_DIRS = 'hpctestlib_ml/paths.py (every configuration and tool)'

@@ -17,8 +17,8 @@ from reframe.core.exceptions import ConfigError
 
 from hpctestlib_ml import (perflog_fields, registry, sessions, settings,
                            var_full)
-from hpctestlib_ml.constants import (CONTAINER_FEATURE, FRAMEWORKS,
-                                     LAUNCH_MODES, SCALES)
+from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORMS,
+                                     FRAMEWORKS, LAUNCH_MODES, SCALES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
 from hpctestlib_ml.paths import (REFERENCES_DIR, REPO_ROOT, VAR_DIR,
@@ -85,10 +85,9 @@ def container_settings(platform, images=None, modules=()):
     loaded in the job) and, where *images* names them,
     ``extras['container_images']`` ({framework: image}); without, the
     suite's image for the platform (``make image``).'''
-    from hpctestlib_ml.container_launch import PLATFORMS
-    if platform not in PLATFORMS:
+    if platform not in CONTAINER_PLATFORMS:
         raise SiteConfigError(f'container platform {platform!r} unknown: '
-                              f'use one of {", ".join(PLATFORMS)}')
+                              f'use one of {", ".join(CONTAINER_PLATFORMS)}')
     found = {'container_platforms': [{'type': platform,
                                       'modules': list(modules)}],
              'extras': {}}

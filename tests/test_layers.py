@@ -30,6 +30,7 @@ FOUNDATION = (
                 'parsers.labels', 'parsers.timed_window',
                 'parsers.hpcml_records', 'history_refs')),
     ('pure decisions', ('sizes', 'peaks', 'layout', 'launch', 'container',
+                        'image',
                         'model_info', 'prepare', 'flops', 'device_check',
                         'history_refs.store', 'history_refs.lookup')),
     ('log parsers', ('parsers.*',)),
@@ -48,7 +49,8 @@ WINGS = {
         ('commands', ('commands', 'commands.*', 'cli')),
     ),
     'reframe': (
-        ('site configuration', ('siteconfig', 'strict_reframe')),
+        ('site configuration', ('container_launch', 'siteconfig',
+                                'strict_reframe')),
         ('plugins', ('plugins', 'plugins.*')),
         ('base', ('base',)),
         ('test classes', ('workloads', 'workloads.*')),
