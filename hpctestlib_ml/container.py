@@ -60,7 +60,7 @@ def image_path(framework, platform_name, extras, override=None):
             f"no {framework} image for {platform_name}: name one in the "
             f"partition's extras['container_images']['{framework}'] (an "
             f"image built with make image and converted for {platform_name}"
-            f", README: Containers), or -S container_image=")
+            f", docs/guide/containers.md), or -S container_image=")
     return default
 
 
@@ -119,7 +119,7 @@ def image_lines(platform_name, image):
         platform_name) else f'put it where {platform_name} finds it on the '
         f'nodes')
     missing = (f'echo "hpcml: container image {image} not found: {fix} '
-               f'(README: Containers), or set -S container_image=" >&2; '
+               f'(docs/guide/containers.md), or set -S container_image=" >&2; '
                f'exit 1;')
     store = _STORES.get(platform_name)
     if store:

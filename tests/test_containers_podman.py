@@ -14,7 +14,7 @@ from perflog import read_perflog
 
 HPCML = BIN / 'hpcml'
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.image]
 
 #: One case per launch mode, of a workload quick at tiny size.
 CASES = ('^CosmoFlowContainer%scale=1_proc%launch_mode=per_task',
@@ -55,5 +55,6 @@ def test_a_missing_image_stops_the_job_naming_the_fix(run_reframe,
                           'container_image=localhost/hpcml:missing')
     assert proc.returncode == 1
     assert ('hpcml: container image localhost/hpcml:missing not found: put '
-            'it where Podman finds it on the nodes (README: Containers), or '
-            'set -S container_image=') in proc.stdout
+            'it where Podman finds it on the nodes '
+            '(docs/guide/containers.md), or set -S container_image=') \
+        in proc.stdout

@@ -263,6 +263,7 @@ def test_workload_trains_on_one_and_two_nodes_in_both_launch_modes(
     assert all(r['result'] == 'pass' for r in rows)
 
 
+@pytest.mark.image
 def test_two_node_container_cases_run_in_the_image(slurm_cluster, tmp_path,
                                                   cache_dir):
     '''The *Container twin on both nodes with Podman

@@ -52,7 +52,8 @@ class Headline:
 @dataclasses.dataclass(frozen=True)
 class PrecisionChoice:
     '''What an MLPerf-style workload trains in at benchmark size, beside
-    what its upstream reference program trains in (README, "Precision").'''
+    what its upstream reference program trains in (docs/guide/fidelity.md,
+    "Precision").'''
 
     #: What the benchmark size trains in.
     benchmark: str

@@ -20,7 +20,7 @@ export HPCML_RENDEZVOUS_NODE="$hpcml_first_node"
 export MASTER_ADDR=$($REPO/src/node_address.sh "$hpcml_first_node")
 export MASTER_PORT=$(( 20000 + ${SLURM_JOB_ID} % 10000 ))
 export OMP_NUM_THREADS=16
-[ -r /capstor/scratch/cscs/me/hpcml.sqsh ] || { echo "hpcml: container image /capstor/scratch/cscs/me/hpcml.sqsh not found: put it where ContainerEngine finds it on the nodes (README: Containers), or set -S container_image=" >&2; exit 1; }
+[ -r /capstor/scratch/cscs/me/hpcml.sqsh ] || { echo "hpcml: container image /capstor/scratch/cscs/me/hpcml.sqsh not found: put it where ContainerEngine finds it on the nodes (docs/guide/containers.md), or set -S container_image=" >&2; exit 1; }
 cat > "$VAR/stage/slurm/gpu/container/MMoCLIPContainer_<hash>/hpcml-container.toml" <<EOF
 image = "/capstor/scratch/cscs/me/hpcml.sqsh"
 mounts = ["$REPO:$REPO", "$VAR/stage/slurm/gpu/container/MMoCLIPContainer_<hash>:$VAR/stage/slurm/gpu/container/MMoCLIPContainer_<hash>"]
