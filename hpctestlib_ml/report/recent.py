@@ -19,7 +19,7 @@ import math
 import polars as pl
 
 from hpctestlib_ml.report import changes, history
-from hpctestlib_ml.report import store as stores
+from hpctestlib_ml.report import store_parts as stores
 
 
 @dataclasses.dataclass
