@@ -1,4 +1,4 @@
-"""The history store (hpctestlib_ml/report/store.py): the report's and the
+"""The history store (hpctestlib_ml/report/store*.py): the report's and the
 references' figures are the same with it as from the perflogs line by
 line, on generated histories (training cases over two systems and header
 generations; node sweeps) and on the project's real ones; it reads only
@@ -17,7 +17,7 @@ import pytest
 
 from perflog_history import generate, generate_sweeps
 from hpctestlib_ml import cli
-from hpctestlib_ml.report import store
+from hpctestlib_ml.report import store, store_update
 
 REAL = pathlib.Path(__file__).parent / 'data' / 'history'
 
@@ -194,12 +194,12 @@ def test_merging_keeps_every_run(tmp_path, monkeypatch):
     monkeypatch.setenv(store.STORE_ENV, str(tmp_path / 'stores'))
     path = logs / 'big' / 'gpu' / 'Collectives.log'
     lines = path.read_text().splitlines()
-    for _ in range(store.FANOUT + 1):
+    for _ in range(store_update.FANOUT + 1):
         with open(path, 'a') as fp:
             fp.write(lines[-1] + '\n')
         with store.open_store(logs) as kept:
             parts = kept.manifest['parts']
-    assert len(parts) < store.FANOUT
+    assert len(parts) < store_update.FANOUT
     assert sum(p['rows'] for p in parts) == kept.counts()[0]
     same_with_and_without(['report', '--perflogs', logs, '--no-plots'],
                           tmp_path / 'stores')
@@ -212,14 +212,15 @@ def test_a_first_build_of_many_parts_merges_them(tmp_path, monkeypatch):
     logs = tmp_path / 'perflogs'
     generate_sweeps(logs, nodes=7, days=25, checks=1)
     monkeypatch.setenv(store.STORE_ENV, str(tmp_path / 'stores'))
-    monkeypatch.setattr(store, 'CHUNK_BYTES', 2000)
-    monkeypatch.setattr(store, 'CHUNK_ROWS', 10)
+    monkeypatch.setattr(store_update, 'CHUNK_BYTES', 2000)
+    monkeypatch.setattr(store_update, 'CHUNK_ROWS', 10)
     with store.open_store(logs) as kept:
         parts = kept.manifest['parts']
         assert kept.counts()[0] == 7 * 25
-    classes = collections.Counter(int(math.log(p['rows'], store.FANOUT))
+    fanout = store_update.FANOUT
+    classes = collections.Counter(int(math.log(p['rows'], fanout))
                                   for p in parts)
-    assert max(classes.values()) < store.FANOUT, [p['rows'] for p in parts]
+    assert max(classes.values()) < fanout, [p['rows'] for p in parts]
     assert sum(p['rows'] for p in parts) == 7 * 25
     same_with_and_without(['report', '--perflogs', logs, '--no-plots'],
                           tmp_path / 'stores')

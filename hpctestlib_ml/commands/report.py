@@ -12,7 +12,7 @@ import time
 from hpctestlib_ml import paths, registry, settings
 from hpctestlib_ml.commands import counting
 from hpctestlib_ml.report import (analysis, history, nodes, plots, recent,
-                                  render, store)
+                                  render, store, store_selection)
 from hpctestlib_ml.report.analysis import ReportError
 from hpctestlib_ml.tsdb import read
 
@@ -158,24 +158,25 @@ def _from_stores(args, stores, headlines, since, until, last, window):
         data.files += files
         for reason, count in skipped.items():
             data.skip(reason, count)
-    selection = recent.StoreSelection(stores)
+    selection = store_selection.StoreSelection(stores)
     frame, days = selection.select(args.system, None, args.workload, since,
                                    until)
     logged = selection.workload_metrics
     if frame is None:
         return Selected(data, read, [], logged)
-    totals, unkeyed, runs = selection.latest(frame, days, headlines, last,
-                                             window)
+    totals, unkeyed, runs = recent.latest(selection, frame, days, headlines,
+                                          last, window)
 
     def case_values(system=None, chosen_headlines=headlines):
         chosen = selection.narrow(frame, system) if system else frame
-        return selection.case_values(chosen, chosen_headlines)
+        return recent.case_values(selection, chosen, chosen_headlines)
 
     def component_runs(where):
         system, partition = where.split(':', 1)
         declared = registry.registered()
         kinds = [w for w, d in declared.items() if d.kind == 'component']
-        return selection.component_runs(frame, kinds, system, partition)
+        return recent.component_runs(selection, frame, kinds, system,
+                                     partition)
 
     return Selected(data, read, runs, logged, totals, unkeyed, case_values,
                     component_runs)

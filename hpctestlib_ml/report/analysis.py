@@ -329,7 +329,7 @@ def case_stats(runs, headlines, figures=None):
     '''Case key (``workload|display name|size``) -> :class:`CaseStats`.
     *figures*: case -> (passing headline values > 0, runs, failures, the
     first run with the headline) of cases whose runs are not in *runs*
-    (the history store: :meth:`.recent.StoreSelection.case_values`).'''
+    (the history store: :func:`.recent.case_values`).'''
     stats = {}
     for case, case_runs in group(runs, lambda r: r.case).items():
         chosen = headline(case[0], case_runs, headlines)

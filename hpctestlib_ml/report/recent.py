@@ -11,6 +11,10 @@ these runs.
 
 A case (``Run.case_here``) of a workload that declares no headline keeps
 all its runs (its headline is chosen from them).
+
+Each function reads a *selection*
+(:class:`~.store_selection.StoreSelection`) and a *frame* of its rows
+(:meth:`~.store_selection.StoreSelection.select`).
 """
 import dataclasses
 import json
@@ -18,8 +22,7 @@ import math
 
 import polars as pl
 
-from hpctestlib_ml.report import changes, history
-from hpctestlib_ml.report import store as stores
+from hpctestlib_ml.report import changes, store_parts
 
 
 @dataclasses.dataclass
@@ -32,334 +35,198 @@ class CaseTotals:
     maximum: float
 
 
-class StoreSelection:
-    '''The selected runs of one or more stores (:meth:`select`).'''
+def _headlines(selection, headlines, by='case'):
+    '''({headline metric logged: the *by* numbers of the cases whose
+    workload declares it}, the numbers of the cases whose workload
+    declares none: their runs are all kept).'''
+    by_metric, undeclared = {}, []
+    for number, key in selection.names.get(by, {}).items():
+        workload = json.loads(key)[0]
+        if workload not in headlines:
+            undeclared.append(number)
+        elif headlines[workload].metric in selection.metrics:
+            by_metric.setdefault(headlines[workload].metric,
+                                 []).append(number)
+    return by_metric, undeclared
 
-    def __init__(self, stores):
-        self.stores = stores
-        self.keys = {}          # kind -> {key: global number}
-        frames = [self._scan(rank, store) for rank, store in
-                  enumerate(stores)]
-        frames = [f for f in frames if f is not None]
-        self.frame = (pl.concat(frames, how='diagonal_relaxed')
-                      if frames else None)
-        days = [self._scan(rank, store, days=True) for rank, store in
-                enumerate(stores)]
-        days = [f for f in days if f is not None]
-        self.days = (pl.concat(days, how='diagonal_relaxed')
-                     if days else None)
-        # Each file's place in the perflogs' order (by path, as the line
-        # reader reads them), joined to the few rows that need it.
-        order = [(rank, entry.fid, place) for rank, store in
-                 enumerate(stores) for place, (_, entry) in
-                 enumerate(sorted(store.manifest['files'].items()))]
-        self.order = pl.DataFrame(order, orient='row', schema={
-            'source': pl.Int32, 'fid': pl.Int32, 'order': pl.Int32})
-        self.names = {kind: {n: k for k, n in table.items()}
-                      for kind, table in self.keys.items()}
-        self.headers = {}
-        for rank, store in enumerate(stores):
-            for entry in store.manifest['files'].values():
-                self.headers[(rank, entry.fid)] = entry.header
-        self.metrics = set()
-        self.workload_metrics = {}
-        for store in stores:
-            self.metrics |= set(store.manifest['metrics'])
-            for name, listed in store.manifest['workload_metrics'].items():
-                self.workload_metrics.setdefault(name, set()).update(listed)
 
-    def _global(self, kind, key):
-        table = self.keys.setdefault(kind, {})
-        if key not in table:
-            table[key] = len(table)
-        return table[key]
+def _headline_value(selection, frame, headlines, by='case'):
+    '''*frame* with ``hv``: each row's headline value (its case's
+    workload's declared headline); and the undeclared cases
+    (:func:`_headlines`).'''
+    by_metric, undeclared = _headlines(selection, headlines, by)
+    return (frame.with_columns(_per_case(by_metric, 'v:', by=by)
+                               .alias('hv')), undeclared)
 
-    def _scan(self, rank, store, days=False):
-        '''*store*'s rows (with *days*, its counts per day), its keys
-        numbered as all stores' are (a join with each key that numbers
-        differently: one store's never do; a join, unlike
-        ``replace_strict``, keeps polars' streaming engine streaming, in
-        bounded memory).'''
-        frame = store.scan(days)
-        if frame is None:
-            return None
-        kinds = (('case', 'workload', 'system', 'partition') if days else
-                 ('case', 'group', 'workload', 'system', 'partition', 'node'))
-        for kind in kinds:
-            local = store.manifest['keys'][kind]
-            mapping = {n: self._global(kind, k) for k, n in local.items()}
-            if all(n == g for n, g in mapping.items()):
-                continue
-            table = pl.DataFrame(
-                {kind: list(mapping), '_global': list(mapping.values())},
-                schema={kind: pl.Int32, '_global': pl.Int32})
-            frame = (frame.join(table.lazy(), on=kind, how='left')
-                     .drop(kind).rename({'_global': kind}))
-        return frame.with_columns(pl.lit(rank, pl.Int32).alias('source'))
 
-    def _with_order(self, frame):
-        '''*frame* with ``order``: its file's place in the perflogs'
-        order.'''
-        return frame.join(self.order.lazy(), on=['source', 'fid'],
-                          how='left')
+def latest(selection, frame, days, headlines, last, window):
+    '''(case key (``Run.case_here``) -> :class:`CaseTotals`, the runs
+    without a ``reference_case``, and the runs each case's report
+    looks at (module docstring) as :class:`~.history.Run`, in the
+    order the perflogs hold them).
 
-    # Selection
+    *days*: the selected rows' counts per day
+    (:func:`.store_parts.day_counts`, kept with the store's parts), or None
+    (counted here from *frame*, in polars' streaming engine). The
+    counts give the totals and, for each kind of run the report wants
+    the latest *n* of, the day from which on each case has *n* of
+    them; the rows from that day on are read (the Parquet row groups
+    of older times skipped by their statistics where every case has
+    such a day), and among them each case's *n*-th latest found
+    exactly. What the report reads grows with the days and the cases
+    of the history, and the runs it shows, not with its runs (a
+    headline value chosen per row, or a per-case ``top_k`` over all
+    rows, would also hold the rows in memory).'''
+    by_metric, undeclared = _headlines(selection, headlines)
+    deep = max(changes.MAX_HISTORY, 2 * last)
+    # (rows counted per day, n, the same as a condition on the rows)
+    wanted = [('n:good', deep, pl.col('ok') & pl.col('hv').is_not_null()),
+              ('passed', last, pl.col('ok')),
+              ('n:has', 1, pl.col('hv').is_not_null())]
+    extra = [m for m in ('mfu', 'energy_per_sample_J')
+             if m in selection.metrics]
+    wanted += [(f'good:{m}', last,
+                pl.col('ok') & pl.col(f'v:{m}').is_not_null())
+               for m in extra]
+    used = sorted(set(by_metric) | set(extra))
+    if days is None:
+        days = store_parts.day_counts(
+            frame.select('case', 'time', 'ok', 'keyed',
+                         *[f'v:{m}' for m in used]), ('case', 'day'))
+    else:
+        days = store_parts.combine_days(days, ('case', 'day'))
+    present = days.collect_schema().names()
+    figures = [f'{kind}:{metric}' for metric in used
+               for kind in ('min', 'max', 'good', 'has')]
+    days = days.select(
+        'case', 'day', 'runs', 'failures', 'passed', 'unkeyed', 'latest',
+        'earliest', *[pl.col(c) if c in present else
+                      pl.lit(None if c[:3] in ('min', 'max') else 0)
+                      .alias(c) for c in figures]
+    ).collect(engine='streaming').with_columns(
+        _per_case(by_metric, 'min:').alias('minimum'),
+        _per_case(by_metric, 'max:').alias('maximum'),
+        _per_case(by_metric, 'good:', 0).alias('n:good'),
+        _per_case(by_metric, 'has:', 0).alias('n:has'))
+    table = days.group_by('case').agg(
+        pl.col('runs', 'failures', 'passed', 'unkeyed').sum(),
+        pl.col('minimum').min(), pl.col('maximum').max(),
+        pl.col('latest').max())
+    names = selection.names.get('case', {})
+    totals = {tuple(json.loads(names[row['case']])): CaseTotals(
+        row['runs'], row['failures'], row['passed'], row['minimum'],
+        row['maximum']) for row in table.iter_rows(named=True)}
+    unkeyed = int(table['unkeyed'].sum()) if table.height else 0
+    if not table.height:
+        return totals, unkeyed, []
 
-    def select(self, system=None, partition=None, workload=None, since=None,
-               until=None):
-        '''The rows matching the report's filters (a LazyFrame), or None;
-        and their counts per day (:func:`.store.day_counts`), or None where
-        *since* or *until* cut days.'''
-        if self.frame is None:
-            return None, None
-        frame = self.narrow(self.frame, system, partition, workload)
-        if since is not None:
-            frame = frame.filter(pl.col('time') >= since)
-        if until is not None:
-            frame = frame.filter(pl.col('time') <= until)
-        days = (None if since is not None or until is not None else
-                self.narrow(self.days, system, partition, workload))
-        return frame, days
+    # Each case's first row to read: the earliest of the day where,
+    # counted back from its latest day, each kind of run reaches its
+    # n (-inf: never)
+    back = days.sort('day', descending=True)
+    starts = [table.select('case', (pl.col('latest') - window)
+                           .alias('start'))]
+    for column, n, _ in wanted:
+        reached = (back.with_columns(pl.col(column).cum_sum()
+                                     .over('case').alias('count'))
+                   .filter(pl.col('count') >= n)
+                   .group_by('case')
+                   .agg(pl.col('earliest').sort_by('day').last()))
+        starts.append(table.select('case').join(
+            reached, on='case', how='left').select(
+            'case', pl.col('earliest').fill_null(-math.inf)))
+    start = _earliest(starts, undeclared)
+    if math.isfinite(start['cut'].min()):
+        frame = frame.filter(pl.col('time') >= start['cut'].min())
+    columns = ['case', 'source', 'fid', 'line', 'time', 'ok',
+               *[f'v:{m}' for m in sorted(set(by_metric) | set(extra))]]
+    rows = (frame.join(start.lazy(), on='case', how='inner')
+            .filter(pl.col('time') >= pl.col('cut'))
+            .select(columns).collect(engine='streaming'))
+    rows, _ = _headline_value(selection, rows.lazy(), headlines)
 
-    def narrow(self, frame, system=None, partition=None, workload=None):
-        '''The rows of *frame* of *system* (``sys:part``), *partition*
-        and *workload*.'''
-        if system and ':' in system:
-            system, partition = system.split(':', 1)
-        for kind, value in (('system', system), ('partition', partition),
-                            ('workload', workload)):
-            if value:
-                number = self.keys.get(kind, {}).get(value, -1)
-                frame = frame.filter(pl.col(kind) == number)
-        return frame
+    # The exact cut of each case among those rows
+    cut = _earliest([table.select('case', (pl.col('latest') - window)
+                                  .alias('cut')),
+                     *[_nth_latest(rows, condition, n).collect()
+                       for _, n, condition in wanted]], undeclared)
+    chosen = (rows.join(cut.lazy(), on='case', how='inner')
+              .filter(pl.col('time') >= pl.col('cut')))
+    return totals, unkeyed, selection.runs_of(chosen)
 
-    def _headlines(self, headlines, by='case'):
-        '''({headline metric logged: the *by* numbers of the cases whose
-        workload declares it}, the numbers of the cases whose workload
-        declares none: their runs are all kept).'''
-        by_metric, undeclared = {}, []
-        for number, key in self.names.get(by, {}).items():
-            workload = json.loads(key)[0]
-            if workload not in headlines:
-                undeclared.append(number)
-            elif headlines[workload].metric in self.metrics:
-                by_metric.setdefault(headlines[workload].metric,
-                                     []).append(number)
-        return by_metric, undeclared
 
-    def _headline_value(self, frame, headlines, by='case'):
-        '''*frame* with ``hv``: each row's headline value (its case's
-        workload's declared headline); and the undeclared cases
-        (:meth:`_headlines`).'''
-        by_metric, undeclared = self._headlines(headlines, by)
-        return (frame.with_columns(_per_case(by_metric, 'v:', by=by)
-                                   .alias('hv')), undeclared)
+def case_values(selection, frame, headlines):
+    '''Per :attr:`~.history.Run.case` key: (its passing headline
+    values > 0 in time order, runs, failures, the first run with the
+    headline) for :func:`~.analysis.case_stats`; and the runs of the
+    cases whose workload declares no headline.'''
+    frame, undeclared = _headline_value(
+        selection, selection.with_order(frame), headlines, by='group')
+    order = ['time', 'source', 'order', 'line']
+    has = pl.col('hv').is_not_null()
+    good = pl.col('ok') & (pl.col('hv') > 0)
+    table = frame.group_by('group').agg(
+        pl.col('hv').filter(good).sort_by(
+            [pl.col(o).filter(good) for o in order]).alias('values'),
+        pl.len().alias('runs'), (~pl.col('ok')).sum().alias('failures'),
+        *[pl.col(c).filter(has).sort_by(
+            [pl.col(o).filter(has) for o in order]).first()
+          .alias(f'first_{c}') for c in ('source', 'order', 'fid', 'line',
+                                          'time')]).collect()
+    firsts = table.filter(pl.col('first_fid').is_not_null()).select(
+        **{c: pl.col(f'first_{c}') for c in ('source', 'order', 'fid',
+                                              'line', 'time')}
+    ).sort('source', 'order', 'line')
+    first_runs = dict(zip(
+        zip(firsts['source'], firsts['fid'], firsts['line']),
+        selection.runs_of(firsts.lazy(), exact_times=True)))
+    names = selection.names.get('group', {})
+    found = {}
+    for row in table.iter_rows(named=True):
+        if row['group'] in undeclared:
+            continue
+        first = first_runs.get((row['first_source'], row['first_fid'],
+                                row['first_line']))
+        found[tuple(json.loads(names[row['group']]))] = (
+            row['values'], row['runs'], row['failures'], first)
+    others = (selection.runs_of(
+        frame.filter(pl.col('group').is_in(undeclared)))
+        if undeclared else [])
+    return found, others
 
-    def latest(self, frame, days, headlines, last, window):
-        '''(case key (``Run.case_here``) -> :class:`CaseTotals`, the runs
-        without a ``reference_case``, and the runs each case's report
-        looks at (module docstring) as :class:`~.history.Run`, in the
-        order the perflogs hold them).
 
-        *days*: the selected rows' counts per day
-        (:func:`.store.day_counts`, kept with the store's parts), or None
-        (counted here from *frame*, in polars' streaming engine). The
-        counts give the totals and, for each kind of run the report wants
-        the latest *n* of, the day from which on each case has *n* of
-        them; the rows from that day on are read (the Parquet row groups
-        of older times skipped by their statistics where every case has
-        such a day), and among them each case's *n*-th latest found
-        exactly. What the report reads grows with the days and the cases
-        of the history, and the runs it shows, not with its runs (a
-        headline value chosen per row, or a per-case ``top_k`` over all
-        rows, would also hold the rows in memory).'''
-        by_metric, undeclared = self._headlines(headlines)
-        deep = max(changes.MAX_HISTORY, 2 * last)
-        # (rows counted per day, n, the same as a condition on the rows)
-        wanted = [('n:good', deep, pl.col('ok') & pl.col('hv').is_not_null()),
-                  ('passed', last, pl.col('ok')),
-                  ('n:has', 1, pl.col('hv').is_not_null())]
-        extra = [m for m in ('mfu', 'energy_per_sample_J')
-                 if m in self.metrics]
-        wanted += [(f'good:{m}', last,
-                    pl.col('ok') & pl.col(f'v:{m}').is_not_null())
-                   for m in extra]
-        used = sorted(set(by_metric) | set(extra))
-        if days is None:
-            days = stores.day_counts(
-                frame.select('case', 'time', 'ok', 'keyed',
-                             *[f'v:{m}' for m in used]), ('case', 'day'))
-        else:
-            days = stores.combine_days(days, ('case', 'day'))
-        present = days.collect_schema().names()
-        figures = [f'{kind}:{metric}' for metric in used
-                   for kind in ('min', 'max', 'good', 'has')]
-        days = days.select(
-            'case', 'day', 'runs', 'failures', 'passed', 'unkeyed', 'latest',
-            'earliest', *[pl.col(c) if c in present else
-                          pl.lit(None if c[:3] in ('min', 'max') else 0)
-                          .alias(c) for c in figures]
-        ).collect(engine='streaming').with_columns(
-            _per_case(by_metric, 'min:').alias('minimum'),
-            _per_case(by_metric, 'max:').alias('maximum'),
-            _per_case(by_metric, 'good:', 0).alias('n:good'),
-            _per_case(by_metric, 'has:', 0).alias('n:has'))
-        table = days.group_by('case').agg(
-            pl.col('runs', 'failures', 'passed', 'unkeyed').sum(),
-            pl.col('minimum').min(), pl.col('maximum').max(),
-            pl.col('latest').max())
-        names = self.names.get('case', {})
-        totals = {tuple(json.loads(names[row['case']])): CaseTotals(
-            row['runs'], row['failures'], row['passed'], row['minimum'],
-            row['maximum']) for row in table.iter_rows(named=True)}
-        unkeyed = int(table['unkeyed'].sum()) if table.height else 0
-        if not table.height:
-            return totals, unkeyed, []
-
-        # Each case's first row to read: the earliest of the day where,
-        # counted back from its latest day, each kind of run reaches its
-        # n (-inf: never)
-        back = days.sort('day', descending=True)
-        starts = [table.select('case', (pl.col('latest') - window)
-                               .alias('start'))]
-        for column, n, _ in wanted:
-            reached = (back.with_columns(pl.col(column).cum_sum()
-                                         .over('case').alias('count'))
-                       .filter(pl.col('count') >= n)
-                       .group_by('case')
-                       .agg(pl.col('earliest').sort_by('day').last()))
-            starts.append(table.select('case').join(
-                reached, on='case', how='left').select(
-                'case', pl.col('earliest').fill_null(-math.inf)))
-        start = _earliest(starts, undeclared)
-        if math.isfinite(start['cut'].min()):
-            frame = frame.filter(pl.col('time') >= start['cut'].min())
-        columns = ['case', 'source', 'fid', 'line', 'time', 'ok',
-                   *[f'v:{m}' for m in sorted(set(by_metric) | set(extra))]]
-        rows = (frame.join(start.lazy(), on='case', how='inner')
-                .filter(pl.col('time') >= pl.col('cut'))
-                .select(columns).collect(engine='streaming'))
-        rows, _ = self._headline_value(rows.lazy(), headlines)
-
-        # The exact cut of each case among those rows
-        cut = _earliest([table.select('case', (pl.col('latest') - window)
-                                      .alias('cut')),
-                         *[_nth_latest(rows, condition, n).collect()
-                           for _, n, condition in wanted]], undeclared)
-        chosen = (rows.join(cut.lazy(), on='case', how='inner')
-                  .filter(pl.col('time') >= pl.col('cut')))
-        return totals, unkeyed, self.runs_of(chosen)
-
-    def runs_of(self, frame, exact_times=False):
-        '''The :class:`~.history.Run` of each row of *frame* (a
-        LazyFrame), in the perflogs' order. The rows are chosen on the
-        numeric columns first; their lines are then read from the row
-        groups of their times only (the ``raw`` column is most of the
-        store). *exact_times*: few rows, far apart in time.'''
-        keys = self._with_order(
-            frame.select('source', 'fid', 'line', 'time')
-        ).collect(engine='streaming')
-        found = []
-        for source, store in enumerate(self.stores):
-            mine = keys.filter(pl.col('source') == source)
-            if not mine.height:
-                continue
-            times = mine['time']
-            if exact_times:
-                when = pl.col('time').is_in(times.unique().to_list())
-            else:
-                when = pl.col('time').is_between(times.min(), times.max())
-            raw = (store.scan().filter(when)
-                   .join(mine.lazy().select('fid', 'line'),
-                         on=['fid', 'line'], how='semi')
-                   .select('fid', 'line', 'raw').collect())
-            found.append(mine.join(raw, on=['fid', 'line']))
-        if not found:
-            return []
-        rows = pl.concat(found).sort('source', 'order', 'line')
-        parsers, runs = {}, []
-        for source, fid, raw in zip(rows['source'], rows['fid'],
-                                    rows['raw']):
-            parser = parsers.get((source, fid))
-            if parser is None:
-                header = next(history.perflog_rows(
-                    self.headers[(source, fid)] + '\n'))
-                parser = parsers[(source, fid)] = history.RowParser(header)
-            runs.append(parser.parse(next(history.perflog_rows(raw + '\n'))))
-        return runs
-
-    # Figures over all runs
-
-    def case_values(self, frame, headlines):
-        '''Per :attr:`~.history.Run.case` key: (its passing headline
-        values > 0 in time order, runs, failures, the first run with the
-        headline) for :func:`~.analysis.case_stats`; and the runs of the
-        cases whose workload declares no headline.'''
-        frame, undeclared = self._headline_value(self._with_order(frame),
-                                                 headlines, by='group')
-        order = ['time', 'source', 'order', 'line']
-        has = pl.col('hv').is_not_null()
-        good = pl.col('ok') & (pl.col('hv') > 0)
-        table = frame.group_by('group').agg(
-            pl.col('hv').filter(good).sort_by(
-                [pl.col(o).filter(good) for o in order]).alias('values'),
-            pl.len().alias('runs'), (~pl.col('ok')).sum().alias('failures'),
-            *[pl.col(c).filter(has).sort_by(
-                [pl.col(o).filter(has) for o in order]).first()
-              .alias(f'first_{c}') for c in ('source', 'order', 'fid', 'line',
-                                              'time')]).collect()
-        firsts = table.filter(pl.col('first_fid').is_not_null()).select(
-            **{c: pl.col(f'first_{c}') for c in ('source', 'order', 'fid',
-                                                  'line', 'time')}
-        ).sort('source', 'order', 'line')
-        first_runs = dict(zip(
-            zip(firsts['source'], firsts['fid'], firsts['line']),
-            self.runs_of(firsts.lazy(), exact_times=True)))
-        names = self.names.get('group', {})
-        found = {}
-        for row in table.iter_rows(named=True):
-            if row['group'] in undeclared:
-                continue
-            first = first_runs.get((row['first_source'], row['first_fid'],
-                                    row['first_line']))
-            found[tuple(json.loads(names[row['group']]))] = (
-                row['values'], row['runs'], row['failures'], first)
-        others = (self.runs_of(frame.filter(pl.col('group').is_in(undeclared)))
-                  if undeclared else [])
-        return found, others
-
-    def component_runs(self, frame, components, system, partition):
-        '''The runs of the component workloads *components* on
-        ``system:partition`` that their change search reads: of each case,
-        per figure, its latest :data:`~.changes.MAX_HISTORY` passing runs,
-        per node where every passing run names one (a node sweep).'''
-        numbers = [self.keys.get('workload', {}).get(w, -1)
-                   for w in components]
-        here = frame.filter(
-            pl.col('workload').is_in(numbers) & pl.col('ok') &
-            (pl.col('system') == self.keys.get('system', {}).get(system, -1))
-            & (pl.col('partition') ==
-               self.keys.get('partition', {}).get(partition, -1)))
-        swept = here.group_by('case').agg(
-            pl.col('node').is_not_null().all().alias('swept'))
-        here = here.join(swept, on='case')
-        series = pl.when(pl.col('swept')).then(pl.col('node')).otherwise(-1)
-        here = self._with_order(here.with_columns(series.alias('series')))
-        # the latest in time, then in the perflogs' order (as the line
-        # reader's stable sort by time keeps them), of the rows with it
-        latest = pl.struct('time', 'source', 'order', 'line')
-        keep = pl.lit(False)
-        for metric in sorted(self.metrics):
-            has = pl.col(f'v:{metric}').is_not_null()
-            rank = (latest.rank('ordinal', descending=True)
-                    .over('case', 'series', has))
-            keep = keep | (has & (rank <= changes.MAX_HISTORY))
-        return self.runs_of(here.filter(keep))
+def component_runs(selection, frame, components, system, partition):
+    '''The runs of the component workloads *components* on
+    ``system:partition`` that their change search reads: of each case,
+    per figure, its latest :data:`~.changes.MAX_HISTORY` passing runs,
+    per node where every passing run names one (a node sweep).'''
+    numbers = [selection.keys.get('workload', {}).get(w, -1)
+               for w in components]
+    here = frame.filter(
+        pl.col('workload').is_in(numbers) & pl.col('ok') &
+        (pl.col('system') == selection.keys.get('system', {}).get(system, -1))
+        & (pl.col('partition') ==
+           selection.keys.get('partition', {}).get(partition, -1)))
+    swept = here.group_by('case').agg(
+        pl.col('node').is_not_null().all().alias('swept'))
+    here = here.join(swept, on='case')
+    series = pl.when(pl.col('swept')).then(pl.col('node')).otherwise(-1)
+    here = selection.with_order(here.with_columns(series.alias('series')))
+    # the latest in time, then in the perflogs' order (as the line
+    # reader's stable sort by time keeps them), of the rows with it
+    newest = pl.struct('time', 'source', 'order', 'line')
+    keep = pl.lit(False)
+    for metric in sorted(selection.metrics):
+        has = pl.col(f'v:{metric}').is_not_null()
+        rank = (newest.rank('ordinal', descending=True)
+                .over('case', 'series', has))
+        keep = keep | (has & (rank <= changes.MAX_HISTORY))
+    return selection.runs_of(here.filter(keep))
 
 
 def _per_case(by_metric, prefix, default=None, by='case'):
     '''The column *prefix* + each case's headline metric, by the case
-    numbers *by_metric* (:meth:`StoreSelection._headlines`).'''
+    numbers *by_metric* (:func:`_headlines`).'''
     value = pl.lit(default, pl.Float64 if default is None else pl.Int64)
     for metric, numbers in by_metric.items():
         value = pl.when(pl.col(by).is_in(numbers)).then(

@@ -1,0 +1,107 @@
+"""The Parquet files of a history store (:mod:`.store`): a part's rows
+(``part-N.parquet``) and their counts per day (``part-N.days.parquet``),
+their columns, and how they are written and checked.
+"""
+import os
+
+import polars as pl
+
+#: Rows of a Parquet row group: a query for recent runs reads the groups
+#: of their times only.
+ROW_GROUP = 65536
+#: The time buckets (seconds) of a part's counts (:func:`day_counts`): a
+#: day, a night's sweep.
+DAY = 86400.0
+
+
+#: The numbered keys of each row, and their types.
+KEY_COLUMNS = {'case': pl.Int32, 'group': pl.Int32, 'workload': pl.Int32,
+               'system': pl.Int32, 'partition': pl.Int32, 'node': pl.Int32,
+               'keyed': pl.Boolean}
+
+
+#: The columns of every row (beside a ``v:<metric>`` column per figure).
+ROW_COLUMNS = ('fid', 'line', 'time', 'ok', 'raw', *KEY_COLUMNS)
+
+
+class StoreError(Exception):
+    '''A store that cannot be read: rebuilt from the perflogs.'''
+
+
+def days_name(part):
+    '''The name of the counts per day of the part named *part*.'''
+    return part.replace('.parquet', '.days.parquet')
+
+
+#: The keys of a part's counts per day (:func:`day_counts`).
+DAY_KEYS = ('fid', 'case', 'workload', 'system', 'partition', 'day')
+#: The columns of every part's counts per day (beside ``min:<metric>``,
+#: ``max:<metric>``, ``good:<metric>`` and ``has:<metric>`` per figure).
+DAY_COLUMNS = (*DAY_KEYS, 'runs', 'failures', 'passed', 'unkeyed', 'latest',
+               'earliest')
+
+
+def day_counts(frame, keys=DAY_KEYS):
+    '''The rows of *frame* (a part's, a LazyFrame) counted per *keys*
+    (``day``: the :data:`DAY` of ``time``): runs, failures, passed, runs
+    without a ``reference_case`` (``unkeyed``), latest and earliest time,
+    and per figure its least and greatest passing value, its passing runs
+    (``good:``) and its runs (``has:``). The counts of several parts are
+    combined by :func:`combine_days`.'''
+    figures = []
+    for column in frame.collect_schema().names():
+        if column.startswith('v:'):
+            metric, value = column[2:], pl.col(column)
+            passing = pl.when(pl.col('ok')).then(value)
+            figures += [passing.min().alias(f'min:{metric}'),
+                        passing.max().alias(f'max:{metric}'),
+                        passing.is_not_null().sum().cast(pl.Int64)
+                        .alias(f'good:{metric}'),
+                        value.is_not_null().sum().cast(pl.Int64)
+                        .alias(f'has:{metric}')]
+    return frame.with_columns((pl.col('time') // DAY).alias('day')).group_by(
+        keys).agg(
+        pl.len().cast(pl.Int64).alias('runs'),
+        (~pl.col('ok')).sum().cast(pl.Int64).alias('failures'),
+        pl.col('ok').sum().cast(pl.Int64).alias('passed'),
+        (~pl.col('keyed')).sum().cast(pl.Int64).alias('unkeyed'),
+        pl.col('time').max().alias('latest'),
+        pl.col('time').min().alias('earliest'), *figures)
+
+
+def combine_days(frame, keys):
+    ''':func:`day_counts` (a LazyFrame) combined per *keys*.'''
+    combined = []
+    for column in frame.collect_schema().names():
+        if column in keys:
+            continue
+        if column.startswith(('min:', 'earliest')):
+            combined.append(pl.col(column).min())
+        elif column.startswith(('max:', 'latest')):
+            combined.append(pl.col(column).max())
+        else:
+            combined.append(pl.col(column).sum())
+    return frame.group_by(keys).agg(combined)
+
+
+def check_part(path, columns):
+    ''':class:`StoreError` unless *path* is a readable Parquet file.'''
+    try:
+        schema = pl.read_parquet_schema(path)
+    except FileNotFoundError:
+        raise StoreError(f'{os.path.basename(path)} is missing') from None
+    except Exception as err:        # polars' and the OS's errors alike
+        raise StoreError(f'{os.path.basename(path)}: '
+                         f'{str(err).splitlines()[0]}') from None
+    missing = set(columns) - set(schema)
+    if missing:
+        raise StoreError(f'{os.path.basename(path)} lacks the columns '
+                         f'{", ".join(sorted(missing))}')
+
+
+def write_part(frame, path):
+    '''*frame* written to *path* (through a ``.partial`` file: a reader
+    never sees half of it).'''
+    partial = f'{path}.partial'
+    frame.write_parquet(partial, statistics=True, row_group_size=ROW_GROUP)
+    os.replace(partial, path)

@@ -1,0 +1,302 @@
+"""Bringing a history store (:mod:`.store`) up to date: the lines its
+perflogs gained since it was last read, parsed in blocks
+(:func:`.perflog_columns.parse_block`) into new parts
+(:mod:`.store_parts`), and the parts merged once :data:`FANOUT` of one
+size have piled up (:func:`merge`).
+"""
+import dataclasses
+import hashlib
+import json
+import math
+import os
+
+import polars as pl
+
+from hpctestlib_ml.report import history
+from hpctestlib_ml.report import perflog_columns as columns
+from hpctestlib_ml.report import store_parts
+
+#: Rows written to one Parquet file at most while reading (bounds memory).
+CHUNK_ROWS = 100_000
+#: Bytes of a perflog read at a time.
+CHUNK_BYTES = 8 << 20
+#: Parts of one size class merged into one (:func:`merge`).
+FANOUT = 8
+
+
+def _digest(data):
+    return hashlib.sha1(data).hexdigest()
+
+
+@dataclasses.dataclass
+class Entry:
+    '''What the store read of one perflog file (kept in its manifest).'''
+    fid: int                # numbers the rows read from it
+    inode: int
+    consumed: int           # bytes read
+    lines: int              # data lines read
+    header: str             # its first line
+    tail: str               # digest of the last bytes read
+    clean_end: bool         # the bytes read end with a newline
+    runs: int = 0
+    dry_run: int = 0
+    skipped: dict = dataclasses.field(default_factory=dict)
+
+
+def update(store):
+    '''Read what the perflogs of *store* (a :class:`.store.Store`) gained
+    since the last update into new parts: new lines of files that grew,
+    every line of new and replaced files; forget files that are gone;
+    merge the parts (:func:`merge`). Returns the lines read; the caller
+    saves the manifest.'''
+    files = (history.perflog_files(store.source)
+             if os.path.isdir(store.source) else [store.source])
+    writer = _PartWriter(store)
+    read = 0
+    known = store.manifest['files']
+    for path in list(known):
+        if path not in files:
+            del known[path]
+    for path in files:
+        try:
+            read += _update_file(store, path, known.get(path), writer)
+        except FileNotFoundError:
+            known.pop(path, None)
+    writer.flush()
+    merge(store)
+    return read
+
+
+def _unchanged_prefix(path, entry, stat):
+    '''Whether the bytes *entry* read are still the start of *path*.'''
+    if (entry is None or entry.inode != stat.st_ino
+            or stat.st_size < entry.consumed or not entry.clean_end):
+        return False
+    with open(path, 'rb') as fp:
+        header = fp.readline()
+        if header.decode(errors='replace').rstrip('\r\n') != entry.header:
+            return False
+        start = max(len(header), entry.consumed - 256)
+        fp.seek(start)
+        return _digest(fp.read(entry.consumed - start)) == entry.tail
+
+
+def _update_file(store, path, entry, writer):
+    stat = os.stat(path)
+    if not _unchanged_prefix(path, entry, stat):
+        entry = None
+    if entry is not None and stat.st_size == entry.consumed:
+        return 0
+    if entry is None:
+        entry = Entry(store.manifest['next_fid'], stat.st_ino, 0, 0, '',
+                      '', True)
+        store.manifest['next_fid'] += 1
+        store.manifest['files'][path] = entry
+    return _read_file(path, entry, writer)
+
+
+def merge(store):
+    '''Merge :data:`FANOUT` parts of *store* of one size class (rows, in
+    powers of FANOUT) into one while there are as many, the smallest
+    class first: each row is rewritten about log_FANOUT(rows) times over
+    the store's life, and an update writes in proportion to its new
+    lines. The parts of a class need not be neighbours (a query orders
+    rows by file and line, never by part): an update's last, smaller part
+    sits between larger ones and would otherwise stop every merge (a
+    first build of 10.95 million lines left 92 parts).'''
+    parts = store.manifest['parts']
+
+    def level(part):
+        return int(math.log(max(part['rows'], 1), FANOUT))
+
+    while True:
+        classes = {}
+        for part in parts:
+            classes.setdefault(level(part), []).append(part)
+        full = [c for c in sorted(classes) if len(classes[c]) >= FANOUT]
+        if not full:
+            return
+        merged = classes[full[0]][:FANOUT]
+        names = {p['name'] for p in merged}
+        parts[:] = [p for p in parts if p['name'] not in names]
+        parts.append(_rewrite(store, merged))
+
+
+def _rewrite(store, merged):
+    '''One part of the live rows of *merged*, streamed (the merged
+    parts are never in memory whole).'''
+    days_name = store_parts.days_name
+    frame = (pl.concat([pl.scan_parquet(store.path(p['name']))
+                        for p in merged], how='diagonal_relaxed')
+             .filter(pl.col('fid').is_in(store.live_fids)))
+    name = store.new_part_name()
+    path = store.path(name)
+    frame.sink_parquet(f'{path}.partial',
+                       row_group_size=store_parts.ROW_GROUP)
+    os.replace(f'{path}.partial', path)
+    days = (pl.concat([pl.scan_parquet(store.path(days_name(p['name'])))
+                       for p in merged], how='diagonal_relaxed')
+            .filter(pl.col('fid').is_in(store.live_fids)))
+    store_parts.write_part(
+        store_parts.combine_days(days, store_parts.DAY_KEYS).collect(),
+        store.path(days_name(name)))
+    for part in merged:
+        os.remove(store.path(part['name']))
+        os.remove(store.path(days_name(part['name'])))
+    rows = pl.scan_parquet(path).select(pl.len()).collect().item()
+    return {'name': name, 'rows': rows}
+
+
+class _PartWriter:
+    '''Blocks of runs (:func:`.perflog_columns.parse_block`) with their
+    keys numbered, written as Parquet parts of about :data:`CHUNK_ROWS`
+    rows.'''
+
+    def __init__(self, store):
+        self.store = store
+        self.frames = []
+        self.rows = 0
+
+    def add(self, entry, frame, header):
+        '''The runs of *frame*, read from *entry*'s file.'''
+        if not frame.height:
+            return
+        store = self.store
+        present = [n for n in columns.KEY_PARAMS if n in header.index]
+        fields = [c for c in frame.columns if c.startswith('f:')]
+        combos = frame.select(fields).unique()
+        keys = {name: [] for name in store_parts.KEY_COLUMNS}
+        for row in combos.iter_rows(named=True):
+            run = columns.run_for_keys(row, present)
+            node = run.node
+            keys['case'].append(store.number('case', json.dumps(
+                run.case_here)))
+            keys['group'].append(store.number('group', json.dumps(run.case)))
+            keys['workload'].append(store.number('workload', _workload(run)))
+            keys['system'].append(store.number('system', run.system))
+            keys['partition'].append(store.number('partition',
+                                                  run.partition))
+            keys['node'].append(None if node is None else
+                                store.number('node', node))
+            keys['keyed'].append(bool(run.params.get('reference_case')))
+        combos = combos.with_columns(
+            pl.Series(name, values, dtype=store_parts.KEY_COLUMNS[name])
+            for name, values in keys.items())
+        frame = (frame.join(combos, on=fields, how='left', nulls_equal=True)
+                 .drop(fields)
+                 .with_columns((pl.col('result') == 'pass').alias('ok'))
+                 .drop('result')
+                 .with_columns(pl.lit(entry.fid, pl.Int32).alias('fid'),
+                               (pl.col('line') + entry.lines)
+                               .cast(pl.Int32).alias('line')))
+        seen = store.manifest['workload_metrics']
+        for name in frame.columns:
+            if name.startswith('v:'):
+                store.manifest['metrics'][name[2:]] = True
+        by_workload = frame.group_by('workload').agg(
+            [pl.col(c).is_not_null().any() for c in frame.columns
+             if c.startswith('v:')])
+        names = {v: k for k, v in store.manifest['keys']['workload'].items()}
+        for row in by_workload.iter_rows(named=True):
+            listed = seen.setdefault(names[row['workload']], [])
+            for column, logged in row.items():
+                if column.startswith('v:') and logged and \
+                        column[2:] not in listed:
+                    listed.append(column[2:])
+        entry.runs += frame.height
+        self.frames.append(frame)
+        self.rows += frame.height
+        if self.rows >= CHUNK_ROWS:
+            self.flush()
+
+    def flush(self):
+        if not self.rows:
+            return
+        frame = pl.concat(self.frames, how='diagonal_relaxed')
+        name = self.store.new_part_name()
+        store_parts.write_part(frame, self.store.path(name))
+        store_parts.write_part(
+            store_parts.day_counts(frame.lazy()).collect(),
+            self.store.path(store_parts.days_name(name)))
+        self.store.manifest['parts'].append({'name': name,
+                                             'rows': frame.height})
+        self.frames, self.rows = [], 0
+
+
+def _workload(run):
+    try:
+        return run.workload
+    except IndexError:              # no workload parameter, no name
+        return ''
+
+
+def _read_file(path, entry, writer):
+    '''Parse *path* from where *entry* stopped into *writer*'s parts;
+    update *entry*; returns the lines read.'''
+    read = 0
+    with open(path, 'rb') as fp:
+        if entry.consumed == 0:
+            first = fp.readline()
+            if not first:
+                return 0
+            entry.header = first.decode(errors='replace').rstrip('\r\n')
+            entry.consumed = len(first)
+            entry.clean_end = first.endswith(b'\n')
+            entry.tail = _digest(first[-256:])
+        header = next(history.perflog_rows(entry.header + '\n'), None)
+        if not header:
+            return 0
+        parser = columns.Header(header)
+        fp.seek(entry.consumed)
+        pending = b''
+        while True:
+            block = fp.read(CHUNK_BYTES)
+            if not block:
+                break
+            data = pending + block
+            end = data.rfind(b'\n') + 1
+            pending = data[end:]
+            read += _parse_block(data[:end], parser, entry, writer)
+            entry.consumed += end
+            if end:
+                entry.tail = _digest(_last_bytes(fp, entry.consumed))
+        if pending:
+            # A last line without its newline (a session killed while
+            # writing): read as the line-by-line reader reads it; the file
+            # is read again from its start once it grows.
+            read += _parse_block(pending, parser, entry, writer)
+            entry.consumed += len(pending)
+            entry.clean_end = False
+        else:
+            entry.clean_end = True
+    return read
+
+
+def _last_bytes(fp, end):
+    here = fp.tell()
+    start = max(0, end - 256)
+    fp.seek(start)
+    data = fp.read(end - start)
+    fp.seek(here)
+    return data
+
+
+def _parse_block(data, header, entry, writer):
+    '''Read *data* (whole lines) into *writer*; count what is not a run
+    in *entry*; returns the lines read.'''
+    text = data.decode(errors='replace')
+    if columns.has_carriage_return(text):
+        text = _csv_lines(text)
+    frame, lines, dry_runs, skipped = columns.parse_block(text, header)
+    writer.add(entry, frame, header)
+    entry.dry_run += dry_runs
+    for reason, count in skipped.items():
+        entry.skipped[reason] = entry.skipped.get(reason, 0) + count
+    entry.lines += lines
+    return lines
+
+
+def _csv_lines(text):
+    '''*text* with the line ends the csv reader sees (a ``\\r`` ends a
+    line too) made newlines: its rows, ``|``-joined.'''
+    return ''.join('|'.join(row) + '\n' for row in history.perflog_rows(text))
