@@ -82,6 +82,13 @@ def files(tmp_path):
     for name, text in texts.items():
         paths[name] = tmp_path / f'{name.lower()}.yaml'
         paths[name].write_text(text)
+    # A directory of .log files that are not perflogs, one with a line
+    # longer than csv's default field limit (128 KiB).
+    paths['NOTPERFLOGS'] = tmp_path / 'notperflogs'
+    paths['NOTPERFLOGS'].mkdir()
+    (paths['NOTPERFLOGS'] / 'job.log').write_text(CFLOG.read_text())
+    (paths['NOTPERFLOGS'] / 'dump.log').write_text(
+        'a|' + 'x' * 200_000 + '\n' + 'x' * 200_000 + '|y\n')
     for name in ('BINARY', 'REFS_BINARY'):
         paths[name] = tmp_path / f'{name.lower()}.yaml'
         paths[name].write_bytes(random.Random(name).randbytes(10000))
@@ -189,6 +196,10 @@ ROWS = [
      'cannot write', ),
     ('75', ('report', '--perflogs', 'PERFLOGS', '--save-baseline',
             'FILE/b.json'), 2, '--save-baseline: cannot write'),
+    # A directory of job logs given as perflogs: a line over 128 KiB
+    # was csv's traceback.
+    ('rerun', ('report', '--perflogs', 'NOTPERFLOGS'), 2,
+     'unreadable lines skipped'),
     # The bad-input rerun: compliance on what is no MLPerf log.
     ('rerun', ('compliance', 'EMPTY'), 2,
      'not an MLPerf log: the file is empty'),

@@ -270,6 +270,13 @@ class RowParser:
         return 'time' if run is None else run
 
 
+#: A perflog field has no length limit of its own (a loss curve, the
+#: framework versions); csv's default of 128 KiB made a file with a longer
+#: line (a job's output given by mistake) a traceback, not a file whose
+#: lines are skipped and said so.
+csv.field_size_limit(2 ** 31 - 1)
+
+
 def perflog_rows(text):
     '''The rows of perflog *text* (whole lines), as ReFrame wrote them.'''
     return csv.reader(io.StringIO(text, newline=''), delimiter='|',
