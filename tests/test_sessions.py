@@ -18,12 +18,13 @@ pytestmark = pytest.mark.integration
 COSMOFLOW = ('-c', REPO / 'checks/cosmoflow.py', '-n', '^CosmoFlow%')
 
 
-def start(var, cache_dir, out, *args):
+def start(var, cache_dir, out, *args, command='reframe'):
     env = {**os.environ, 'HPCML_VAR_DIR': str(var),
            'HPCML_CACHE_DIR': str(cache_dir)}
+    head = ([str(BIN / 'reframe'), '-C', str(REPO / 'config/local.py')]
+            if command == 'reframe' else [str(BIN / 'hpcml'), 'suite'])
     return subprocess.Popen(
-        [str(BIN / 'reframe'), '-C', str(REPO / 'config/local.py'),
-         *map(str, args), '-r'], cwd=var.parent, env=env, stdout=out,
+        [*head, *map(str, args), '-r'], cwd=var.parent, env=env, stdout=out,
         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         preexec_fn=as_in_a_terminal)
 
@@ -70,6 +71,16 @@ def test_two_sessions_on_one_var_dir_run_apart(tmp_path, cache_dir):
     assert [len(s['runs'][0]['testcases']) for s in stored] == [3, 3]
 
 
+def running(pid):
+    '''Whether process *pid* runs (a zombie left to an init that does not
+    reap it has ended).'''
+    try:
+        with open(f'/proc/{pid}/stat') as fp:
+            return fp.read().rpartition(')')[2].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
 def second_case_started(text):
     '''The first case has passed and the second has started (ReFrame's
     ``RUN`` line after ``(1/3)``).'''
@@ -88,13 +99,18 @@ HOLDING = (
     '    time.sleep(900)\n')
 
 
-@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
-def test_a_stopped_session_keeps_what_it_wrote(tmp_path, cache_dir, signum):
-    '''The signal lands inside the second case's job, whatever the
-    machine's speed: the first case runs as it is and passes; then the
-    jobs' Python holds (HOLDING) until the session is stopped. (It ran
-    for 1000 steps of the first case before: 11 s on a quiet VM, over its
-    300 s deadline at a load of 16.)'''
+@pytest.mark.parametrize('command, signum', [
+    ('reframe', signal.SIGINT), ('reframe', signal.SIGTERM),
+    # The bad-input rerun: SIGTERM to hpcml suite alone left ReFrame
+    # running, holding its jobs.
+    ('suite', signal.SIGTERM)])
+def test_a_stopped_session_keeps_what_it_wrote(tmp_path, cache_dir, command,
+                                               signum):
+    '''The signal, sent to the command's process alone, lands inside the
+    second case's job, whatever the machine's speed: the first case runs
+    as it is and passes; then the jobs' Python holds (HOLDING) until the
+    session is stopped. (It ran for 1000 steps of the first case before:
+    11 s on a quiet VM, over its 300 s deadline at a load of 16.)'''
     var = tmp_path / 'var'
     out = open(tmp_path / 'session.out', 'w+')
     hold = tmp_path / 'hold_dir'
@@ -103,21 +119,39 @@ def test_a_stopped_session_keeps_what_it_wrote(tmp_path, cache_dir, signum):
     os.environ['SESSION_TEST_HOLD_DIR'] = str(hold)
     try:
         proc = start(var, cache_dir, out, *COSMOFLOW,
-                     '--exec-policy=serial', '-S', f'python_path={hold}')
+                     '--exec-policy=serial', '-S', f'python_path={hold}',
+                     command=command)
     finally:
         del os.environ['SESSION_TEST_HOLD_DIR']
-    deadline = time.monotonic() + 900
-    while not second_case_started((out.seek(0), out.read())[1]):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.2)
-    (hold / 'hold').touch()
-    # The second case's job may have started its Python before the hold
-    # and end as it is; the third's then holds.
-    while not list(hold.glob('held-*')):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.2)
-    proc.send_signal(signum)
-    assert proc.wait(120) != 0
+    try:
+        deadline = time.monotonic() + 900
+        while not second_case_started((out.seek(0), out.read())[1]):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.2)
+        (hold / 'hold').touch()
+        # The second case's job may have started its Python before the
+        # hold and end as it is; the third's then holds.
+        while not list(hold.glob('held-*')):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.2)
+        proc.send_signal(signum)
+        assert proc.wait(120) != 0
+        # Nothing of the session is left: its ReFrame (whose command line
+        # names the hold directory) and the held jobs.
+        time.sleep(1)
+        left = subprocess.run(['pgrep', '-f', f'python_path={hold}'],
+                              capture_output=True, text=True).stdout
+        assert left == '', f'ReFrame left running: {left}'
+        for held in hold.glob('held-*'):
+            pid = int(held.name.split('-')[1])
+            assert not running(pid), f'job {pid} left running'
+    finally:
+        subprocess.run(['pkill', '-KILL', '-f', f'python_path={hold}'])
+        for held in hold.glob('held-*'):
+            try:
+                os.kill(int(held.name.split('-')[1]), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     text = (out.seek(0), out.read())[1]
     assert 'ABORTED' in text, text[-2000:]
 

@@ -8,6 +8,7 @@ a test that fails to load, a ``-S`` name that sets nothing, an unknown
 ``--mode``, results the database could not store."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -103,6 +104,34 @@ def absolute_prefix(argv):
     return argv
 
 
+#: The signals that end a session, passed on to ReFrame.
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def call_forwarding(command):
+    '''Run *command* (ReFrame) in a process group of its own, passing it
+    each of :data:`FORWARDED` this process gets (a terminal's Ctrl-C
+    reaches this process's group only), once: ``kill`` of this process,
+    or a batch system's SIGTERM to it, ends ReFrame's session as ReFrame
+    ends it (its jobs cancelled, what it wrote kept) instead of leaving it
+    running. A signal ignored when this process started (``nohup``) stays
+    ignored. Returns the command's exit status.'''
+    proc = subprocess.Popen(command, process_group=0)
+    previous = {}
+
+    def forward(signum, frame):
+        proc.send_signal(signum)
+
+    for signum in FORWARDED:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, forward)
+    try:
+        return proc.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def run(args):
     '''``hpcml suite``: run reframe; exit status 2 when nothing ran.'''
     argv = absolute_prefix(args.reframe_args)
@@ -118,7 +147,7 @@ def run(args):
         return subprocess.call(suite_command(argv, report_file)[:3] +
                                ['--help'])
     command = suite_command(argv, report_file)
-    status = subprocess.call(command)
+    status = call_forwarding(command)
     if status != 0 or not _has_option(command, '-r', '--run', '--dry-run'):
         return status
 
