@@ -98,10 +98,11 @@ def recipe_tag(extras=DEFAULT_EXTRAS, base=None):
     return digest.hexdigest()[:12]
 
 
-def podman_image(tag=None):
+def podman_image(tag=None, name=None):
     '''Podman's reference of the image with *tag* (default: the recipe's
-    of :data:`DEFAULT_EXTRAS` on the Debian base).'''
-    return f'{IMAGE_NAME}:{tag or recipe_tag()}'
+    of :data:`DEFAULT_EXTRAS` on the Debian base) and *name* (default
+    :data:`IMAGE_NAME`, the one the site configurations look for).'''
+    return f'{name or IMAGE_NAME}:{tag or recipe_tag()}'
 
 
 def apptainer_image(tag=None):

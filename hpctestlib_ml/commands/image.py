@@ -37,6 +37,11 @@ def add_arguments(parser):
                              'apptainer')
     parser.add_argument('--force', action='store_true',
                         help='build even where the image exists')
+    parser.add_argument('--name', default=image.IMAGE_NAME,
+                        help="Podman: the image's name (default: "
+                             '%(default)s, the one config/local.py looks '
+                             'for; .ci/run builds under another name '
+                             'beside the tests, then tags it)')
 
 
 class StepFailed(Exception):
@@ -121,7 +126,7 @@ class PodmanBuild:
         self.steps, self.args = steps, args
         self.extras = args.extras.split(',')
         self.tag = image.recipe_tag(self.extras, args.base)
-        self.ref = image.podman_image(self.tag)
+        self.ref = image.podman_image(self.tag, args.name)
 
     def exists(self, ref):
         return subprocess.run(['podman', 'image', 'exists', ref],
