@@ -754,8 +754,9 @@ def test_inputs_seen_from_here_are_checked_at_setup(tmp_path):
     from hpctestlib_ml import inputs
     present = tmp_path / 'data'
     present.mkdir()
-    # Its parent is on a file system seen here (not node-local /tmp).
-    on_shared = str(REPO / 'no-such-data')
+    # Its parent is on a file system seen here (not node-local /tmp,
+    # where a clone of the repository may lie).
+    on_shared = '/usr/no-such-data'
     assert inputs.visible_here(on_shared, local=False)
     assert not inputs.visible_here('/nonexistent/data', local=False)
     assert inputs.visible_here('/nonexistent/data', local=True)
