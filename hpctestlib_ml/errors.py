@@ -7,6 +7,8 @@ failure.
 """
 from reframe.core.exceptions import ReframeError
 
+from hpctestlib_ml.counts import count
+
 
 class BadInputError(ReframeError):
     '''A test variable or site setting that cannot work; the message names
@@ -31,13 +33,11 @@ FilesystemError.__name__ = FilesystemError.__qualname__ = 'filesystem'
 
 
 def positive_int(name, value, minimum=1):
-    '''*value* (an int, or text from ``-S``) as an int >= *minimum*; a
-    :class:`BadInputError` naming ``-S name`` otherwise.'''
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = None
-    if number is None or number < minimum or str(number) != str(value).strip():
+    '''*value* (an int, or text from ``-S``) as an int >= *minimum*
+    (:func:`hpctestlib_ml.counts.count`); a :class:`BadInputError` naming
+    ``-S name`` otherwise.'''
+    number = count(value, minimum)
+    if number is None:
         raise BadInputError(f'{name} must be an integer >= {minimum}, got '
                             f'{value!r}: fix -S {name}')
     return number

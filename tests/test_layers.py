@@ -22,7 +22,7 @@ PACKAGE = REPO / 'hpctestlib_ml'
 #: The layers every module stands on, bottom first: (name, the modules'
 #: names under ``hpctestlib_ml``, as fnmatch patterns).
 FOUNDATION = (
-    ('leaves', ('__init__', 'constants', 'errors', 'paths', 'cache',
+    ('leaves', ('__init__', 'constants', 'counts', 'errors', 'paths', 'cache',
                 'yaml_files', 'metrics', 'sessions', 'var_full', 'energy',
                 'caraml', 'precisions', 'memory_estimate', 'venv_config',
                 'tensorflow_build', 'program_tables', 'perflog_fields',

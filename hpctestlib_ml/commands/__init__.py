@@ -9,21 +9,21 @@ command that reads logs reads them with :func:`read_logs`.
 import argparse
 import sys
 
+from hpctestlib_ml.counts import count
+
 
 def counting(minimum=1):
-    '''An argparse ``type`` for a count: an integer >= *minimum*; anything
-    else is argparse's one-line error naming the option and the value.'''
-    def count(text):
-        try:
-            number = int(text)
-        except ValueError:
-            number = None
-        if number is None or number < minimum:
+    '''An argparse ``type`` for a count: an integer >= *minimum*
+    (:func:`hpctestlib_ml.counts.count`); anything else is argparse's
+    one-line error naming the option and the value.'''
+    def as_count(text):
+        number = count(text, minimum)
+        if number is None:
             raise argparse.ArgumentTypeError(
                 f'must be an integer >= {minimum}, got {text!r}')
         return number
-    count.__name__ = f'integer >= {minimum}'
-    return count
+    as_count.__name__ = f'integer >= {minimum}'
+    return as_count
 
 
 def read_logs(command, paths):
