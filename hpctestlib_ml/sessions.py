@@ -65,18 +65,31 @@ def in_reframe_session():
     return 'reframe.frontend.cli' in sys.modules
 
 
+def prefix_options(argv):
+    '''``(index, directory, joined)`` of each ReFrame ``--prefix`` in
+    *argv*: the index of the argument that holds the directory, and
+    whether it is written ``--prefix=DIR`` (else ``--prefix DIR``).'''
+    for i, arg in enumerate(argv):
+        if arg == '--prefix' and i + 1 < len(argv):
+            yield i + 1, argv[i + 1], False
+        elif arg.startswith('--prefix='):
+            yield i, arg.split('=', 1)[1], True
+
+
 def prefix_asked(argv=None, environ=None):
     '''The prefix ReFrame's ``--prefix DIR`` (or ``RFM_PREFIX``) gives
     this session, as given; None without one.'''
     argv = sys.argv[1:] if argv is None else argv
     environ = os.environ if environ is None else environ
-    prefix = environ.get('RFM_PREFIX') or None
-    for i, arg in enumerate(argv):
-        if arg == '--prefix' and i + 1 < len(argv):
-            prefix = argv[i + 1]
-        elif arg.startswith('--prefix='):
-            prefix = arg.split('=', 1)[1]
-    return prefix
+    given = [directory for _, directory, _ in prefix_options(argv)]
+    return given[-1] if given else environ.get('RFM_PREFIX') or None
+
+
+def prefix_dir(default, argv=None, environ=None):
+    '''The directory of this session's prefix (:func:`prefix_asked`),
+    else *default*.'''
+    prefix = prefix_asked(argv, environ)
+    return user_path(prefix) if prefix else default
 
 
 def _user_chose_dirs(argv=None, environ=None):
@@ -131,8 +144,7 @@ def session_dirs(var_dir, in_session=None, user_chose=None, argv=None,
                   else user_chose)
     if not in_session or user_chose:
         return {}
-    prefix = prefix_asked(argv, environ)
-    var_dir = user_path(prefix) if prefix else var_dir
+    var_dir = prefix_dir(var_dir, argv, environ)
     holder = claim_var_dir(var_dir)
     if holder is None:
         return {}

@@ -22,7 +22,7 @@ from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORMS,
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
 from hpctestlib_ml.paths import (REFERENCES_DIR, REPO_ROOT, VAR_DIR,
-                                 user_path, writable_dir)
+                                 writable_dir)
 
 
 class SiteConfigError(ConfigError, ValueError):
@@ -179,8 +179,8 @@ def results_dir(in_session=None, argv=None, environ=None):
     DIR`` reads them there.'''
     in_session = (sessions.in_reframe_session() if in_session is None
                   else in_session)
-    prefix = sessions.prefix_asked(argv, environ) if in_session else None
-    return user_path(prefix) if prefix else VAR_DIR
+    return (sessions.prefix_dir(VAR_DIR, argv, environ) if in_session
+            else VAR_DIR)
 
 
 def log_level():

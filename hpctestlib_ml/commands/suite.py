@@ -96,11 +96,8 @@ def absolute_prefix(argv):
     directory, puts the results database, run reports and reframe.log
     there too (:func:`hpctestlib_ml.siteconfig.results_dir`).'''
     argv = list(argv)
-    for i, arg in enumerate(argv):
-        if arg == '--prefix' and i + 1 < len(argv):
-            argv[i + 1] = os.path.abspath(argv[i + 1])
-        elif arg.startswith('--prefix='):
-            argv[i] = '--prefix=' + os.path.abspath(arg.split('=', 1)[1])
+    for i, directory, joined in list(sessions.prefix_options(argv)):
+        argv[i] = ('--prefix=' if joined else '') + os.path.abspath(directory)
     return argv
 
 
