@@ -382,7 +382,8 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
                'hpcml references)', [
         ('HPCML_HISTORY_STORE', 'str', None, 'where the history store '
          '(Parquet copies of the perflogs) lives, or off: read the perflogs '
-         'line by line; default: $HPCML_VAR_DIR/history',
+         'line by line; default: history/ in hpcml report --prefix DIR, '
+         'else in $HPCML_VAR_DIR',
          {'allowed': 'a directory or off'}),
     ]),
     **_declare(ENVIRONMENT, 'hpctestlib_ml/siteconfig.py, for every '

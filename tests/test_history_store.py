@@ -242,3 +242,27 @@ def test_a_store_setting_that_is_no_directory_is_one_line(tmp_path):
                        f"the environment variable HPCML_HISTORY_STORE (read "
                        f"by hpctestlib_ml/report/store.py (hpcml report, "
                        f"hpcml references))\n")
+
+
+def test_a_prefixs_store_lives_in_that_prefix(tmp_path):
+    '''``hpcml report --prefix DIR`` keeps the store of DIR's perflogs in
+    DIR/history, with the results it copies: before, it went to
+    $HPCML_VAR_DIR/history, away from them, and stayed when DIR was
+    moved or removed.'''
+    import subprocess
+    import sys
+    results, var = tmp_path / 'results', tmp_path / 'var'
+    shutil.copytree(REAL / 'network_degraded' / 'perflogs',
+                    results / 'perflogs')
+    env = {k: v for k, v in os.environ.items() if k != store.STORE_ENV}
+    env['HPCML_VAR_DIR'] = str(var)
+    hpcml_bin = pathlib.Path(sys.executable).parent / 'hpcml'
+    for argv in (['report', '--prefix', results, '--no-plots'],
+                 ['references', '--prefix', results, '--system',
+                  'local:cpu', '--min-runs', '2']):
+        proc = subprocess.run([str(hpcml_bin), *map(str, argv)], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    kept = list((results / 'history').glob('perflogs-*/manifest.json'))
+    assert len(kept) == 1, sorted((results / 'history').rglob('*'))
+    assert not (var / 'history').exists()

@@ -116,7 +116,8 @@ def load(args, headlines, since=None, until=None, last=10,
     if sources and not (args.db or remote):
         with contextlib.ExitStack() as stack:
             try:
-                stores = [stack.enter_context(store.open_store(s))
+                stores = [stack.enter_context(store.open_store(
+                              s, results_dir=args.prefix))
                           for s in sources]
             except settings.SettingError as err:
                 raise ReportError(str(err)) from None

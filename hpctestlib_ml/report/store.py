@@ -16,8 +16,9 @@ that each line is rewritten only a few times over the store's life.
 DuckDB would do the same work as a ~30 MB dependency (bench/README.md,
 "The history store").
 
-Layout of a store (one per perflog directory or file, under
-``$HPCML_VAR_DIR/history/``, or :data:`STORE_ENV`):
+Layout of a store (one per perflog directory or file, under ``history/``
+beside the results it was asked for, ``$HPCML_VAR_DIR/history/`` or
+``DIR/history/`` for ``hpcml report --prefix DIR``, or :data:`STORE_ENV`):
 
 - ``manifest.json``: :data:`FORMAT`, the source, each perflog file read
   (its inode, the bytes and lines read, its header, a digest of the last
@@ -59,12 +60,14 @@ from hpctestlib_ml.report import store_parts, store_update
 FORMAT = 2
 #: Where the stores live, or ``off`` (the perflogs read line by line at
 #: every report): the setting ``HPCML_HISTORY_STORE``, declared in
-#: :mod:`hpctestlib_ml.settings` (default ``$HPCML_VAR_DIR/history``).
+#: :mod:`hpctestlib_ml.settings` (default: :func:`store_root`).
 STORE_ENV = 'HPCML_HISTORY_STORE'
 
 
-def store_root():
-    '''The directory the stores live in, or None where they are off; a
+def store_root(results_dir=None):
+    '''The directory the stores live in, or None where they are off:
+    :data:`STORE_ENV`, else ``history/`` in *results_dir* (where the
+    session wrote: ``hpcml report --prefix DIR``), else in VAR_DIR. A
     :data:`STORE_ENV` that names something other than a directory is a
     :class:`~hpctestlib_ml.settings.SettingError`.'''
     from hpctestlib_ml import paths
@@ -73,7 +76,7 @@ def store_root():
         return None
     if setting and os.path.exists(setting) and not os.path.isdir(setting):
         _refuse(setting, 'not a directory')
-    return setting or os.path.join(paths.VAR_DIR, 'history')
+    return setting or os.path.join(results_dir or paths.VAR_DIR, 'history')
 
 
 def _refuse(setting, why):
@@ -219,13 +222,13 @@ class Store:
 
 
 @contextlib.contextmanager
-def open_store(source, warn=None):
+def open_store(source, warn=None, results_dir=None):
     '''The up-to-date :class:`Store` of the perflogs at *source* (locked
-    while in use), or None where stores are off (:data:`STORE_ENV`) or
-    cannot be kept (an unwritable directory). A missing, stale or older
-    store is rebuilt without a word; an unreadable one with one line to
-    *warn* (default: stderr).'''
-    root = store_root()
+    while in use), in :func:`store_root` of *results_dir*, or None where
+    stores are off (:data:`STORE_ENV`) or cannot be kept (an unwritable
+    directory). A missing, stale or older store is rebuilt without a
+    word; an unreadable one with one line to *warn* (default: stderr).'''
+    root = store_root(results_dir)
     if root is None:
         yield None
         return
