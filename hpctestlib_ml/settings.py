@@ -392,9 +392,9 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          {'choices': LOG_LEVELS}),
         ('HPCML_POLL_RATE_MIN', 'float', 4.0, 'job polls per second at '
          'least, on the local scheduler', {'minimum': 0, 'exclusive': True}),
-        ('HPCML_HTTPJSON_URL', 'str', None, 'post every performance record '
+        ('HPCML_HTTPJSON_URL', 'url', None, 'post every performance record '
          'as JSON there (Elasticsearch, Logstash)',
-         {'allowed': 'a URL'}),
+         {'allowed': 'an http(s) URL, http://host:9200/index/_doc'}),
         ('HPCML_SITE', 'str', '', "the site's name in every posted record",
          {'allowed': 'a word'}),
         ('HPCML_TSDB_URL', 'url', None, 'send every performance record to '

@@ -497,6 +497,23 @@ def test_results_db_on_and_httpjson_only_when_asked(path, monkeypatch):
     assert http['extras']['facility'] == 'hpcml'
 
 
+@pytest.mark.parametrize('value', ['elastic:9200/hpcml/_doc', 'http://',
+                                   'https://elastic 9200'])
+def test_a_bad_httpjson_url_stops_the_configuration_in_one_line(
+        monkeypatch, value):
+    '''Before, any text was taken: ReFrame's httpjson handler then failed
+    at each record, one warning a record, and posted nothing.'''
+    from hpctestlib_ml import siteconfig
+    monkeypatch.setenv('HPCML_HTTPJSON_URL', value)
+    with pytest.raises(siteconfig.SiteConfigError) as err:
+        siteconfig.httpjson_handlers()
+    assert str(err.value) == (
+        f"HPCML_HTTPJSON_URL must be an http(s) URL, http://host:9200/index/"
+        f"_doc, got {value!r}: fix the environment variable "
+        f"HPCML_HTTPJSON_URL (read by hpctestlib_ml/siteconfig.py, for "
+        f"every configuration)")
+
+
 @pytest.mark.parametrize('path', CONFIGS)
 def test_reframe_log_at_info_unless_asked(path, monkeypatch):
     '''Debug records cost ReFrame a stack walk each, several per job poll
