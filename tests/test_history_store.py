@@ -12,9 +12,11 @@ import math
 import os
 import pathlib
 import shutil
+import subprocess
 
 import pytest
 
+from conftest import BIN
 from perflog_history import generate, generate_sweeps
 from hpctestlib_ml import cli
 from hpctestlib_ml.report import store, store_update
@@ -249,18 +251,15 @@ def test_a_prefixs_store_lives_in_that_prefix(tmp_path):
     DIR/history, with the results it copies: before, it went to
     $HPCML_VAR_DIR/history, away from them, and stayed when DIR was
     moved or removed.'''
-    import subprocess
-    import sys
     results, var = tmp_path / 'results', tmp_path / 'var'
     shutil.copytree(REAL / 'network_degraded' / 'perflogs',
                     results / 'perflogs')
     env = {k: v for k, v in os.environ.items() if k != store.STORE_ENV}
     env['HPCML_VAR_DIR'] = str(var)
-    hpcml_bin = pathlib.Path(sys.executable).parent / 'hpcml'
     for argv in (['report', '--prefix', results, '--no-plots'],
                  ['references', '--prefix', results, '--system',
                   'local:cpu', '--min-runs', '2']):
-        proc = subprocess.run([str(hpcml_bin), *map(str, argv)], env=env,
+        proc = subprocess.run([str(BIN / 'hpcml'), *map(str, argv)], env=env,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
     kept = list((results / 'history').glob('perflogs-*/manifest.json'))
