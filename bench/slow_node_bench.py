@@ -10,7 +10,10 @@ Node sweeps (``hpcml report``'s "Slow nodes", hpctestlib_ml/report/nodes):
 - false alarms: the share of unslowed sweeps in which any node is
   flagged, and the lowest score seen, at each threshold of --thresholds;
 - detection: the share of slowed sweeps in which the slowed node, and no
-  other, is flagged, with its score and how much slower it was.
+  other, is flagged, with its score and how much slower it was;
+- both again as ``hpcml report`` decides, where the partition declares
+  its noise (``reference_noise_pct`` in the perflogs): no node within it
+  is slow.
 
 2-node runs (the check's ``rank_compute_spread`` and ``slowest_rank``,
 from the ranks' ``rank_compute`` records in each job's output, at
@@ -41,17 +44,19 @@ RANK_THRESHOLDS = (10, 12, 15, 20, 25)
 
 
 def sessions(out_dir):
-    '''label -> [(sweep's NodeScores, 2-node run's rank records)] of each
-    session.'''
+    '''label -> [(sweep's NodeScores, 2-node run's rank records, the
+    partition's declared noise in %: None for none)] of each session.'''
     headlines = analysis.load_weights()
     found = {}
     for session in sorted(glob.glob(os.path.join(out_dir, '*', 's[0-9]*'))):
         label = os.path.basename(os.path.dirname(session))
         sweep = read(os.path.join(session, 'sweep'))
         scored = nodes.sweeps(sweep, headlines, window=float('inf'))
+        noise = scored[0].noise if scored else None
         found.setdefault(label, []).append(
             (scored[0].nodes if scored else None,
-             rank_records(os.path.join(session, 'two_nodes'))))
+             rank_records(os.path.join(session, 'two_nodes')),
+             None if noise is None else 100 * noise))
     return found
 
 
@@ -83,7 +88,7 @@ def sweep_noise(unslowed):
     sweep, over the unslowed sessions.'''
     per_node = {}
     gaps = []
-    for scores, _ in unslowed:
+    for scores, *_ in unslowed:
         if not scores:
             continue
         for s in scores:
@@ -120,7 +125,7 @@ def sweep_rates(runs, slowed):
     '''Per floor and threshold: the sweeps in which any node is flagged,
     and in which the slowed node alone is; the lowest score, and the
     slowed node's score and deviation at :data:`nodes.MIN_SPREAD`.'''
-    scored = [scores for scores, _ in runs if scores]
+    scored = [scores for scores, *_ in runs if scores]
     rates = {}
     for floor in MIN_SPREADS:
         sweeps = [rescore(s, floor) for s in scored]
@@ -143,7 +148,15 @@ def sweep_rates(runs, slowed):
         weakest[f'floor {floor:g}'] = round(max(
             (n.score for s in rescored for n in s if n.node == slowed),
             default=0), 2)
+    declared = sorted({noise for scores, _, noise in runs
+                       if scores and noise is not None})
     return {'sweeps': len(scored), 'rates': rates,
+            'declared_noise_pct': declared,
+            'any_flagged_at_declared_noise': sum(
+                any(n.slow() for n in s) for s in scored),
+            'slowed_node_alone_flagged_at_declared_noise': sum(
+                {n.node for n in s if n.slow()} == {slowed}
+                for s in scored),
             'lowest_score_by_floor': lowest,
             'slowed_node_highest_score_by_floor': weakest,
             'lowest_score': summary([min(n.score for n in s)
@@ -156,7 +169,7 @@ def sweep_rates(runs, slowed):
 def rank_rates(runs, slowed):
     '''The 2-node runs' spread (the ranks' records), and the rank the
     check names from them at :data:`device_check.RANK_SPREAD_NOISE_PCT`.'''
-    pairs = [records for _, records in runs if records]
+    pairs = [records for _, records, _ in runs if records]
     spreads = [device_check.rank_compute_spread(r)[0] for r in pairs]
     named = [device_check.slowest_rank(r) for r in pairs]
     return {'runs': len(pairs), 'spread_pct': summary(spreads),

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, DATA
 from perflog import suite_line, write_suite_perflog
 from hpctestlib_ml.report import analysis, history, nodes
 from hpctestlib_ml.report.history import Metric, Run
@@ -223,3 +223,43 @@ def test_perflogs_without_the_slowest_rank_column_are_read(tmp_path):
     found, = nodes.sweeps(runs, analysis.load_weights())
     assert [s.node for s in found.slow()] == ['n2']
     assert nodes.slow_ranks(runs) == []
+
+
+#: The CI's unslowed sweep: n2 24.9 % below n1 on one VM (SOURCES.md).
+UNSLOWED_SWEEP = DATA / 'slurm' / 'unslowed_sweep_ci.log'
+
+
+def test_a_node_slower_by_no_more_than_the_declared_noise_is_not_slow():
+    '''Two nodes of one VM, nothing slowed, 24.9 % apart in the CI: below
+    -3.5 against a single other node, but within the 40 % the CI's
+    cluster declares; the same gap is slow where the partition declares
+    20 % or nothing.'''
+    runs = history.read_perflog(UNSLOWED_SWEEP).runs
+    for declared, slow in (('40', []), ('20', ['n2']), ('', ['n2'])):
+        for r in runs:
+            r.params['reference_noise_pct'] = declared
+        found, = nodes.sweeps(runs, analysis.load_weights())
+        n2 = {s.node: s for s in found.nodes}['n2']
+        assert n2.score < -nodes.THRESHOLD
+        assert [s.node for s in found.slow()] == slow, declared
+
+
+def test_the_noise_bounds_a_figure_where_lower_is_better_too():
+    score = nodes.NodeScore('n2', 1.3, 1, 1.0, -6.0)
+    assert nodes.within_noise(score, 0.35, higher_is_better=False)
+    assert not nodes.within_noise(score, 0.25, higher_is_better=False)
+    assert not nodes.within_noise(score, None, higher_is_better=False)
+    faster = nodes.NodeScore('n2', 0.7, 1, 1.0, 6.0)
+    assert nodes.within_noise(faster, 0.0, higher_is_better=False)
+
+
+def test_the_report_says_a_low_score_was_within_the_noise(tmp_path):
+    case = dict(CASE, reference_noise_pct=40)
+    perflogs = write(tmp_path, sweep_lines(NIGHT, {'n1': 162.0,
+                                                   'n2': 121.7}, case=case))
+    out = report('--perflogs', perflogs)
+    assert out.returncode == 0, out.stderr
+    section = out.stdout.split('Slow nodes:')[1]
+    assert ('1 case(s) swept on 2 nodes (n1, n2): no slow node (lowest '
+            'score -5.0). Below -3.5 but within its partition\'s declared '
+            'noise: n2 -24.9 % (slurm:ci, noise 40 %).') in section, section

@@ -27,9 +27,14 @@ nodes, each of which the score needs:
 
 The score is oriented so that below zero is slower: for a figure where
 lower is better (step time) its sign is turned. A node is flagged when it
-is slower than :data:`THRESHOLD`; :data:`THRESHOLD` and :data:`MIN_SPREAD`
-come from the false alarms and detections measured on the project's Slurm
-cluster (docs/guide/regression.md, "Slow nodes").
+is slower than :data:`THRESHOLD` and, where its partition declares how far
+its figures move with nothing changed (``extras['reference_noise_pct']``,
+logged with every result), slower than the others by more than that: a
+partition whose figures move by 25 % from run to run cannot tell a node
+20 % slower from noise in one night's runs, however close the other nodes
+happened to agree. :data:`THRESHOLD` and :data:`MIN_SPREAD` come from the
+false alarms and detections measured on the project's Slurm cluster
+(docs/guide/regression.md, "Slow nodes").
 
 A node is a single-node run's :attr:`~hpctestlib_ml.report.history.Run.node`:
 its ``job_nodelist``, else ReFrame's ``.nid``
@@ -42,6 +47,7 @@ declared ones, a component check's first rate.
 import dataclasses
 import statistics
 
+from hpctestlib_ml.history_refs.lookup import NOISE_FLOOR_EXTRA, noise_floor
 from hpctestlib_ml.report.analysis import CaseFigure, group, headline
 
 #: Iglewicz and Hoaglin's constant: 0.6745 x MAD estimates the standard
@@ -70,6 +76,9 @@ class NodeScore:
     runs: int
     others: float           # median of the other nodes' figures
     score: float            # modified z-score, below 0: slower
+    #: Slower than the others by no more than the partition's declared
+    #: noise (:attr:`Sweep.noise`): never slow, whatever its score.
+    within_noise: bool = False
 
     @property
     def deviation(self):
@@ -77,7 +86,7 @@ class NodeScore:
         return self.value / self.others - 1 if self.others else 0.0
 
     def slow(self, threshold=THRESHOLD):
-        return self.score < -threshold
+        return self.score < -threshold and not self.within_noise
 
 
 @dataclasses.dataclass
@@ -87,6 +96,9 @@ class Sweep(CaseFigure):
     end: float
     nodes: list             # NodeScore, by node name
     failed: list            # nodes whose every run in the window failed
+    #: The partition's declared noise (a fraction; ``reference_noise_pct``
+    #: of its latest run), None where it declares none.
+    noise: float = None
 
     def slow(self, threshold=THRESHOLD):
         return [n for n in self.nodes if n.slow(threshold)]
@@ -190,12 +202,39 @@ def sweep(case_runs, chosen, min_spread=MIN_SPREAD):
     if not scores:
         return None
     latest = case_runs[-1]
+    noise = declared_noise(latest)
+    for score in scores:
+        score.within_noise = within_noise(score, noise,
+                                          chosen.higher_is_better)
     unit = next((r.metrics[chosen.metric].unit for r in case_runs
                  if chosen.metric in r.metrics), '')
     return Sweep(latest.workload, latest.where, latest.name,
                  latest.params.get('resolved_size', ''), chosen.metric,
                  unit, case_runs[0].time, latest.time, scores,
-                 sorted(n for n in failed if not figures[n]))
+                 sorted(n for n in failed if not figures[n]), noise)
+
+
+def declared_noise(run):
+    '''The noise *run*'s partition declared (``reference_noise_pct``, a
+    fraction), None where it declared none. The check refused a value
+    that is not a percentage before its job was queued, so one here is a
+    damaged line: it declares nothing.'''
+    try:
+        return noise_floor(run.params.get(NOISE_FLOOR_EXTRA))
+    except ValueError:
+        return None
+
+
+def within_noise(score, noise, higher_is_better=True):
+    '''Whether the node of *score* is slower than the others by no more
+    than *noise* (a fraction; None: no noise declared, False): its figure
+    at least ``(1 - noise)`` times theirs, or at most ``(1 + noise)``
+    times for a figure where lower is better, as history references bound
+    a figure by the same noise.'''
+    if noise is None or not score.others:
+        return False
+    ratio = score.value / score.others
+    return ratio >= 1 - noise if higher_is_better else ratio <= 1 + noise
 
 
 def sweeps(runs, headlines, window=WINDOW, min_spread=MIN_SPREAD):

@@ -138,7 +138,10 @@ def slow_node_section(sweeps, ranks, threshold, min_spread, window):
              f'modified z-score 0.6745 (x - median) / MAD of the others '
              f'(Iglewicz & Hoaglin 1993), their spread (MAD / 0.6745) at '
              f'least {100 * min_spread:g} % of their median, below 0 '
-             f'slower; slow below -{threshold:g}.']
+             f'slower; slow below -{threshold:g} and, where the partition '
+             f'declares how far its figures move with nothing changed '
+             f'(extras[\'reference_noise_pct\']), slower than the others '
+             f'by more than that.']
     cells = [(s.workload, s.where, _case(s.case), s.size,
               f'{s.metric} ({s.unit})' if s.unit else s.metric, n.node,
               _fmt(n.value), _fmt(n.others), f'{100 * n.deviation:+.1f} %',
@@ -179,6 +182,12 @@ def _sweep_summary(sweeps, threshold):
             f'{len(sweeps)} case(s) swept on {len(nodes)} nodes '
             f'({", ".join(nodes[:8])}{" ..." if len(nodes) > 8 else ""}): '
             f'no slow node (lowest score {lowest:.1f}).')
+    quiet = [f'{n.node} {100 * n.deviation:+.1f} % ({s.where}, noise '
+             f'{100 * s.noise:g} %)' for s in sweeps for n in s.nodes
+             if n.score < -threshold and n.within_noise]
+    if quiet:
+        text += (f' Below -{threshold:g} but within its partition\'s '
+                 f'declared noise: {", ".join(quiet)}.')
     if failed:
         text += f' Failed every run: {", ".join(failed)}.'
     return text
