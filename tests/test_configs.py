@@ -576,7 +576,7 @@ def test_noise_floor_of_references(monkeypatch):
     monkeypatch.setenv('HPCML_CPUS_PER_NODE', '4')
     monkeypatch.delenv('HPCML_REFERENCE_NOISE_PCT', raising=False)
     cpu = load('config/local.py', 'local').get('systems/0/partitions')[0]
-    assert cpu['extras']['reference_noise_pct'] == 30
+    assert cpu['extras']['reference_noise_pct'] == 50
     slurm, = load('config/slurm.py', 'slurm').get('systems/0/partitions')
     assert 'reference_noise_pct' not in slurm['extras']
     monkeypatch.setenv('HPCML_REFERENCE_NOISE_PCT', '8')

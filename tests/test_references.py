@@ -329,12 +329,12 @@ SELECT = ('-n', 'MegatronGPT', '-x', 'Container', '-x', '2_procs', '-x',
 #: (torch's global post-hook), whatever the load: its rates fall by 90 %,
 #: its time per iteration grows 10-fold. The history's thresholds are
 #: max(floor, 4 x robust spread, second-worst run); the floor is the cpu
-#: partition's, 30 % (config/local.py, CPU_NOISE_PCT: this VM's measured
-#: noise, with the 15.2 % of the CI run that once failed this test). With
-#: nothing else running the floor sets them: the unchanged run passes
-#: unless it ran 1.3 times slower than the history's median (its time per
-#: iteration 30 % over), and the slowed run fails unless the history ran
-#: 0.7 x 10 = 7 times slower than it. Where the history ran beside other
+#: partition's, 50 % (config/local.py, CPU_NOISE_PCT: this VM's measured
+#: noise, with the 15.2 % and 36.6 % of the CI runs that once failed this
+#: test). With nothing else running the floor sets them: the unchanged run
+#: passes unless its rates fell by half (its time per iteration 50 % over
+#: the history's median), and the slowed run fails unless the history ran
+#: 0.5 x 10 = 5 times slower than it. Where the history ran beside other
 #: work, its own spread widens them (a 36 % spread at a load average of
 #: 13 here gave 100 % on the rates, capped, and 116 % on the time per
 #: iteration): the slowed run still fails on its time, 10 x against at
@@ -438,7 +438,7 @@ def test_history_references_catch_a_real_slowdown(run_reframe, tmp_path):
                 var / 'perflogs', '--write', refs_dir)
     assert out.returncode == 0, out.stdout + out.stderr
     assert 'MegatronGPT local:cpu' in out.stdout
-    floor = ("the site's floor 30 % (extras ['reference_noise_pct'] of "
+    floor = ("the site's floor 50 % (extras ['reference_noise_pct'] of "
              "local:cpu)")
     assert 'references from a single session' in out.stdout, out.stdout
     assert floor in out.stdout, out.stdout
@@ -471,3 +471,32 @@ def test_history_references_catch_a_real_slowdown(run_reframe, tmp_path):
     assert changed.returncode != 0
     assert 'numerics: loss curve departs from reference at logged step' \
         in changed.stdout
+
+
+def test_a_changed_loss_curve_is_named_first_whatever_the_speed():
+    '''A run whose loss curve left its reference and which also missed a
+    figure (a noisy runner): the numerics regression first, its category
+    the reason's first word, the missed figure after it. The CI of
+    2026-11-27 failed the patched-torch run of the test below on speed
+    alone (794 tokens/s against a reference of 1,252 and the floor's
+    877), and its numerics went unsaid.'''
+    from types import SimpleNamespace
+
+    from reframe.core.exceptions import PerformanceError
+
+    from hpctestlib_ml.plugins.references import References
+    curve = {'runs': 5, 'losses': [10.8, 10.7], 'tolerance': [1e-3, 1e-3]}
+    check = SimpleNamespace(
+        is_dry_run=lambda: False,
+        history=lambda: ('median of the last 5 of 5 passing runs', curve),
+        metrics=lambda: SimpleNamespace(losses=[10.8, 10.75]),
+        perfvalues={'local:cpu:tokens_per_second': (
+            794.6, 1252.4, -0.3, None, 'tokens/s', 'fail')},
+        references_file='megatron.yaml', reference_case='tiny 1x1')
+    with pytest.raises(PerformanceError) as failed:
+        References.__dict__['fail_on_references'](check)
+    reason = str(failed.value)
+    assert reason.startswith('numerics: loss curve departs from reference '
+                             'at logged step 2: 10.75 vs 10.7'), reason
+    assert '; failed to meet reference(s): tokens_per_second=794.6 ' \
+           'tokens/s, expected 1252.4' in reason, reason

@@ -129,25 +129,31 @@ class References(RegressionTestPlugin):
 
     @run_after('performance')
     def fail_on_references(self):
-        '''The figures ReFrame's check found off their references, as
-        ReFrame words them, with where a reference from history came from
-        (its runs and file); then the loss curve against its reference.'''
+        '''The loss curve against its reference, then the figures
+        ReFrame's check found off their references, as ReFrame words them,
+        with where a reference from history came from (its runs and file).
+        A run whose numbers changed fails as a numerics regression whatever
+        its speed, its missed figures after it: a changed computation is
+        the finding, and its speed is the same run's.'''
         if self.is_dry_run():
             return
         source, curve = self.history()
+        problems = []
+        departure = lookup.loss_curve_departure(
+            self.metrics().losses, curve)
+        if departure:
+            problems.append(numerics_message(
+                departure, curve['runs'], self.references_file,
+                self.reference_case))
         missed = [_missed(key, values) for key, values
                   in self.perfvalues.items() if values[-1] == 'fail']
         if missed:
             where = (f'; reference from {self.references_file} '
                      f'({self.reference_case!r}): {source}' if source else '')
-            raise PerformanceError('failed to meet reference(s): ' +
-                                   ', '.join(missed) + where)
-        departure = lookup.loss_curve_departure(
-            self.metrics().losses, curve)
-        if departure:
-            raise PerformanceError(numerics_message(
-                departure, curve['runs'], self.references_file,
-                self.reference_case))
+            problems.append('failed to meet reference(s): ' +
+                            ', '.join(missed) + where)
+        if problems:
+            raise PerformanceError('; '.join(problems))
 
 
 def numerics_message(departure, runs, references_file, case):
