@@ -14,6 +14,14 @@
     hpcml prepare [WORKLOAD...] [--dir DIR]
                                         fetch what workloads would take
                                         from a hub (run where it is reachable)
+    hpcml report [--perflogs DIR...]    the history: each case's figures,
+                                        what changed and since when, slow
+                                        nodes, failures (text, HTML)
+    hpcml references --system S         ReFrame references from the site's
+                                        own history
+    hpcml changes FILE.csv...           the report's change detector on any
+                                        series: shifts, changes of spread,
+                                        outliers, silences (JSON per event)
     hpcml triage LOGFILE...             why training runs failed: category,
                                         reason, rank, node (JSON per file)
     hpcml new-workload NAME [--check C] a new workload from the template, as
@@ -34,6 +42,7 @@ COMMANDS = {
     'suite': 'suite', 'extract': 'extract', 'cpu-peak': 'cpu_peak',
     'model-info': 'model_info', 'compliance': 'compliance',
     'prepare': 'prepare', 'report': 'report', 'references': 'references',
+    'changes': 'changes',
     'triage': 'triage', 'new-workload': 'new_workload', 'image': 'image',
 }
 

@@ -500,3 +500,29 @@ def test_a_changed_loss_curve_is_named_first_whatever_the_speed():
                              'at logged step 2: 10.75 vs 10.7'), reason
     assert '; failed to meet reference(s): tokens_per_second=794.6 ' \
            'tokens/s, expected 1252.4' in reason, reason
+
+
+def test_a_reference_is_never_derived_across_a_shift():
+    '''CosmoFlow 20 % slower from run 20 on (the report's detector finds
+    the shift): the reference is the median of the runs since, not of the
+    10 across it; with fewer than --min-runs since, no reference.'''
+    values = [100.0 + (i % 3) for i in range(20)] + \
+             [80.0 + (i % 3) for i in range(8)]
+    runs = [run(i, v) for i, v in enumerate(values)]
+    (ref,), notes = derive.derive(runs)
+    assert ref.runs == 8 and ref.metrics['samples_per_second'][0] == 81.0
+    assert notes == [f"CosmoFlow local:cpu {CASE!r}: samples_per_second "
+                     f"moved -19.8% on 1970-01-01 00:00 UTC: only the runs "
+                     f"since (8) are used"]
+    refs, notes = derive.derive(runs[:23])
+    assert refs == [] and notes[0].endswith(
+        '3 runs left, 5 needed (--min-runs): no reference across a shift')
+
+
+def test_an_odd_run_moves_no_reference():
+    values = [100.0 + (i % 3) for i in range(20)]
+    values[15] = 300.0
+    (ref,), notes = derive.derive([run(i, v) for i, v in enumerate(values)])
+    assert ref.runs == 10 and ref.metrics['samples_per_second'][0] == 101.0
+    assert notes == [f"CosmoFlow local:cpu {CASE!r}: 1 odd run(s) left out "
+                     f"(outliers)"]

@@ -262,6 +262,43 @@ def _loss_reference(runs):
     return {'losses': centers, 'tolerance': tolerances, 'runs': len(curves)}
 
 
+def since_last_shift(passed, last, min_runs):
+    '''(runs, note): the last *last* of *passed* (a case's passing runs in
+    time order) after the last shift of its headline figure, its
+    outliers left out (:mod:`hpctestlib_ml.report.changes`: the report's
+    detector), and what was left out and why; no runs where fewer than
+    *min_runs* are left since the shift.'''
+    from hpctestlib_ml.report import changes
+    declared = registry.registered().get(passed[-1].workload)
+    if declared is None:
+        return passed[-last:], ''
+    metric = declared.headline.metric
+    ok = [r for r in passed if metric in r.metrics]
+    if len(ok) < 2 * changes.MIN_SEGMENT:
+        return passed[-last:], ''
+    found = changes.events([r.metrics[metric].value for r in ok],
+                           [r.time for r in ok],
+                           declared.headline.higher_is_better)
+    odd = {id(ok[e.index]) for e in found if e.kind == 'outlier'}
+    shifts = [e for e in found if e.kind == 'shift' and e.flagged]
+    start = passed.index(ok[shifts[-1].index]) if shifts else 0
+    chosen = [r for r in passed[start:] if id(r) not in odd][-last:]
+    notes = []
+    if shifts:
+        shift = shifts[-1]
+        notes.append(f'{metric} moved {100 * shift.effect:+.1f}% on '
+                     f'{_when(shift.when)}: only the runs since '
+                     f'({len(passed) - start}) are used')
+    left_out = sum(id(r) in odd for r in passed[start:])
+    if left_out:
+        notes.append(f'{left_out} odd run(s) left out (outliers)')
+    if len(chosen) < min_runs:
+        notes.append(f'{len(chosen)} runs left, {min_runs} needed '
+                     f'(--min-runs): no reference across a shift')
+        return [], '; '.join(notes)
+    return chosen, '; '.join(notes)
+
+
 def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source='',
            totals=None, unkeyed=None):
     '''(references, notes): a :class:`CaseReference` per case with at
@@ -294,7 +331,11 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source='',
             notes.append(f'{check} {where} {case!r}: {passing} passing '
                          f'runs, {min_runs} needed (--min-runs)')
             continue
-        chosen = passed[-last:]
+        chosen, note = since_last_shift(passed, last, min_runs)
+        if note:
+            notes.append(f'{check} {where} {case!r}: {note}')
+        if not chosen:
+            continue
         floor, floor_from = case_floor(chosen[-1])
         metrics, spreads, set_by, capped = {}, {}, {}, []
         names = {n: m.unit for r in chosen for n, m in r.metrics.items()}

@@ -210,6 +210,8 @@ class Row(CaseFigure):
     detected: object = None  # the latest .changes.Change, or None
     cause: str = ''        # provenance differences across a flagged change
     component: str = ''    # the component benchmark that moved with it
+    others: list = dataclasses.field(default_factory=list)  # noise,
+    #                        silence, the newest run odd (.changes events)
 
     @property
     def flagged(self):
@@ -221,19 +223,26 @@ def _recent_median(runs, metric, last):
     return statistics.median(values) if values else None
 
 
-def detect_change(case_runs, chosen, last=10):
+def detect_change(case_runs, chosen, last=10, now=None):
     '''(:class:`~.changes.Change` or None, cause line, the interval a
     component's change must begin in to have come with it: the case's last
-    run before its change to its second run after, or None) of one
-    case's headline metric over its passing runs.'''
+    run before its change to its second run after, or None, the other
+    events worth a line: changes of spread, silence judged at *now*, the
+    newest run odd) of one case's headline metric over its passing
+    runs.'''
     from hpctestlib_ml.report import causes, changes
     ok = [r for r in case_runs if r.result == 'pass'
           and chosen.metric in r.metrics]
     values = [r.metrics[chosen.metric].value for r in ok]
-    found = changes.latest_change(values, [r.time for r in ok],
-                                  chosen.higher_is_better, window=last)
+    found_events = changes.events(values, [r.time for r in ok],
+                                  chosen.higher_is_better, now=now,
+                                  window=last)
+    shifts = [e for e in found_events if e.kind == 'shift']
+    found = shifts[-1] if shifts else None
+    others = [e for e in found_events if e.kind in ('noise', 'silent') or
+              (e.kind == 'outlier' and e.index == len(values) - 1)]
     if not found or not found.flagged:
-        return found, '', None
+        return found, '', None, others
     before = ok[found.index - found.before:found.index]
     after = ok[found.index:found.index + found.after]
     # The interval a component's change may begin in to have come with
@@ -241,7 +250,7 @@ def detect_change(case_runs, chosen, last=10):
     # component's first slow run may come before the case's first slow
     # run, or after it and before its next one.
     return (found, causes.likely_cause(before, after),
-            (before[-1].time, after[min(1, len(after) - 1)].time))
+            (before[-1].time, after[min(1, len(after) - 1)].time), others)
 
 
 def _by_label(item):
@@ -259,8 +268,14 @@ def table(runs, headlines, last=10, totals=None, component_runs=None):
     *runs* are each case's latest only (the history store,
     :mod:`.recent`), *totals* give each case's runs, failures, least and
     greatest value over all its runs, and *component_runs* (where ->
-    runs) the component runs a change's likely cause is searched in.'''
+    runs) the component runs a change's likely cause is searched in. A
+    case is silent (:mod:`.changes`) where the other cases of its
+    system:partition ran long after its own last run: the history's
+    newest run there is the night it is judged at, not the clock.'''
     rows = []
+    newest = {}
+    for r in runs:
+        newest[r.where] = max(newest.get(r.where, r.time), r.time)
     for (workload, where, *rest), case_runs in sorted(group(
             runs, lambda r: r.case_here).items(), key=_by_label):
         whole = totals.get((workload, where, *rest)) if totals else None
@@ -275,7 +290,8 @@ def table(runs, headlines, last=10, totals=None, component_runs=None):
         latest_metric = next((r.metrics[chosen.metric] for r in
                               reversed(case_runs)
                               if chosen.metric in r.metrics), None)
-        detected, cause, began = detect_change(case_runs, chosen, last)
+        detected, cause, began, others = detect_change(
+            case_runs, chosen, last, newest.get(where))
         component = (components.likely_component(
             component_runs(where) if component_runs else runs, where, began)
             if began and _is_training(workload) else '')
@@ -299,7 +315,7 @@ def table(runs, headlines, last=10, totals=None, component_runs=None):
             change, latest_metric.ref if latest_metric else 0.0,
             case_runs[-1].result, _recent_median(case_runs, 'mfu', last),
             _recent_median(case_runs, 'energy_per_sample_J', last),
-            detected, cause, component))
+            detected, cause, component, others))
     return rows
 
 

@@ -44,15 +44,16 @@ def table_cells(rows):
 def change_lines(rows):
     '''What changed, worst first: one line per flagged change (effect, 95 %
     interval, p, when it began, how many runs on each side) and the
-    provenance that changed with it.'''
+    provenance that changed with it; then the events that are not shifts
+    (a change of spread, a case gone silent, the newest run odd), one
+    line each.'''
     flagged = sorted((r for r in rows if r.flagged),
                      key=lambda r: (not r.detected.worse,
                                     -abs(r.detected.effect)))
-    if not flagged:
-        return ['No significant change: every case is within its own '
-                'noise (change-point test and Mann-Whitney U, p < 0.01, '
-                'and at least 5%).']
     out = []
+    if not flagged:
+        out.append('No significant change: every case is within its own '
+                   'noise (change points at p < 0.001 and at least 5%).')
     for r in flagged:
         found = r.detected
         out.append(f'{r.workload} {r.where} {_case(r.case)} [{r.size}]: '
@@ -62,6 +63,10 @@ def change_lines(rows):
         out.append(f'    what changed: {r.cause}')
         if r.component:
             out.append(f'    {r.component}')
+    for r in rows:
+        for event in r.others:
+            out.append(f'{r.workload} {r.where} {_case(r.case)} [{r.size}]: '
+                       f'{r.metric} {event.describe()}')
     return out
 
 
