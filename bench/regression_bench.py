@@ -33,7 +33,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
 from hpctestlib_ml.history_refs import derive, lookup     # noqa: E402
-from hpctestlib_ml.report import analysis, changes, history  # noqa: E402
+from hpctestlib_ml import changes  # noqa: E402
+from hpctestlib_ml.report import analysis, history  # noqa: E402
 
 #: 0: no slowdown, any flag is a false alarm.
 SLOWDOWNS = (0.0, 0.05, 0.10, 0.20)

@@ -1,10 +1,11 @@
-"""Change detection (hpctestlib_ml.report.changes) and the provenance beside
+"""Change detection (hpctestlib_ml.changes) and the provenance beside
 a change (hpctestlib_ml.report.causes) on series with known answers."""
 import random
 
 import pytest
 
-from hpctestlib_ml.report import causes, changes
+from hpctestlib_ml import changes
+from hpctestlib_ml.report import causes
 from hpctestlib_ml.report.history import Run
 
 
@@ -196,7 +197,7 @@ def test_a_case_that_stopped_running_is_silent():
 
 
 def test_the_null_distributions_are_simulated_once_and_deterministic():
-    from hpctestlib_ml.report import change_nulls
+    from hpctestlib_ml.changes import nulls as change_nulls
     first = change_nulls.null_maxima('tail', 23, 10)
     assert change_nulls.null_maxima('tail', 23, 10) is first
     assert change_nulls.grid_length(23) == 22

@@ -30,6 +30,7 @@ FOUNDATION = (
                 'parsers.labels', 'parsers.timed_window',
                 'parsers.hpcml_records', 'history_refs')),
     ('pure decisions', ('sizes', 'peaks', 'layout', 'launch', 'container',
+                        'changes', 'changes.*',
                         'image',
                         'model_info', 'prepare', 'flops', 'device_check',
                         'history_refs.store', 'history_refs.lookup')),

@@ -21,7 +21,7 @@ import math
 import sys
 import time
 
-from hpctestlib_ml.report import changes
+from hpctestlib_ml import changes
 
 #: The command's line in ``hpcml --help``.
 HELP = ('the change detector of hpcml report on series from CSV files '

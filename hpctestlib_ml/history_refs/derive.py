@@ -268,7 +268,7 @@ def since_last_shift(passed, last, min_runs):
     outliers left out (:mod:`hpctestlib_ml.report.changes`: the report's
     detector), and what was left out and why; no runs where fewer than
     *min_runs* are left since the shift.'''
-    from hpctestlib_ml.report import changes
+    from hpctestlib_ml import changes
     declared = registry.registered().get(passed[-1].workload)
     if declared is None:
         return passed[-last:], ''

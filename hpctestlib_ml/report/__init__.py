@@ -6,7 +6,7 @@ self-contained HTML page).
 - :mod:`.history` reads the results (perflogs by field name, every header
   generation; ReFrame's results DB) and says what a case is;
 - :mod:`.analysis` makes the table, the score and the baselines;
-- :mod:`.changes` and :mod:`.causes` flag a case's changes and name what
+- :mod:`hpctestlib_ml.changes` and :mod:`.causes` flag a case's changes and name what
   changed with them; :mod:`.nodes` names the slow node of a node sweep;
 - :mod:`.plots` draws; :mod:`.render` writes text and HTML.
 

@@ -230,7 +230,8 @@ def detect_change(case_runs, chosen, last=10, now=None):
     events worth a line: changes of spread, silence judged at *now*, the
     newest run odd) of one case's headline metric over its passing
     runs.'''
-    from hpctestlib_ml.report import causes, changes
+    from hpctestlib_ml import changes
+    from hpctestlib_ml.report import causes
     ok = [r for r in case_runs if r.result == 'pass'
           and chosen.metric in r.metrics]
     values = [r.metrics[chosen.metric].value for r in ok]
@@ -269,7 +270,7 @@ def table(runs, headlines, last=10, totals=None, component_runs=None):
     :mod:`.recent`), *totals* give each case's runs, failures, least and
     greatest value over all its runs, and *component_runs* (where ->
     runs) the component runs a change's likely cause is searched in. A
-    case is silent (:mod:`.changes`) where the other cases of its
+    case is silent (:mod:`hpctestlib_ml.changes`) where the other cases of its
     system:partition ran long after its own last run: the history's
     newest run there is the night it is judged at, not the clock.'''
     rows = []

@@ -3,12 +3,13 @@ benchmarks (collectives, matrix products, storage: :mod:`hpctestlib_ml.
 registry`, ``kind='component'``) of the same system and partition, over
 the same window.
 
-When a training case's headline is flagged (:mod:`.changes`), each figure
+When a training case's headline is flagged (:mod:`hpctestlib_ml.changes`),
+each figure
 of each component case on its ``system:partition`` that the references
 give a direction (:func:`hpctestlib_ml.history_refs.derive.
 metric_direction`) is searched for its own latest change, by the same test
-(:func:`.changes.latest_change`: a change point, Mann-Whitney U at p <
-0.01, at least 5 %). A component changed *with* the training case when its
+(:func:`hpctestlib_ml.changes.latest_change`: a shift at p < 0.001, at
+least 5 %). A component changed *with* the training case when its
 change, a slowdown, begins where the training change began: after the
 training case's last run before it and no later than its second run after
 it (a nightly suite runs one night's cases one after another, in either
@@ -25,7 +26,7 @@ import time
 
 from hpctestlib_ml import registry
 from hpctestlib_ml.history_refs.derive import metric_direction
-from hpctestlib_ml.report import changes
+from hpctestlib_ml import changes
 
 
 @dataclasses.dataclass

@@ -3,7 +3,7 @@ runs' figures over the whole history (runs, failures, least and greatest
 headline value per case, the passing runs a reference counts) computed in
 the store, and, as :class:`~.history.Run` objects, only the runs whose
 details the report shows: each case's latest runs, as many as the table,
-the change detection (:data:`~.changes.MAX_HISTORY` runs), the references
+the change detection (:data:`~hpctestlib_ml.changes.MAX_HISTORY` runs), the references
 (``--last``) and the slow nodes (the latest ``--node-window``) look at.
 Every other figure of the report is the same as from all runs
 (tests/test_history_store.py); the figures of ``--out`` are drawn from
@@ -22,7 +22,8 @@ import math
 
 import polars as pl
 
-from hpctestlib_ml.report import changes, store_parts
+from hpctestlib_ml import changes
+from hpctestlib_ml.report import store_parts
 
 
 @dataclasses.dataclass
@@ -198,7 +199,7 @@ def case_values(selection, frame, headlines):
 def component_runs(selection, frame, components, system, partition):
     '''The runs of the component workloads *components* on
     ``system:partition`` that their change search reads: of each case,
-    per figure, its latest :data:`~.changes.MAX_HISTORY` passing runs,
+    per figure, its latest :data:`~hpctestlib_ml.changes.MAX_HISTORY` passing runs,
     per node where every passing run names one (a node sweep).'''
     numbers = [selection.keys.get('workload', {}).get(w, -1)
                for w in components]

@@ -1,6 +1,6 @@
 """What is not a shift in the level of a series: one odd run
 (``outlier``), a change of spread with the level unchanged (``noise``),
-and a case that stopped running (``silent``). Used by :mod:`.changes`,
+and a case that stopped running (``silent``). Used by :mod:`hpctestlib_ml.changes`,
 which finds the shifts.
 
 - An **outlier** is one run far from its neighbours, whose neighbours on
@@ -148,7 +148,7 @@ def spread_change(y):
     of spread in *y* (one level: the shifts are the caller's), or None
     where none is significant and large enough. Spreads are robust
     standard deviations of the deviations from the median, in *y*'s
-    units (relative, for the log values :mod:`.changes` passes).'''
+    units (relative, for the log values :mod:`hpctestlib_ml.changes` passes).'''
     y = numpy.asarray(y, dtype=float)
     if len(y) < 2 * NOISE_MIN_SEGMENT:
         return None

@@ -1,4 +1,4 @@
-"""The statistics of the change detector (:mod:`.changes`) and their null
+"""The statistics of the change detector (:mod:`hpctestlib_ml.changes`) and their null
 distributions: how large they get in a series with no change.
 
 Two statistics, both the two-sample t of a split of a series (the mean

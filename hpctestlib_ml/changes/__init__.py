@@ -51,7 +51,8 @@ import time
 
 import numpy
 
-from hpctestlib_ml.report import change_kinds, change_nulls
+from hpctestlib_ml.changes import kinds as change_kinds
+from hpctestlib_ml.changes import nulls as change_nulls
 
 #: Significance of a shift in the history (after the merge).
 ALPHA = 0.001
