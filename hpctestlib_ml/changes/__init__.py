@@ -23,8 +23,9 @@ relative, as a slowdown is):
    maximum-likelihood split for a step in the mean of normal noise), each
    split's p-value the share of series of normal noise of that length
    whose largest t is as large (simulated: corrected for the search over
-   splits). Candidates are kept at :data:`WEAK_ALPHA`, halves of a segment
-   with none are searched too (a regression and its fix split no segment
+   splits). Candidates are kept at :data:`WEAK_ALPHA`, from the whole
+   history, from the halves of a segment with none, and from windows of
+   :data:`SEARCH_WINDOW` runs every :data:`SEARCH_STEP` (a regression and its fix split no segment
    in two), then merged: the weakest change point whose two neighbouring
    segments differ at p of :data:`ALPHA` or more is dropped and its
    neighbours judged again, until none is left (the split-and-merge of
@@ -71,6 +72,10 @@ MIN_SEGMENT = 3
 #: Runs on each side of a change whose medians give its effect.
 WINDOW = 10
 BOOTSTRAP = 2000
+#: Runs of each window the history's search also looks in.
+SEARCH_WINDOW = 30
+#: Runs between the starts of those windows.
+SEARCH_STEP = 5
 #: Halvings of a segment that shows no change as a whole.
 MAX_HALVINGS = 2
 #: Runs a change point may move when it is dated (:func:`_refine`).
@@ -164,6 +169,13 @@ def _candidates(z, min_segment):
         search(lo + k, hi, halvings)
 
     search(0, len(z))
+    # And within windows of SEARCH_WINDOW runs, SEARCH_STEP apart (as
+    # Apache Otava's split step, more densely): a regression and its fix
+    # inside a long history move the mean of no half of it enough to be
+    # seen, but each is the one step of some window. The merge judges
+    # every candidate on its neighbouring segments whatever found it.
+    for lo in range(0, max(1, len(z) - SEARCH_STEP), SEARCH_STEP):
+        search(lo, min(len(z), lo + SEARCH_WINDOW), MAX_HALVINGS)
     return sorted(set(found))
 
 
@@ -176,6 +188,11 @@ def _merge(z, points, min_segment, alpha):
         judged = []
         for i, k in enumerate(points):
             lo, hi = bounds[i], bounds[i + 2]
+            if min(k - lo, hi - k) < min_segment:
+                # Candidates from overlapping searches, too close to
+                # stand together: the weaker goes first.
+                judged.append(1.0)
+                continue
             splits, t = change_nulls.split_t(z[lo:hi], 1)
             observed = abs(float(t[k - lo - 1]))
             judged.append(change_nulls.p_value(observed, 'split', hi - lo,
@@ -276,7 +293,7 @@ def _shift_events(values, times, points, skip, higher_is_better, alpha,
 def _noise_events(values, times, points, odd):
     '''(changes of spread within each stretch of one level, its odd runs
     included: they are part of the spread, and one odd run cannot make
-    the rank test significant; *odd* less the runs that are within the
+    the spread test significant; *odd* less the runs that are within the
     wider of the two spreads of their stretch).'''
     bounds = [0] + [k for k, _ in points] + [len(values)]
     out, odd = [], set(odd)
@@ -326,16 +343,16 @@ def _day(seconds):
 
 def events(values, times=None, higher_is_better=True, now=None,
            alpha=ALPHA, min_change=MIN_CHANGE, window=WINDOW,
-           min_segment=MIN_SEGMENT):
+           min_segment=MIN_SEGMENT, max_history=None):
     '''Every :class:`Change` in *values* (a case's passing runs in time
     order; *times* in Unix seconds, else their indices), in order of
     index: shifts (flagged where significant at *alpha* and at least
     *min_change*), changes of spread, outliers, and, given *now*, a
-    silence. A series longer than :data:`MAX_HISTORY` is searched in its
-    latest runs.'''
+    silence. Given *max_history*, only the latest that many runs are
+    searched (the report's :data:`MAX_HISTORY`).'''
     values = [float(v) for v in values]
     times = list(range(len(values))) if times is None else list(times)
-    skipped = max(0, len(values) - MAX_HISTORY)
+    skipped = max(0, len(values) - (max_history or len(values)))
     values, times = values[skipped:], times[skipped:]
     if not values:
         return []
@@ -362,9 +379,10 @@ def latest_change(values, times, higher_is_better=True, alpha=ALPHA,
                   min_change=MIN_CHANGE, window=WINDOW,
                   min_segment=MIN_SEGMENT):
     '''The most recent shift (:class:`Change`) in a case's series, or
-    None where it has none.'''
+    None where it has none, in its latest :data:`MAX_HISTORY` runs.'''
     shifts = [e for e in events(values, times, higher_is_better,
                                 alpha=alpha, min_change=min_change,
-                                window=window, min_segment=min_segment)
+                                window=window, min_segment=min_segment,
+                                max_history=MAX_HISTORY)
               if e.kind == 'shift']
     return shifts[-1] if shifts else None

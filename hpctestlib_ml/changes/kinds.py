@@ -10,11 +10,9 @@ which finds the shifts.
   has neighbours on one side only: odd, it is an outlier until the next
   run says whether the level moved. An outlier moves no reference and
   dates no change: the shift search leaves it out.
-- **noise**: within a stretch of one level, the absolute deviations from
-  its median change their level: the rank change-point statistic (after
-  A. N. Pettitt, "A non-parametric approach to the change-point problem",
-  Applied Statistics 28:126, 1979) with a permutation p-value below
-  :data:`NOISE_ALPHA`, and the robust spread after at least
+- **noise**: within a stretch of one level, the square roots of the
+  deviations from its median change their mean (:func:`spread_change`),
+  at p below :data:`NOISE_ALPHA`, and the robust spread after is at least
   :data:`NOISE_MIN_RATIO` times the one before (or that much smaller).
   A failing fan, a noisy neighbour, a node that throttles some nights.
 - **silent**: a case that ran at a steady pace and has not run for more
@@ -22,6 +20,8 @@ which finds the shifts.
   between its runs) before the time it is judged at.
 """
 import numpy
+
+from hpctestlib_ml.changes import nulls
 
 #: Robust standard deviations from its neighbours' median that make a
 #: run odd. Normal noise passes 5 sigma once in 1.7 million runs; a
@@ -33,10 +33,8 @@ NEIGHBOURS = 5
 SCALE_RUNS = 15
 #: Fewest neighbours (both sides together) an outlier is judged with.
 MIN_NEIGHBOURS = 4
-#: Significance of a change of spread (rank change point, permutations).
+#: Significance of a change of spread.
 NOISE_ALPHA = 0.001
-#: Permutations of the spread test (its smallest p is 1 / (this + 1)).
-NOISE_PERMUTATIONS = 4999
 #: A change of spread smaller than this ratio is not reported.
 NOISE_MIN_RATIO = 1.5
 #: Fewest runs on either side of a change of spread.
@@ -97,66 +95,25 @@ def outliers(y):
     return found
 
 
-def rankdata(values):
-    '''Ranks 1..n, ties given their average rank (as scipy's default;
-    scipy.stats itself takes seconds to import, the report's whole budget).'''
-    x = numpy.asarray(values, dtype=float)
-    order = numpy.argsort(x, kind='mergesort')
-    ranks = numpy.empty(len(x))
-    ranks[order] = numpy.arange(1, len(x) + 1)
-    for value in numpy.unique(x):
-        tied = x == value
-        if tied.sum() > 1:
-            ranks[tied] = ranks[tied].mean()
-    return ranks
-
-
-def _rank_split_z(ranks, min_segment):
-    '''(splits, |z| per split) of the Mann-Whitney statistic of the first
-    k ranks against the rest, for each row of *ranks*.'''
-    n = ranks.shape[-1]
-    k = numpy.arange(min_segment, n - min_segment + 1)
-    sums = numpy.cumsum(ranks, axis=-1)[..., k - 1]
-    u = sums - k * (k + 1) / 2
-    z = numpy.abs(u - k * (n - k) / 2) / numpy.sqrt(k * (n - k) * (n + 1)
-                                                    / 12)
-    return k, z
-
-
-def rank_change_point(values, min_segment, rounds, seed=0):
-    '''(split, p): the split of *values* that maximises the standardised
-    Mann-Whitney statistic, and its permutation p-value (the share of
-    random orders of the same values whose best split is as extreme):
-    exact for any distribution, corrected for the choice of split.'''
-    if len(values) < 2 * min_segment:
-        return None, 1.0
-    ranks = rankdata(values)
-    k, z = _rank_split_z(ranks, min_segment)
-    best = int(numpy.argmax(z))
-    observed = float(z[best])
-    if observed == 0:
-        return None, 1.0
-    rng = numpy.random.default_rng(seed)
-    shuffled = rng.permuted(numpy.tile(ranks, (rounds, 1)), axis=1)
-    _, null = _rank_split_z(shuffled, min_segment)
-    extreme = int(numpy.sum(null.max(axis=1) >= observed - 1e-12))
-    return int(k[best]), (extreme + 1) / (rounds + 1)
-
-
 def spread_change(y):
     '''(split, p, spread before, spread after) of the most likely change
     of spread in *y* (one level: the shifts are the caller's), or None
-    where none is significant and large enough. Spreads are robust
-    standard deviations of the deviations from the median, in *y*'s
-    units (relative, for the log values :mod:`hpctestlib_ml.changes` passes).'''
+    where none is significant and large enough: the largest two-sample t
+    over the splits of the square roots of the deviations from the median
+    (:func:`.nulls.root_deviations`), its p from simulated normal series
+    of the same length (corrected for the search). Spreads are robust
+    standard deviations on each side, in *y*'s units (relative, for the
+    log values the detector passes).'''
     y = numpy.asarray(y, dtype=float)
     if len(y) < 2 * NOISE_MIN_SEGMENT:
         return None
-    deviation = numpy.abs(y - numpy.median(y))
-    k, p = rank_change_point(deviation, NOISE_MIN_SEGMENT,
-                             NOISE_PERMUTATIONS)
-    if k is None or p >= NOISE_ALPHA:
+    k, t = nulls.split_t(nulls.root_deviations(y), NOISE_MIN_SEGMENT)
+    best = int(numpy.argmax(numpy.abs(t)))
+    p = nulls.p_value(abs(float(t[best])), 'spread', len(y),
+                      NOISE_MIN_SEGMENT)
+    if p >= NOISE_ALPHA:
         return None
+    k = int(k[best])
     before, after = robust_sigma(y[:k]), robust_sigma(y[k:])
     if not before or not after:
         return None

@@ -31,6 +31,8 @@ NULL_DRAWS = 20000
 #: distribution (the largest t grows as sqrt(2 log log n): 500 to 1,000
 #: runs move its 0.1 % quantile by under 1 %).
 MAX_SIMULATED = 500
+#: The statistics simulated: their names in :func:`simulated_maxima`.
+KINDS = ('split', 'tail', 'spread')
 #: Fewest runs before the tail a tail statistic is taken over.
 TAIL_MIN_BEFORE = 5
 
@@ -53,6 +55,18 @@ def split_t(values, min_segment):
     with numpy.errstate(divide='ignore', invalid='ignore'):
         t = (mean_r - mean_l) / numpy.sqrt(var * (1.0 / k + 1.0 / (n - k)))
     return k, numpy.nan_to_num(t, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def root_deviations(values):
+    '''sqrt(|x - median|) of each row of *values*: a change of spread of
+    x is a change of the mean of these. Of the transforms tried (the
+    deviations, their square roots, their logarithms) the square root
+    gave the t the most power against changes of spread by 3 to 6 times
+    in 60 runs of normal noise at the same false-alarm rate: the
+    deviations are skewed, their logarithms heavy-tailed near zero.
+    Pivotal: neither the level nor the spread of x moves their t.'''
+    x = numpy.asarray(values, dtype=float)
+    return numpy.sqrt(numpy.abs(x - numpy.median(x, axis=-1, keepdims=True)))
 
 
 def tail_t(values, max_after):
@@ -101,15 +115,20 @@ def simulated_maxima(kind, n, param):
     '''The sorted largest statistics of :data:`NULL_DRAWS` series of *n*
     normal values: ``kind='split'``, the largest |t| over the splits that
     keep *param* values a side; ``kind='tail'``, the largest t (one side)
-    over m = 2 .. *param*. Deterministic (seeded by its arguments).'''
+    over m = 2 .. *param*; ``kind='spread'``, the largest |t| of the
+    splits of :func:`root_deviations`. Deterministic (seeded by its
+    arguments).'''
     n = min(n, MAX_SIMULATED)
-    rng = numpy.random.default_rng([n, param, 1 if kind == 'split' else 2])
+    rng = numpy.random.default_rng([n, param, KINDS.index(kind) + 1])
     chunks, left = [], NULL_DRAWS
     rows = max(1, 250_000 // n)     # a few MB an array
     while left:
         draw = rng.standard_normal((min(rows, left), n))
         if kind == 'split':
             _, t = split_t(draw, param)
+            chunks.append(numpy.abs(t).max(axis=-1))
+        elif kind == 'spread':
+            _, t = split_t(root_deviations(draw), param)
             chunks.append(numpy.abs(t).max(axis=-1))
         else:
             _, t = tail_t(draw, param)

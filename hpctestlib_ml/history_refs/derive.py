@@ -278,7 +278,8 @@ def since_last_shift(passed, last, min_runs):
         return passed[-last:], ''
     found = changes.events([r.metrics[metric].value for r in ok],
                            [r.time for r in ok],
-                           declared.headline.higher_is_better)
+                           declared.headline.higher_is_better,
+                           max_history=changes.MAX_HISTORY)
     odd = {id(ok[e.index]) for e in found if e.kind == 'outlier'}
     shifts = [e for e in found if e.kind == 'shift' and e.flagged]
     start = passed.index(ok[shifts[-1].index]) if shifts else 0

@@ -237,7 +237,8 @@ def detect_change(case_runs, chosen, last=10, now=None):
     values = [r.metrics[chosen.metric].value for r in ok]
     found_events = changes.events(values, [r.time for r in ok],
                                   chosen.higher_is_better, now=now,
-                                  window=last)
+                                  window=last,
+                                  max_history=changes.MAX_HISTORY)
     shifts = [e for e in found_events if e.kind == 'shift']
     found = shifts[-1] if shifts else None
     others = [e for e in found_events if e.kind in ('noise', 'silent') or
