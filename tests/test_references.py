@@ -526,3 +526,23 @@ def test_an_odd_run_moves_no_reference():
     assert ref.runs == 10 and ref.metrics['samples_per_second'][0] == 101.0
     assert notes == [f"CosmoFlow local:cpu {CASE!r}: 1 odd run(s) left out "
                      f"(outliers)"]
+
+
+@pytest.mark.parametrize('bad, said', [(0.0, 'zero'), (float('inf'),
+                                                       'infinite'),
+                                       (float('nan'), 'NaN'),
+                                       (-5.0, 'negative')])
+def test_a_figure_that_cannot_be_is_never_a_reference(bad, said):
+    '''A broken timer's 0 (any later value would pass) or inf (every
+    later one would fail): left out, said, and with too few left no
+    reference (the bad-input round, rows 91-92).'''
+    runs = [run(i, bad if i % 3 else 100.0 + i % 2) for i in range(12)]
+    refs, notes = derive.derive(runs)
+    assert all('samples_per_second' not in r.metrics for r in refs)
+    assert any(f"samples_per_second: 7 of 10 runs logged a figure that "
+               f"cannot be ({said}): left out; 3 left, 5 needed: no "
+               f"reference" in n for n in notes)
+    runs = [run(i, bad if i == 4 else 100.0 + i % 2) for i in range(12)]
+    (ref,), notes = derive.derive(runs)
+    assert ref.metrics["samples_per_second"][0] == 101.0
+    assert ref.runs == 10 and any('1 of 10 runs logged' in n for n in notes)

@@ -296,3 +296,24 @@ def test_the_overall_score_leaves_the_components_out():
     lines = render.score_lines(result, 'base', here, base)
     assert ('  collectives      0.000 (component: not in the overall '
             'score)') in lines
+
+
+def test_figures_that_cannot_be_are_said_and_judge_nothing():
+    '''A case whose timer broke on three nights (0, inf, NaN between
+    normal runs): no change is dated from them, the table's median and
+    range are the real runs', and the report says so in one line.'''
+    from hpctestlib_ml.report import render
+    from hpctestlib_ml.report.history import Metric, Run
+    values = [100.0 + i % 3 for i in range(20)]
+    values[5], values[11], values[17] = 0.0, float('inf'), float('nan')
+    runs = [Run(86400 * i, 'sys', 'cpu', 'CosmoFlow %scale=1_proc', 'pass',
+                {'workload': 'cosmoflow'},
+                {'samples_per_second': Metric(v, 'samples/s')})
+            for i, v in enumerate(values)]
+    (row,) = analysis.table(runs, analysis.load_weights())
+    assert not row.flagged and row.minimum == 100.0 and row.maximum == 102.0
+    assert row.impossible == ('3 run(s) logged a figure that cannot be '
+                              '(0, inf, nan): left out')
+    assert render.change_lines([row])[-1].endswith(
+        'samples_per_second: 3 run(s) logged a figure that cannot be (0, '
+        'inf, nan): left out')

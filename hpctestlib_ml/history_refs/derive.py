@@ -45,6 +45,7 @@ result) and metric:
   numerics regression (:func:`~.lookup.loss_curve_departure`).
 """
 import dataclasses
+import math
 import statistics
 import time
 import typing
@@ -102,6 +103,21 @@ def metric_direction(name, unit, workload=None):
     if unit.endswith('/s'):
         return +1
     return None
+
+
+def cannot_be(value):
+    '''Why *value* cannot be a rate or a time that was measured ('NaN',
+    'infinite', 'zero', 'negative'), else ''. A run that logged such a
+    figure had a broken timer or a step that never ran: it is flagged
+    where it is read and never made a reference (0 would pass anything,
+    infinity fail everything).'''
+    if value is None or math.isnan(value):
+        return 'NaN'
+    if math.isinf(value):
+        return 'infinite'
+    if value == 0:
+        return 'zero'
+    return 'negative' if value < 0 else ''
 
 
 def robust_spread(values):
@@ -273,7 +289,8 @@ def since_last_shift(passed, last, min_runs):
     if declared is None:
         return passed[-last:], ''
     metric = declared.headline.metric
-    ok = [r for r in passed if metric in r.metrics]
+    ok = [r for r in passed if metric in r.metrics
+          and not cannot_be(r.metrics[metric].value)]
     if len(ok) < 2 * changes.MIN_SEGMENT:
         return passed[-last:], ''
     found = changes.events([r.metrics[metric].value for r in ok],
@@ -342,9 +359,21 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source='',
         names = {n: m.unit for r in chosen for n, m in r.metrics.items()}
         for name, unit in sorted(names.items()):
             direction = metric_direction(name, unit, chosen[-1].workload)
-            values = [r.metrics[name].value for r in chosen
-                      if name in r.metrics]
-            if direction is None or len(values) < min_runs:
+            if direction is None:
+                continue
+            measured = [r.metrics[name].value for r in chosen
+                        if name in r.metrics]
+            values = [v for v in measured if not cannot_be(v)]
+            if len(values) < len(measured):
+                reasons = sorted({cannot_be(v) for v in measured} - {''})
+                notes.append(
+                    f'{check} {where} {case!r}: {name}: '
+                    f'{len(measured) - len(values)} of {len(measured)} runs '
+                    f'logged a figure that cannot be ({", ".join(reasons)}):'
+                    f' left out' + ('' if len(values) >= min_runs else
+                                    f'; {len(values)} left, {min_runs} '
+                                    f'needed: no reference'))
+            if len(values) < min_runs:
                 continue
             found = threshold(values, direction, floor)
             tolerance = round(found.tolerance, 4)

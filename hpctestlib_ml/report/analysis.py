@@ -15,6 +15,7 @@ import statistics
 import time
 
 from hpctestlib_ml import registry, yaml_files
+from hpctestlib_ml.history_refs.derive import cannot_be
 from hpctestlib_ml.report import components
 from hpctestlib_ml.registry import Headline
 
@@ -176,9 +177,26 @@ def group(runs, key):
 
 
 def passed_values(runs, metric):
-    '''*metric*'s values of the runs that passed, in time order.'''
+    '''*metric*'s values of the runs that passed, in time order, less the
+    figures that cannot be (:func:`impossible`).'''
     return [r.metrics[metric].value for r in runs
-            if r.result == 'pass' and metric in r.metrics]
+            if r.result == 'pass' and metric in r.metrics
+            and not cannot_be(r.metrics[metric].value)]
+
+
+def impossible(runs, metric):
+    '''A remark on the passing runs whose *metric* (a rate or a time, as
+    every headline is) cannot be: ``2 runs logged inf, 0`` (a broken
+    timer, a step that never ran), or ''. Such figures are left out of
+    every median, change and reference, and said.'''
+    odd = [r.metrics[metric].value for r in runs
+           if r.result == 'pass' and metric in r.metrics
+           and cannot_be(r.metrics[metric].value)]
+    if not odd:
+        return ''
+    shown = ', '.join(sorted({f'{v:g}' for v in odd}))
+    return (f'{len(odd)} run(s) logged a figure that cannot be ({shown}): '
+            f'left out')
 
 
 @dataclasses.dataclass
@@ -212,6 +230,7 @@ class Row(CaseFigure):
     component: str = ''    # the component benchmark that moved with it
     others: list = dataclasses.field(default_factory=list)  # noise,
     #                        silence, the newest run odd (.changes events)
+    impossible: str = ''   # a remark on figures that cannot be
 
     @property
     def flagged(self):
@@ -233,7 +252,8 @@ def detect_change(case_runs, chosen, last=10, now=None):
     from hpctestlib_ml import changes
     from hpctestlib_ml.report import causes
     ok = [r for r in case_runs if r.result == 'pass'
-          and chosen.metric in r.metrics]
+          and chosen.metric in r.metrics
+          and not cannot_be(r.metrics[chosen.metric].value)]
     values = [r.metrics[chosen.metric].value for r in ok]
     found_events = changes.events(values, [r.time for r in ok],
                                   chosen.higher_is_better, now=now,
@@ -317,7 +337,8 @@ def table(runs, headlines, last=10, totals=None, component_runs=None):
             change, latest_metric.ref if latest_metric else 0.0,
             case_runs[-1].result, _recent_median(case_runs, 'mfu', last),
             _recent_median(case_runs, 'energy_per_sample_J', last),
-            detected, cause, component, others))
+            detected, cause, component, others,
+            impossible(case_runs, chosen.metric)))
     return rows
 
 

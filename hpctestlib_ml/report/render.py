@@ -64,6 +64,9 @@ def change_lines(rows):
         if r.component:
             out.append(f'    {r.component}')
     for r in rows:
+        if r.impossible:
+            out.append(f'{r.workload} {r.where} {_case(r.case)} [{r.size}]: '
+                       f'{r.metric}: {r.impossible}')
         for event in r.others:
             out.append(f'{r.workload} {r.where} {_case(r.case)} [{r.size}]: '
                        f'{r.metric} {event.describe()}')
