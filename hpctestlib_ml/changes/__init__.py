@@ -17,7 +17,9 @@ It reports **events** of four kinds (:class:`Change`, ``kind``):
 How shifts are found, on the logarithm of the values (so that a change is
 relative, as a slowdown is):
 
-1. the outliers are set aside (:func:`.change_kinds.outliers`);
+1. the outliers are set aside (:func:`.change_kinds.outliers`), and the
+   values beyond 3 robust standard deviations of the median clipped to
+   that bound (:func:`.change_nulls.winsorized`: heavy tails);
 2. **the history**: binary segmentation by the largest pooled two-sample
    t over the splits of a segment (:func:`.change_nulls.split_t`, the
    maximum-likelihood split for a step in the mean of normal noise), each
@@ -243,7 +245,7 @@ def shift_points(values, alpha=ALPHA, min_segment=MIN_SEGMENT,
     keep = [i for i in range(len(values)) if i not in set(skip)]
     if not keep:
         return []
-    z = _scale([values[i] for i in keep])
+    z = change_nulls.winsorized(_scale([values[i] for i in keep]))
     merged = _merge(z, _candidates(z, min_segment), min_segment, alpha)
     tail = _tail_shift(z, merged[-1][0] if merged else 0)
     if tail:
