@@ -205,23 +205,33 @@ def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
 
 
 def test_jpwr_power_readings_are_integrated(monkeypatch):
+    '''jpwr gives watts; the sampler integrates them over its own
+    clock, by trapezoids. The clock is the test's: 0.2 s of a real sleep
+    against 10 % of tolerance failed wherever the test was held up 20 ms
+    between two of its lines.'''
     import types
+
+    readings = [250.0]
 
     class power:                         # jpwr's back-end interface
         def init(self, values):
             values['gh:Module 0 Power Socket Power'] = []
 
         def measure(self, values):
-            values['gh:Module 0 Power Socket Power'].append(250.0)
+            values['gh:Module 0 Power Socket Power'].append(readings[-1])
 
+    clock = [1000.0]
+    monkeypatch.setattr(energy_sampler, 'time',
+                        types.SimpleNamespace(time=lambda: clock[0]))
     monkeypatch.setitem(sys.modules, 'fake_jpwr_gh',
                         types.SimpleNamespace(power=power))
     source = energy_sampler.Jpwr('fake_jpwr_gh')
     assert source.label == 'jpwr(fake_jpwr_gh: 1 sensors)'
-    start = time.time()
-    time.sleep(0.2)
-    joules = source.joules()
-    assert joules == pytest.approx(250.0 * (time.time() - start), rel=0.1)
+    clock[0] += 0.2
+    assert source.joules() == pytest.approx(250.0 * 0.2)
+    readings.append(350.0)              # 250 W to 350 W over 1 s
+    clock[0] += 1.0
+    assert source.joules() == pytest.approx(50.0 + 300.0)
 
 
 def test_sampler_records_the_peak_memory_of_the_program_tree(tmp_path):
