@@ -234,15 +234,34 @@ def test_jpwr_power_readings_are_integrated(monkeypatch):
     assert source.joules() == pytest.approx(50.0 + 300.0)
 
 
+#: A program that holds 200 MiB until the sampler has recorded them
+#: (argv[1]: its RSS file), 60 s at most.
+HOLD_200_MIB = '''
+import pathlib, sys, time
+held = bytearray(200 << 20)
+rss, deadline = pathlib.Path(sys.argv[1]), time.monotonic() + 60
+while time.monotonic() < deadline:
+    words = rss.read_text().split() if rss.exists() else []
+    if len(words) == 2 and int(words[1]) >= 200 << 10:
+        break
+    time.sleep(0.05)
+'''
+
+
 def test_sampler_records_the_peak_memory_of_the_program_tree(tmp_path):
+    '''A shell starts the sampler and a program that holds ~200 MiB,
+    then stops the sampler (SIGTERM, as src/task_env.sh does): its RSS
+    file has the program's peak, not the sampler's own. The program holds
+    its memory until the sampler has seen it (a program that held it
+    1.5 s failed where the sampler took longer than that to start).'''
     out, rss = tmp_path / 'e.csv', tmp_path / 'hpcml_rss.n1.txt'
-    # The parent shell starts a child that holds ~200 MiB for a moment.
     script = (f'{sys.executable} {REPO / "src/energy_sampler.py"} {out} {rss}'
-              f' & {sys.executable} -c "b = bytearray(200 << 20); '
-              f'import time; time.sleep(1.5)"')
-    subprocess.run(['sh', '-c', script], timeout=60,
-                   env={**os.environ, 'HPCML_POWERCAP_ROOT': str(tmp_path)})
-    time.sleep(1.0)
+              f' & {sys.executable} -c "$HOLD" {rss}; kill -TERM $!; '
+              f'wait $!')
+    proc = subprocess.run(['sh', '-c', script], timeout=120,
+                          env={**os.environ, 'HOLD': HOLD_200_MIB,
+                               'HPCML_POWERCAP_ROOT': str(tmp_path)})
+    assert proc.returncode == 0
     assert 200 < energy.peak_rss_mib(tmp_path) < 400
 
 
