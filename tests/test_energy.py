@@ -265,20 +265,36 @@ def test_sampler_records_the_peak_memory_of_the_program_tree(tmp_path):
     assert 200 < energy.peak_rss_mib(tmp_path) < 400
 
 
+#: The sampler with an interval of 10 minutes: the only sample it can
+#: take after its first, within the test, is the one SIGTERM asks for.
+LONG_INTERVAL_SAMPLER = (
+    'import sys, energy_sampler\n'
+    'energy_sampler.INTERVAL = 600\n'
+    'sys.exit(energy_sampler.main(sys.argv[1]))\n')
+
+
 def test_sampler_takes_a_last_sample_when_told_the_program_ended(tmp_path):
     '''src/task_env.sh sends SIGTERM when the program has ended: one more
     sample at once, then the sampler stops. So the samples cover a timed
-    region that ends a moment before the program exits.'''
+    region that ends a moment before the program exits. "At once" without
+    a stopwatch: the sampler's interval is 10 minutes here, so a second
+    sample and its exit within the test's 60 s can only be SIGTERM's.
+    (The signal used to go 1.5 s after the start, and the exit was timed
+    against 0.5 s: a sampler slower to start was killed by the signal it
+    had not yet blocked.)'''
     root = tmp_path / 'powercap'
     powercap(root, packages=1)
     out = tmp_path / 'samples.csv'
     sampler = subprocess.Popen(
-        [sys.executable, REPO / 'src/energy_sampler.py', out],
-        env={**os.environ, 'HPCML_POWERCAP_ROOT': str(root)})
-    time.sleep(1.5)
-    told = time.time()
-    sampler.send_signal(signal.SIGTERM)
-    assert sampler.wait(timeout=10) == 0
-    assert time.time() - told < 0.5
+        [sys.executable, '-c', LONG_INTERVAL_SAMPLER, out],
+        env={**os.environ, 'HPCML_POWERCAP_ROOT': str(root),
+             'PYTHONPATH': str(REPO / 'src')})
+    try:
+        wait_until(lambda: samples_written(out) >= 1, 'the first sample')
+        told = time.time()
+        sampler.send_signal(signal.SIGTERM)
+        assert sampler.wait(timeout=60) == 0
+    finally:
+        sampler.kill()
     _, times, _ = energy.read_samples(out)
-    assert len(times) >= 2 and times[-1] >= told
+    assert len(times) == 2 and times[0] <= told <= times[1]
