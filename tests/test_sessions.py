@@ -182,14 +182,19 @@ def test_a_stopped_session_keeps_what_it_wrote(tmp_path, cache_dir, command,
         proc.send_signal(signum)
         assert proc.wait(120) != 0
         # Nothing of the session is left: its ReFrame (whose command line
-        # names the hold directory) and the held jobs.
-        time.sleep(1)
-        left = subprocess.run(['pgrep', '-f', f'python_path={hold}'],
-                              capture_output=True, text=True).stdout
-        assert left == '', f'ReFrame left running: {left}'
-        for held in hold.glob('held-*'):
-            pid = int(held.name.split('-')[1])
-            assert not running(pid), f'job {pid} left running'
+        # names the hold directory) and the held jobs. Signalled, they end
+        # in moments; left running, they would hold for 900 s: waited for
+        # up to 60 s, not a fixed second that a loaded machine may miss.
+        def left():
+            found = subprocess.run(['pgrep', '-f', f'python_path={hold}'],
+                                   capture_output=True, text=True).stdout
+            jobs = [held.name for held in hold.glob('held-*')
+                    if running(int(held.name.split('-')[1]))]
+            return found, jobs
+        deadline = time.monotonic() + 60
+        while left() != ('', []) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert left() == ('', []), f'left running: {left()}'
     finally:
         subprocess.run(['pkill', '-KILL', '-f', f'python_path={hold}'])
         for held in hold.glob('held-*'):
