@@ -146,18 +146,64 @@ def test_sampler_stops_when_its_parent_ends(tmp_path):
     assert len(times) >= 2
 
 
-#: Enough steps for a timed region of 5 s or more at the tiny size's
-#: fastest step on this VM (7 ms with channels-last CosmoFlow; 200 steps
-#: timed 1.4 s on 2026-11-26, 6 samples, and the figure was refused).
-STEPS = 1000
+#: Each training step lasts STEP_FLOOR s at least (a sitecustomize on the
+#: job's -S python_path=: torch's global optimizer-step post-hook sleeps
+#: out the rest), so that STEPS make a timed region of (STEPS - 1) x
+#: STEP_FLOOR = 6 s or more on any machine: 30 samples at 0.2 s, where
+#: energy.MIN_SAMPLES is 10. (1000 steps at this VM's fastest step, 7 ms,
+#: made 7 s; a CPU 3.5 times quicker would have made under 2 s, and the
+#: figure would have been refused, as 200 steps here were.)
+STEPS = 301
+STEP_FLOOR = 0.02
+
+#: The floor's sitecustomize: it hooks torch's optimizer when the program
+#: imports it, and leaves the job's other Python (the sampler) alone.
+STEP_FLOOR_HOOK = f'''
+import importlib.util
+import sys
+import time
+
+
+def _floor(module):
+    last = [None]
+
+    def hook(optimizer, args, kwargs):
+        if last[0] is not None:
+            time.sleep(max(0.0, {STEP_FLOOR} - (time.perf_counter() -
+                                                 last[0])))
+        last[0] = time.perf_counter()
+
+    module.register_optimizer_step_post_hook(hook)
+
+
+class _AfterImport:
+    def find_spec(self, name, path=None, target=None):
+        if name != 'torch.optim.optimizer':
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            _floor(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _AfterImport())
+'''
 
 
 @pytest.mark.integration
 def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
     '''A CosmoFlow case on a node whose one RAPL package draws 40 W: the
     perflog gets energy_J = 40 W x the timed region and avg_power_W = 40.
-    Its steps take 7-25 ms here: 1000 of them make a timed region of
-    some seconds, enough samples (at 0.2 s) for a figure.'''
+    Its steps take STEP_FLOOR (20 ms) or more: 301 of them make a timed
+    region of 6 s or more at any speed, enough samples for a figure.
+    About 20 s here, up to a minute beside other work: one ReFrame run
+    of one case, the least that takes the whole path.'''
     root = tmp_path / 'powercap'
     counter, = powercap(root, packages=1)
     stop = threading.Event()
@@ -171,6 +217,9 @@ def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
             staged.write_text(str(int(watts * (time.time() - start) * 1e6)))
             os.replace(staged, counter)
             time.sleep(0.05)
+    floor = tmp_path / 'step_floor'
+    floor.mkdir()
+    (floor / 'sitecustomize.py').write_text(STEP_FLOOR_HOOK)
     thread = threading.Thread(target=draw)
     thread.start()
     var = tmp_path / 'var'
@@ -182,7 +231,7 @@ def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
             [BIN / 'reframe', '-C', REPO / 'config/local.py', '-c',
              REPO / 'checks/cosmoflow.py', '-n',
              '^CosmoFlow%scale=1_proc%launch_mode=per_task', '-r',
-             '-S', f'steps={STEPS}'],
+             '-S', f'steps={STEPS}', '-S', f'python_path={floor}'],
             env=env, capture_output=True, text=True, timeout=600,
             stdin=subprocess.DEVNULL)
     finally:
@@ -197,6 +246,8 @@ def test_energy_of_the_timed_region_through_reframe(tmp_path, cache_dir):
     # and the evaluation.
     window = float(row['energy_J_value']) / float(row['avg_power_W_value'])
     steady_steps = STEPS - 1
+    # The floor held (the hook ran): 6 s or more, less the steps' edges.
+    assert window >= 0.9 * steady_steps * STEP_FLOOR
     assert window == pytest.approx(
         steady_steps * float(row['time_per_step_secs_value']), rel=0.05)
     assert window < float(row['run_time_secs_value'])
