@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 
@@ -304,10 +303,26 @@ def test_node_address_fails_clearly_for_unknown_node(tmp_path):
     assert "no NodeAddr for node 'nosuchnode'" in out.stderr
 
 
+#: The program: it ends once the sampler beside it has walked its
+#: processes (its RSS file is there: SIGTERM is blocked by then), 60 s at
+#: most, then as {end} says.
+TASK_PROGRAM = (
+    'import os, time\n'
+    'deadline = time.monotonic() + 60\n'
+    "while not os.path.exists('hpcml_rss.n1.txt') and "
+    'time.monotonic() < deadline:\n'
+    '    time.sleep(0.05)\n'
+    '{end}\n')
+
+
 def test_task_env_gives_the_program_status_and_a_last_sample(tmp_path):
     '''On a node with a sampler, task_env.sh waits for the program, stops
     the sampler after one last sample, and exits with the program's
-    status.'''
+    status. The program ends once the sampler has started: a program of
+    1.2 s timed against 5 s failed on a loaded machine, and one that ended
+    before the sampler had blocked SIGTERM left no RSS file. A sampler
+    task_env.sh did not stop would never end (its parent lives): the
+    timeout says so.'''
     env = {'PATH': os.environ['PATH'], 'HPCML_RENDEZVOUS_ADDRESS': '127.0.0.1',
            'SLURMD_NODENAME': 'n1'}
     # A program killed by a signal kills its task with it, as under exec:
@@ -315,12 +330,13 @@ def test_task_env_gives_the_program_status_and_a_last_sample(tmp_path):
     for status, end in ((0, 'raise SystemExit(0)'),
                         (3, 'raise SystemExit(3)'),
                         (-9, 'import os; os.kill(os.getpid(), 9)')):
-        start = time.time()
+        for name in ('hpcml_rss.n1.txt', 'hpcml_energy.n1.csv'):
+            (tmp_path / name).unlink(missing_ok=True)
         proc = subprocess.run(
             [str(SRC_DIR / 'task_env.sh'), 'per_task', sys.executable, '-c',
-             f'import time; time.sleep(1.2); {end}'],
-            env=env, cwd=tmp_path, capture_output=True, text=True)
+             TASK_PROGRAM.format(end=end)],
+            env=env, cwd=tmp_path, capture_output=True, text=True,
+            timeout=120)
         assert proc.returncode == status
-        assert time.time() - start < 5
         rss = (tmp_path / 'hpcml_rss.n1.txt').read_text().split()
         assert rss[0] == 'max_rss_kib' and int(rss[1]) > 1000

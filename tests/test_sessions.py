@@ -45,14 +45,47 @@ def stored_sessions(db):
                 conn.execute('SELECT json_blob FROM sessions')]
 
 
+#: On the first session's jobs' PYTHONPATH (-S python_path=): a job's
+#: Python says it runs (held-PID beside this file) and waits there for
+#: 'go' (10 minutes at most).
+WAIT_FOR_GO = (
+    'import os, pathlib, time\n'
+    'where = pathlib.Path(__file__).parent\n'
+    "pathlib.Path(where, f'held-{os.getpid()}').touch()\n"
+    'deadline = time.monotonic() + 600\n'
+    "while not (where / 'go').exists() and time.monotonic() < deadline:\n"
+    '    time.sleep(0.1)\n')
+
+
 def test_two_sessions_on_one_var_dir_run_apart(tmp_path, cache_dir):
-    '''Started 2 s apart, as two users or CI beside a manual run: every
-    case of both passes, and the perflog and results DB hold all of them.'''
+    '''Two sessions at once, as two users or CI beside a manual run:
+    every case of both passes, and the perflog and results DB hold all of
+    them. The second starts once the first's job runs (its ReFrame holds
+    the var directory), and that job waits until the second has said it
+    stages apart: they overlap whatever the machine's speed. (Started
+    2 s apart, the second could take the directory first where the
+    first was slower to start, or find it free where the first was
+    quick to end.) Over 30 s (about 50 s here): two sessions of
+    CosmoFlow's three cases, the fewest that overlap.'''
     var = tmp_path / 'var'
+    hold = tmp_path / 'hold'
+    hold.mkdir()
+    (hold / 'sitecustomize.py').write_text(WAIT_FOR_GO)
     outs = [open(tmp_path / f'session{i}.out', 'w+') for i in (1, 2)]
-    first = start(var, cache_dir, outs[0], *COSMOFLOW)
-    time.sleep(2)
-    second = start(var, cache_dir, outs[1], *COSMOFLOW)
+    first = start(var, cache_dir, outs[0], *COSMOFLOW,
+                  '-S', f'python_path={hold}')
+    second = None
+    try:
+        wait_for(lambda: list(hold.glob('held-*')), 'the first job',
+                 first)
+        second = start(var, cache_dir, outs[1], *COSMOFLOW)
+        wait_for(lambda: 'hpcml: another ReFrame session' in
+                 (outs[1].seek(0), outs[1].read())[1],
+                 'the second session\'s note', second)
+    finally:
+        (hold / 'go').touch()
+        if second is None:
+            first.kill()
     assert first.wait(600) == 0 and second.wait(600) == 0, [
         (o.seek(0), o.read()[-2000:])[1] for o in outs]
     texts = [(o.seek(0), o.read())[1] for o in outs]
@@ -61,6 +94,8 @@ def test_two_sessions_on_one_var_dir_run_apart(tmp_path, cache_dir):
     notes = [line for line in texts[1].splitlines()
              if line.startswith('hpcml: another ReFrame session')]
     assert len(notes) == 1 and 'session-' in notes[0]
+    assert not any(line.startswith('hpcml: another ReFrame session')
+                   for line in texts[0].splitlines())
     assert list((var / 'output').glob('session-*/local/cpu/python/*'))
 
     data = history.read_perflogs([var / 'perflogs'])
@@ -69,6 +104,16 @@ def test_two_sessions_on_one_var_dir_run_apart(tmp_path, cache_dir):
     stored = stored_sessions(var / 'results.db')
     assert len(stored) == 2
     assert [len(s['runs'][0]['testcases']) for s in stored] == [3, 3]
+
+
+def wait_for(condition, what, proc, guard=900):
+    '''Poll *condition* while *proc* runs. *guard* seconds bound a hang
+    only: no wait here takes a minute, even at a load of 16.'''
+    deadline = time.monotonic() + guard
+    while not condition():
+        assert proc.poll() is None, f'ended before {what}'
+        assert time.monotonic() < deadline, f'no {what} in {guard} s'
+        time.sleep(0.2)
 
 
 def running(pid):
@@ -137,14 +182,19 @@ def test_a_stopped_session_keeps_what_it_wrote(tmp_path, cache_dir, command,
         proc.send_signal(signum)
         assert proc.wait(120) != 0
         # Nothing of the session is left: its ReFrame (whose command line
-        # names the hold directory) and the held jobs.
-        time.sleep(1)
-        left = subprocess.run(['pgrep', '-f', f'python_path={hold}'],
-                              capture_output=True, text=True).stdout
-        assert left == '', f'ReFrame left running: {left}'
-        for held in hold.glob('held-*'):
-            pid = int(held.name.split('-')[1])
-            assert not running(pid), f'job {pid} left running'
+        # names the hold directory) and the held jobs. Signalled, they end
+        # in moments; left running, they would hold for 900 s: waited for
+        # up to 60 s, not a fixed second that a loaded machine may miss.
+        def left():
+            found = subprocess.run(['pgrep', '-f', f'python_path={hold}'],
+                                   capture_output=True, text=True).stdout
+            jobs = [held.name for held in hold.glob('held-*')
+                    if running(int(held.name.split('-')[1]))]
+            return found, jobs
+        deadline = time.monotonic() + 60
+        while left() != ('', []) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert left() == ('', []), f'left running: {left()}'
     finally:
         subprocess.run(['pkill', '-KILL', '-f', f'python_path={hold}'])
         for held in hold.glob('held-*'):

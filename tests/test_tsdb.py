@@ -11,7 +11,6 @@ import math
 import os
 import pathlib
 import threading
-import time
 import urllib.request
 
 import pytest
@@ -147,31 +146,49 @@ def test_a_bad_url_stops_the_configuration_in_one_line(monkeypatch, value):
         f"(read by hpctestlib_ml/siteconfig.py, for every configuration)")
 
 
+#: tests/pause_after_push: with it on PYTHONPATH, the session pauses after
+#: the first record the database took, until the test says go on.
+PAUSE_AFTER_PUSH = pathlib.Path(__file__).parent / 'pause_after_push'
+
+
 @pytest.mark.integration
 def test_a_session_reaches_victoriametrics_and_survives_its_stop(
         run_reframe, server, tmp_path):
     '''Three runs of one case; the server is stopped after the first
-    record arrived. Every case passes, the perflog has every line, the
-    session says in one line what it kept; the next session (server
-    back) sends it: the database then holds the perflog, line for line.'''
-    env = {push.URL_ENV: server.url}
+    record arrived (the session paused there: tests/pause_after_push), so
+    the other two runs' records are kept. Every case passes, the perflog
+    has every line, the session says in one line what it kept; the next
+    session (server back) sends it: the database then holds the perflog,
+    line for line. Over 30 s (about 30 s on a quiet machine, 2 to 3 min
+    with both cores busy): four runs of the case in two ReFrame sessions,
+    the fewest that show a record sent, records kept and then sent by the
+    next session. (A thread that polled the server's export and stopped
+    it raced the session: on a quick machine all three records were in
+    before it saw the first, and nothing was kept.)'''
+    pause = tmp_path / 'pause'
+    pause.mkdir()
+    env = {push.URL_ENV: server.url, 'HPCML_TEST_PUSH_PAUSE': str(pause),
+           'PYTHONPATH': os.pathsep.join(
+               filter(None, [str(PAUSE_AFTER_PUSH),
+                             os.environ.get('PYTHONPATH')]))}
+    session_over = threading.Event()
 
     def stop_after_first_record():
-        deadline = time.time() + 600
-        while time.time() < deadline:
-            try:
-                if server.export(wait=0).strip():
-                    server.stop()
-                    return
-            except OSError:
+        while not (pause / 'pushed').exists():
+            if session_over.wait(0.05):
                 return
-            time.sleep(0.5)
+        server.stop()
+        (pause / 'go_on').touch()
 
     watcher = threading.Thread(target=stop_after_first_record)
     watcher.start()
-    proc, var = run_reframe(HPCML, 'suite', *ONE_CASE, '--repeat', '3',
-                            env=env)
-    watcher.join()
+    try:
+        proc, var = run_reframe(HPCML, 'suite', *ONE_CASE, '--repeat', '3',
+                                env=env)
+    finally:
+        session_over.set()
+        watcher.join()
+    assert (pause / 'pushed').exists(), proc.stderr[-2000:]
     assert proc.returncode == 0, proc.stdout[-3000:]
     logs = var / 'perflogs'
     runs = history.read_perflogs([logs]).runs
@@ -180,7 +197,9 @@ def test_a_session_reaches_victoriametrics_and_survives_its_stop(
             if 'not taken by' in line]
     assert len(kept) == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     outbox = var / 'tsdb' / 'outbox.jsonl'
-    assert outbox.read_text().strip()
+    # The second and third runs' records, none of the first's.
+    assert len(outbox.read_text().splitlines()) == samples(runs[1:])
+    assert kept[0].startswith(f'hpcml: {samples(runs[1:])} performance ')
 
     server.start()
     proc, _ = run_reframe(HPCML, 'suite', *ONE_CASE, env=env)

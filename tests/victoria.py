@@ -65,9 +65,14 @@ class Victoria:
     def export(self, selector='{__name__=~"hpcml_.+"}', expect=None,
                wait=30):
         '''The raw samples of *selector* (JSON lines); with *expect*, wait
-        until that many samples are searchable (ingestion is buffered).'''
+        until that many samples are searchable. Ingestion is buffered (an
+        import was searchable about 10 s later on this VM, whatever the
+        load): each read first makes what was imported searchable
+        (``/internal/force_flush``), so the wait is no race with the
+        buffer; *wait* only bounds a sample that never comes.'''
         deadline = time.time() + wait
         while True:
+            self.get('/internal/force_flush')
             text = self.get('/api/v1/export', **{'match[]': selector})
             count = sum(len(json.loads(line)['values'])
                         for line in text.splitlines() if line.strip())
