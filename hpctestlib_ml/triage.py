@@ -449,8 +449,17 @@ def classify(line):
 def triage(text, state=None, exitcode=None):
     '''The :class:`Triage` of a run's log *text*, with the job *state*
     ReFrame polled and the job's *exitcode* where they are known, its
-    reason with what the log says beside it (:func:`with_detail`).'''
-    return with_detail(_triage(text, state, exitcode), text)
+    reason with what the log says beside it (:func:`with_detail`). A log
+    whose lines carry pdsh's ``host: `` (DeepSpeed's multi-node launcher)
+    is read without it, its node the host whose line says why.'''
+    hosts = labels.pdsh_hosts(text)
+    bare = labels.strip_hosts(text, hosts)
+    found = with_detail(_triage(bare, state, exitcode), bare)
+    if hosts and found.node is None and found.category is not None:
+        node = labels.host_of(found.reason, text, hosts)
+        if node:
+            found = dataclasses.replace(found, node=node)
+    return found
 
 
 def _triage(text, state, exitcode):
