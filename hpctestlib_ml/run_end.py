@@ -111,21 +111,22 @@ def unended(text, parser=None):
     record). *parser*: the name of the format's parser
     (``mllog``, ``megatron``, ``hf_trainer``, ``tf_cnn_benchmarks``, ...),
     None for every format whose lines the log holds.'''
-    text = labels.strip_hosts(text.replace('\r\n', '\n'))
-    events = (mllog.parse_events(labels.strip(text))
+    if '\r\n' in text:
+        text = text.replace('\r\n', '\n')
+    text = labels.strip_hosts(text)
+    bare = labels.strip(text)
+    events = (mllog.parse_events(bare)
               if parser in (None, MLLOG) and mllog.MARKER in text else [])
     aborted = _mlperf_status(events)
     if aborted:
         return aborted
-    if _ended(text, events, parser):
+    if _ended(text, bare, events, parser):
         return None
-    failed = _failure(text, _last_where(text, events, parser))
-    if failed:
-        return failed
-    return (_cut_line(text, parser, _last_where(text, events, parser)) or
+    no_step = _no_measured_step(text, bare, parser)
+    where = _last_where(bare, events, parser, no_step)
+    return (_failure(text, where) or _cut_line(text, parser, where) or
             _mlperf_budget(text, events) or
-            _no_end_record(text, events, parser) or
-            _no_measured_step(text, parser))
+            _no_end_record(text, bare, events, parser) or no_step)
 
 
 def _trim(line):
@@ -316,8 +317,9 @@ def _mlperf_budget(text, events):
 # Every format ---------------------------------------------------------
 
 
-def _ended(text, events, parser):
-    '''Whether the log shows its run's end record: every MLPerf
+def _ended(text, bare, events, parser):
+    '''Whether the log (*bare*: without its labels) shows its run's end
+    record: every MLPerf
     ``run_start`` its ``run_stop`` (those say success: :func:`unended`
     looked first), a format's end record (:data:`RUN_RECORDS`), or
     Megatron's last iteration line at its planned iterations
@@ -331,7 +333,7 @@ def _ended(text, events, parser):
     if parser in (None, 'megatron'):
         # Its planned iterations all logged: the training loop is over (a
         # log copied up to its last iteration line has no end record).
-        found = _MEGATRON_STEP.findall(labels.strip(text))
+        found = _MEGATRON_STEP.findall(bare)
         if found and int(found[-1][0]) >= int(found[-1][1]) > 0:
             return True
     return False
@@ -345,14 +347,16 @@ def _records(parser):
     return (RUN_RECORDS[at],) if at is not None else ()
 
 
-def _last_where(text, events, parser):
-    '''Where the run was when its log ends, in words (the last step or
-    samples it shows); None.'''
+def _last_where(bare, events, parser, no_step=None):
+    '''Where the run was when its log (*bare*: without its labels) ends,
+    in words (the last step or samples it shows; before its first
+    measured step where *no_step*, :func:`_no_measured_step`'s, says
+    so); None.'''
     if events and mllog.in_run(events):
         return _where(events)
     names = [parser] if parser else list(_RECORDS_OF)
-    where = next((w for w in (_last_step(text, n) for n in names) if w), None)
-    if where is None and _no_measured_step(text, parser):
+    where = next((w for w in (_last_step(bare, n) for n in names) if w), None)
+    if where is None and no_step:
         return 'before its first measured step'
     return where
 
@@ -363,7 +367,7 @@ def _failure(text, where=None):
     ended it, a rank died or exited with an error, a traceback), in
     triage's words (its category and line), with *where* it was (its last
     step); None.'''
-    if not (failures.failure_reason(text) or failures.job_end(text)):
+    if not failures.failure_reason(text):
         return None
     from hpctestlib_ml import triage
     found = triage.triage(text)
@@ -413,7 +417,7 @@ def _cut_line(text, parser, where=None):
     return None
 
 
-def _no_end_record(text, events, parser):
+def _no_end_record(text, bare, events, parser):
     '''A ``cut`` :class:`End` where the log shows a run began and no end
     record after it: MLPerf's ``run_start`` (or ``init_start``) with no
     ``run_stop`` (``run_start``), a format's lines of :data:`RUN_RECORDS`
@@ -430,7 +434,7 @@ def _no_end_record(text, events, parser):
         for name, start, end, _ in _records(parser):
             if start.search(text):
                 began, end_name = name, end
-                where = _last_step(text, parser or _parser_of(name))
+                where = _last_step(bare, parser or _parser_of(name))
                 break
     if began is None:
         return None
@@ -455,9 +459,10 @@ _TF_STEP = re.compile(r'^[^\S\n]*(\d+)\s+images/sec:', re.MULTILINE)
 _TF_BATCHES = re.compile(r'^[^\S\n]*Num batches:\s*(\d+)', re.MULTILINE)
 
 
-def _last_step(text, parser):
-    '''The last step a log of *parser* shows, in words; None.'''
-    text = labels.strip(text)
+def _last_step(bare, parser):
+    '''The last step a log of *parser* (*bare*: without its labels)
+    shows, in words; None.'''
+    text = bare
     if parser == 'megatron':
         found = _MEGATRON_STEP.findall(text)
         if found:
@@ -500,18 +505,18 @@ _MEASURED = {
 }
 
 
-def _no_measured_step(text, parser):
+def _no_measured_step(text, bare, parser):
     '''A ``no_step`` :class:`End` where a program of *parser* (each
-    format's, for None) started (:data:`_STARTED`) and the log shows no
-    measured step (:data:`_MEASURED`); None.'''
-    stripped = labels.strip(text)
+    format's, for None) started (:data:`_STARTED`) and the log (*bare*:
+    without its labels) shows no measured step (:data:`_MEASURED`);
+    None.'''
     names = [parser] if parser in _STARTED else (
         list(_STARTED) if parser is None else [])
     for name in names:
-        if _STARTED[name].search(stripped) and \
-                not _MEASURED[name].search(stripped):
+        if _STARTED[name].search(bare) and \
+                not _MEASURED[name].search(bare):
             warm = (' (in its warm-up)' if name == 'tf_cnn_benchmarks' and
-                    'Running warm up' in stripped else '')
+                    'Running warm up' in bare else '')
             return End('no_step', _trim(
                 f'the run stopped before its first measured step{warm}: '
                 f'{_PROGRAM[name]} started and logged no step; its last '
