@@ -37,11 +37,13 @@ The reason then says what the log adds beside its line
 architecture a PyTorch build lacks. A log that shows no failure says
 whether it holds a training log at all (:func:`no_failure`).
 
-Pure: the standard library and the failures parser only.
+Pure: the standard library, the failures parser and :mod:`run_end` (what a
+run that did not end shows) only.
 """
 import dataclasses
 import re
 
+from hpctestlib_ml import run_end
 from hpctestlib_ml.parsers import failures, labels
 
 #: The categories, in the order of the docs' table of them.
@@ -449,8 +451,17 @@ def classify(line):
 def triage(text, state=None, exitcode=None):
     '''The :class:`Triage` of a run's log *text*, with the job *state*
     ReFrame polled and the job's *exitcode* where they are known, its
-    reason with what the log says beside it (:func:`with_detail`).'''
-    return with_detail(_triage(text, state, exitcode), text)
+    reason with what the log says beside it (:func:`with_detail`). A log
+    whose lines carry pdsh's ``host: `` (DeepSpeed's multi-node launcher)
+    is read without it, its node the host whose line says why.'''
+    hosts = labels.pdsh_hosts(text)
+    bare = labels.strip_hosts(text, hosts)
+    found = with_detail(_triage(bare, state, exitcode), bare)
+    if hosts and found.node is None and found.category is not None:
+        node = labels.host_of(found.reason, text, hosts)
+        if node:
+            found = dataclasses.replace(found, node=node)
+    return found
 
 
 def _triage(text, state, exitcode):
@@ -572,12 +583,17 @@ def architecture_missing(found, text):
 
 def no_failure(text):
     '''The :class:`Triage` of a log that shows no failure, category None:
-    a file that holds no training log (:func:`unrecognised`), a log that
-    ends mid-run (:func:`ended_mid_run`), else a run that ended well.'''
+    a file that holds no training log (:func:`unrecognised`), a run that
+    did not end (:func:`hpctestlib_ml.run_end.unended`: aborted by its
+    program, cut, its budget spent with no end record, stopped before its
+    first measured step), else a run that ended well.'''
+    end = run_end.unended(text)
+    if end:
+        return Triage(None, _trim(end.reason))
     why = unrecognised(text)
     if why:
         return Triage(None, f'{NO_LOG}: {why}')
-    return Triage(None, ended_mid_run(text) or NO_FAILURE)
+    return Triage(None, NO_FAILURE)
 
 
 #: The reason of a log that ended well.
@@ -622,54 +638,6 @@ def unrecognised(text):
         return None
     return ('no line of a training run, its launcher or an error that '
             'triage knows: give the job\'s output (its stdout and stderr)')
-
-
-#: Logs that write a record when the run ends: (what shows the run
-#: began, its pattern, the end record's name, its pattern, whether each
-#: run writes both: then a log of several runs needs as many ends as
-#: beginnings). MLPerf's run_start and run_stop (every MLPerf logger, the
-#: suite's MLPerf programs); Megatron-LM's "iteration N/ M |" lines and its
-#: "[after training is done]", or its "exiting program at iteration N"
-#: where --exit-interval or --exit-duration-in-mins ends the run
-#: (megatron/training/training.py); HF Trainer's logged dicts and its
-#: train_runtime (Trainer.train's last log). MLPerf's init_start with
-#: neither run_start nor run_stop after it is a run cut while it
-#: initialised.
-RUN_RECORDS = (
-    ("MLPerf's run_start", re.compile(r'"key": *"run_start"'), 'run_stop',
-     re.compile(r'"key": *"run_stop"'), True),
-    # A log cut while the run initialised: begun, never timed.
-    ("MLPerf's init_start", re.compile(r'"key": *"init_start"'),
-     'run_start', re.compile(r'"key": *"run_(?:start|stop)"'), False),
-    ("Megatron's training iterations",
-     re.compile(r'iteration +\d+ */ *\d+ *\|'),
-     '[after training is done]',
-     re.compile(r'(?:\[after training is done|exiting program (?:at|after) )'),
-     False),
-    ("HF Trainer's logged losses", re.compile(r"\{'loss': "),
-     'train_runtime', re.compile(r'train_runtime'), False),
-)
-
-
-def ended_mid_run(text):
-    '''Why *text* is a log that ends mid-run: it shows a run began
-    (:data:`RUN_RECORDS`) and no end record after it (fewer end records
-    than beginnings where each run writes both); None where each run
-    ended, or the log has no such records.'''
-    for began, start, end_name, end, counted in RUN_RECORDS:
-        if counted:
-            starts = len(start.findall(text))
-            cut = starts and len(end.findall(text)) < starts
-        else:
-            cut = start.search(text) and not end.search(text)
-        if cut:
-            last = text.rstrip().rsplit('\n', 1)[-1].strip()
-            return _trim(
-                f'the log ends mid-run: {began} but no {end_name}: the job '
-                f'was killed without a word (SIGKILL, a lost node, a limit '
-                f'its scheduler reported elsewhere) or the log was cut; '
-                f'its last line: {last[:120]}')
-    return None
 
 
 #: PyTorch's desync report at a watchdog timeout (TORCH_NCCL_DESYNC_DEBUG=1)

@@ -82,6 +82,8 @@ def test_the_local_config_runs_one_case_at_a_time_across_partitions(
 
 
 @pytest.mark.parametrize('workload, log, key, value', [
+    # An excerpt (iterations 10-50 of 3,125,000): part of a run, printed
+    # with --partial, marked so (test_extract_refuses_part_of_a_run).
     ('megatron', 'megatron/jubench_readme_verification.log',
      'printed_tflops_per_gpu', 135.855),
     ('gpt2_finetune', 'hf_trainer/transformers4_train_metrics_over_an_hour.txt',
@@ -97,10 +99,29 @@ def test_the_local_config_runs_one_case_at_a_time_across_partitions(
 ])
 def test_extract_every_workload_from_published_logs(workload, log, key,
                                                     value):
-    proc = subprocess.run([str(BIN / 'hpcml'), 'extract', workload,
-                           str(DATA / log)], capture_output=True, text=True)
+    proc = subprocess.run([str(BIN / 'hpcml'), 'extract', '--partial',
+                           workload, str(DATA / log)], capture_output=True,
+                          text=True)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)[key] == pytest.approx(value)
+
+
+def test_extract_refuses_part_of_a_run():
+    # jubench's README shows iterations 10-50 of 3,125,000 and no end: no
+    # result, one line on stderr; --partial prints it, marked partial.
+    log = DATA / 'megatron' / 'jubench_readme_verification.log'
+    proc = hpcml('extract', 'megatron', log)
+    assert proc.returncode == 1 and proc.stdout == ''
+    assert proc.stderr.count('\n') == 1
+    assert ("not a result (cut): the log ends mid-run: Megatron's training "
+            'iterations but no [after training is done] (last iteration 50 '
+            'of 3125000)') in proc.stderr
+    proc = hpcml('extract', '--partial', 'megatron', log)
+    assert proc.returncode == 0
+    metrics = json.loads(proc.stdout)
+    assert metrics['partial'] is True
+    assert metrics['partial_reason'].startswith('cut: the log ends mid-run')
+    assert 'warning: partial figures, not a result (cut)' in proc.stderr
 
 
 def test_triage_prints_one_json_object_per_file(tmp_path):

@@ -3,6 +3,7 @@ parser reads a labelled log as it reads the bare one."""
 import pytest
 
 from conftest import read_data
+from hpctestlib_ml import triage
 from hpctestlib_ml.parsers import (failures, hf_trainer, labels, matmul_rate,
                                    megatron, mllog, nccl, nccl_tests,
                                    open_clip, storage_bench,
@@ -43,6 +44,34 @@ def test_rank_of(line, rank):
     assert labels.rank_of(line) == rank
 
 
+@pytest.mark.parametrize('line, found, rest', [
+    ('node-01:   num_layers ... 24', ('node-01:',), '  num_layers ... 24'),
+    ('10.0.0.7: [default3]: x', ('10.0.0.7:', '[default3]:'), 'x'),
+    # A host the text's pdsh labels do not name, and a line's own words.
+    ('node-09: x', (), 'node-09: x'),
+    ('RuntimeError: CUDA error', (), 'RuntimeError: CUDA error'),
+])
+def test_split_pdsh_labels_of_the_texts_hosts(line, found, rest):
+    assert labels.split(line, ('node-01', '10.0.0.7')) == (found, rest)
+
+
+@pytest.mark.parametrize('text, hosts', [
+    # DeepSpeed's PDSHRunner: every line of each node behind its name; the
+    # launcher's own lines (on the head node) bare.
+    ('[2024-03-01 10:00:00,000] [INFO] [runner.py:555:main] cmd = pdsh\n'
+     'node-01: a\nnode-02: b\nnode-01: c\nnode-01: d\nnode-02: e\n',
+     ('node-01', 'node-02')),
+    ('x\nlocalhost: a\nlocalhost: b\nlocalhost: c\n', ('localhost',)),
+    # A program's own first words, however many: no host.
+    ('Epoch: 1\nEpoch: 2\nEpoch: 3\nRuntimeError: x\nWARNING: y\n'
+     'step-3: z\nstep-4: z\nstep-5: z\n', ()),
+    # A host-like word on too few of the lines.
+    ('n1: a\nn1: b\nn1: c\n' + 'x\n' * 20, ()),
+])
+def test_pdsh_hosts(text, hosts):
+    assert labels.pdsh_hosts(text) == hosts
+
+
 def test_strip_keeps_each_stream_together_and_bare_text_as_is():
     text = '[worker :1] a\n[worker :0] b\n[worker:1] c\nd\n[worker :0] e'
     assert labels.strip(text) == 'a\nc\nb\ne\nd'
@@ -77,7 +106,10 @@ CASES = {
                    'allreduce_busbw_GBps'),
 }
 
-LABELS = ('[worker :3] ', '[1,0]<stdout>:', ' 0: ', '[rank0]: ', '[2] ')
+#: pdsh's ``host: `` (DeepSpeed's multi-node launcher, PDSHRunner) as
+#: well: a Megatron-DeepSpeed job's every line carries it (issue 39).
+LABELS = ('[worker :3] ', '[1,0]<stdout>:', ' 0: ', '[rank0]: ', '[2] ',
+          'gpu-node-01: ')
 
 
 @pytest.mark.parametrize('label', LABELS)
@@ -111,3 +143,39 @@ def test_failures_name_the_rank_of_any_label():
     text = ('[1,1]<stderr>:ValueError: rank one\n'
             '[1,0]<stderr>:ValueError: rank zero\n')
     assert failures.exception_line(text, rank='1') == 'ValueError: rank one'
+
+
+def test_megatron_deepspeed_pdsh_labels_the_argument_dump_is_read():
+    '''Every line behind pdsh's "node-0N: " (DeepSpeed's multi-node
+    launcher; tests/data/unended/README.md): the argument dump is read as
+    the iterations are, so the tokens/s and TFLOP/s are the bare log's.
+    Before, both were null (the dump unread: no sequence length, no
+    shape, no world size; issue 39).'''
+    text = read_data('unended', 'megds_pdsh_2nodes.log')
+    bare = '\n'.join(ln.split(': ', 1)[1] if ln.startswith('node-0') else ln
+                     for ln in text.splitlines())
+    metrics = megatron.extract_metrics(text)
+    assert metrics == megatron.extract_metrics(bare)
+    # 64 x 2048 tokens / the mean of intervals 20-50 (1842.2 ms).
+    assert metrics['tokens_per_second'] == pytest.approx(
+        64 * 2048 / 1.8422)
+    assert metrics['tflops_per_gpu'] == pytest.approx(40.357, rel=1e-4)
+    assert 'arguments block' in metrics['flops_formula']
+    assert megatron.world_size(text) == 16
+
+
+def test_megatron_deepspeeds_world_size_line():
+    # Megatron-DeepSpeed writes "data-parallel-size" (megatron/
+    # arguments.py), Megatron-LM "data-parallel size".
+    assert megatron.world_size(
+        'using world size: 16, data-parallel-size: 8, sequence-parallel '
+        'size: 1, tensor-model-parallel size: 2, pipeline-model-parallel '
+        'size: 1 ') == 16
+
+
+def test_triage_reads_pdsh_labelled_failures_and_names_the_host():
+    text = read_data('triage', 'public', 'dolly139_enospc_torch_save.log')
+    labelled = '\n'.join('gpu-node-07: ' + ln for ln in text.split('\n'))
+    bare, found = triage.triage(text), triage.triage(labelled)
+    assert (found.category, found.reason) == (bare.category, bare.reason)
+    assert found.node == 'gpu-node-07'

@@ -35,9 +35,10 @@ FOUNDATION = (
                         'model_info', 'prepare', 'flops', 'device_check',
                         'history_refs.store', 'history_refs.lookup')),
     ('log parsers', ('parsers.*',)),
-    ('what logs and settings say', ('settings', 'inputs', 'triage',
-                                    'provenance', 'cpu_peak', 'state_size',
-                                    'tsdb', 'tsdb.series', 'tsdb.push')),
+    ('what logs and settings say', ('settings', 'inputs', 'run_end',
+                                    'triage', 'provenance', 'cpu_peak',
+                                    'state_size', 'tsdb', 'tsdb.series',
+                                    'tsdb.push')),
     ('the registry of workloads', ('registry', 'registry.*')),
 )
 

@@ -132,17 +132,22 @@ ROWS = [
      'no training log recognised: the file is binary data'),
     ('49', ('triage', 'PROSE'), 1,
      'no training log recognised: no line of a training run'),
-    # 50: a log cut mid-run is not a run that ended well.
+    # 50: a log cut mid-run is not a run that ended well; extract refuses
+    # it (issue 39: a run that did not end is not a result), --partial
+    # prints what could be read, marked partial.
     ('50', ('triage', 'CUT'), 0,
      "the log ends mid-run: MLPerf's run_start but no run_stop"),
-    ('50', ('extract', 'cosmoflow', 'CUT'), 0,
-     'warning: its figures are of part of a run'),
+    ('50', ('extract', 'cosmoflow', 'CUT'), 1,
+     "not a result (cut): the log ends mid-run: MLPerf's run_start but no "
+     'run_stop (at epoch 1, step 12)'),
+    ('50', ('extract', '--partial', 'cosmoflow', 'CUT'), 0,
+     '"partial": true, "partial_reason": "cut: the log ends mid-run'),
     # The bad-input rerun: cut before run_start, it said "no failure".
     ('50', ('triage', 'CUTINIT'), 0,
      "the log ends mid-run: MLPerf's init_start but no run_start"),
-    ('50', ('extract', 'cosmoflow', 'CUTINIT'), 0,
-     "warning: its figures are of part of a run: the log ends mid-run: "
-     "MLPerf's init_start but no run_start"),
+    ('50', ('extract', 'cosmoflow', 'CUTINIT'), 1,
+     "not a result (cut): the log ends mid-run: MLPerf's init_start but no "
+     'run_start'),
     # 56-58: the unreadable lines are what is wrong, not a missing -r or
     # --system.
     ('56', ('report', '--perflogs', 'SHORTHEAD'), 2,

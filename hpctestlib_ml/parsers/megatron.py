@@ -122,7 +122,10 @@ def parse_iterations(text):
     return steps
 
 
-_WORLD = re.compile(r'using world size: (\d+), data-parallel size: (\d+)')
+#: Megatron-LM's "using world size: 8, data-parallel size: 1, ..." and
+#: Megatron-DeepSpeed's "using world size: 16, data-parallel-size: 8,
+#: sequence-parallel size: 1, ..." (megatron/arguments.py, parse_args).
+_WORLD = re.compile(r'using world size: (\d+), data-parallel[- ]size: (\d+)')
 
 
 def world_size(text):

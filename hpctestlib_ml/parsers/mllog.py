@@ -200,6 +200,46 @@ def training_steps(run):
     return max(steps) if steps else None
 
 
+def quality(events, targets):
+    '''The run's quality against its target, in words: ``eval_accuracy
+    0.7186 (bert's target >= 0.72, not reached)``: the last in-run
+    evaluation (:func:`in_run`) of the key of its benchmark's target in
+    *targets* (``submission_benchmark`` -> (key, ``>=`` or ``<=``,
+    value): MLPerf's rules, read by the caller), else of
+    ``eval_accuracy`` or ``eval_error``; None where the run logged
+    none.'''
+    benchmark = first_value(events, 'submission_benchmark')
+    target = targets.get(benchmark)
+    run = in_run(events)
+    keys = (target[0],) if target else ('eval_accuracy', 'eval_error')
+    key, value = next(((k, last_value(run, k)) for k in keys
+                       if isinstance(last_value(run, k), (int, float))),
+                      (keys[0], None))
+    if value is None:
+        return f'no {key} logged' if target else None
+    words = f'{key} {value:.4g}'
+    if not target:
+        return f'{words} (no target known for benchmark {benchmark!r})'
+    _, op, bound = target
+    met = value >= bound if op == '>=' else value <= bound
+    return (f"{words} ({benchmark}'s target {op} {bound:g}, "
+            f"{'reached' if met else 'not reached'})")
+
+
+def quality_met(events, targets):
+    '''Whether the run's last in-run evaluation meets its benchmark's
+    target in *targets* (as :func:`quality`); None where either is
+    unknown.'''
+    target = targets.get(first_value(events, 'submission_benchmark'))
+    if not target:
+        return None
+    key, op, bound = target
+    value = last_value(in_run(events), key)
+    if not isinstance(value, (int, float)):
+        return None
+    return value >= bound if op == '>=' else value <= bound
+
+
 def _ends(run, key):
     '''How many *key* events the *run* logged (None for none).'''
     return sum(e['key'] == key for e in run) or None
