@@ -317,3 +317,27 @@ def test_figures_that_cannot_be_are_said_and_judge_nothing():
     assert render.change_lines([row])[-1].endswith(
         'samples_per_second: 3 run(s) logged a figure that cannot be (0, '
         'inf, nan): left out')
+
+
+def test_overlapping_perflog_inputs_are_read_once(generated, tmp_path):
+    '''``--perflogs D D/`` locked the history store twice and waited on
+    itself forever; ``--perflogs D D/x/C.log`` counted C's runs twice (the
+    bad-input round, issue 39). Each run is now read once: the same count
+    as ``--perflogs D`` alone (a few seconds each).'''
+    root, _ = generated
+    perflogs = root / 'perflogs'
+    one_log = sorted(perflogs.rglob('*.log'))[0]
+    var = tmp_path / 'var'
+
+    def selected(*paths):
+        proc = report('--perflogs', *paths, '--no-plots', '--out',
+                      tmp_path / 'out', var=var)
+        # 1: a case's latest run failed (the generated history has some).
+        assert proc.returncode == 1 and proc.stderr == '', proc.stderr
+        return proc.stdout.splitlines()[0]
+    alone = selected(perflogs)
+    assert selected(perflogs, f'{perflogs}/') == alone
+    assert selected(perflogs, one_log) == alone
+    assert selected(one_log, perflogs) == alone
+    assert history.distinct_sources([f'{perflogs}/', perflogs, one_log]) \
+        == [f'{perflogs}/']

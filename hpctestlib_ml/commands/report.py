@@ -106,7 +106,8 @@ def load(args, headlines, since=None, until=None, last=10,
     sources = []
     remote = getattr(args, 'tsdb', None)
     if args.perflogs or not (args.db or remote):
-        sources = args.perflogs or [os.path.join(args.prefix, 'perflogs')]
+        sources = history.distinct_sources(
+            args.perflogs or [os.path.join(args.prefix, 'perflogs')])
         for source in sources:
             if not os.path.exists(source):
                 raise ReportError(f'no perflogs at {source}: run the suite '

@@ -341,10 +341,28 @@ def perflog_files(directory):
                   if re.search(r'\.log(\.h\d+)?$', p))
 
 
+def distinct_sources(paths):
+    '''*paths* (perflog files and directories), each read once: the same
+    path written twice (``D`` and ``D/``, a link to it) once, and a path
+    inside a directory also given left to that directory, in the order
+    given. ``--perflogs D D/`` locked the history store twice and waited
+    on itself; ``--perflogs D D/x/C.log`` counted C's runs twice.'''
+    real = [os.path.realpath(p) for p in paths]
+    kept = []
+    for path, resolved in zip(paths, real):
+        inside = any(other != resolved and os.path.isdir(other) and
+                     resolved.startswith(other.rstrip(os.sep) + os.sep)
+                     for other in real)
+        if not inside and resolved not in [r for _, r in kept]:
+            kept.append((path, resolved))
+    return [p for p, _ in kept]
+
+
 def read_perflogs(paths):
-    '''A :class:`History` of perflog files and directories of them.'''
+    '''A :class:`History` of perflog files and directories of them, each
+    read once (:func:`distinct_sources`).'''
     history = History()
-    for path in paths:
+    for path in distinct_sources(paths):
         files = perflog_files(path) if os.path.isdir(path) else [path]
         for name in files:
             history.extend(read_perflog(name))
