@@ -265,3 +265,44 @@ def test_a_prefixs_store_lives_in_that_prefix(tmp_path):
     kept = list((results / 'history').glob('perflogs-*/manifest.json'))
     assert len(kept) == 1, sorted((results / 'history').rglob('*'))
     assert not (var / 'history').exists()
+
+
+def test_a_perflog_edited_in_place_is_read_again(histories, tmp_path):
+    '''An edit that keeps the file's inode and size (an editor, ``dd
+    conv=notrunc``, Python's ``r+``): the store read the old figure on
+    (the bad-input round, issue 39, row 81); now the report with the store
+    is the report without it, after the edit and after an append and a
+    second edit (a few seconds).'''
+    logs = tmp_path / 'perflogs'
+    shutil.copytree(histories / 'training', logs)
+    stores = tmp_path / 'stores'
+    path = sorted(logs.rglob('BERTLarge.log'))[0]
+    argv = ['report', '--perflogs', logs, '--no-plots', '--workload',
+            'bert']
+    same_with_and_without(argv, stores)
+    text = path.read_bytes()
+    lines = text.split(b'\n')
+    digit = lines[0].split(b'|').index(b'samples_per_second_value')
+    fields = lines[3].split(b'|')
+    # An early run's figure (the store checks the last bytes it read),
+    # its first digit changed: 3139.39 -> 9139.39, its case's maximum.
+    changed = (b'9' if fields[digit][:1] != b'9' else b'1') + \
+        fields[digit][1:]
+
+    def edit(number, value):
+        row = path.read_bytes().split(b'\n')
+        cells = row[number].split(b'|')
+        cells[digit] = value
+        row[number] = b'|'.join(cells)
+        with open(path, 'r+b') as fp:
+            fp.write(b'\n'.join(row))
+    before = os.stat(path)
+    edit(3, changed)
+    after = os.stat(path)
+    assert (after.st_ino, after.st_size) == (before.st_ino, before.st_size)
+    status, out, _ = same_with_and_without(argv, stores)
+    assert any(changed.decode()[:4] in line for line in out)
+    with open(path, 'ab') as fp:
+        fp.write(lines[4] + b'\n')
+    edit(3, fields[digit])
+    same_with_and_without(argv, stores)
