@@ -4,9 +4,8 @@ registry`, ``kind='component'``) of the same system and partition, over
 the same window.
 
 When a training case's headline is flagged (:mod:`hpctestlib_ml.changes`),
-each figure
-of each component case on its ``system:partition`` that the references
-give a direction (:func:`hpctestlib_ml.history_refs.derive.
+each figure of each component case on its ``system:partition`` that the
+references give a direction (:func:`hpctestlib_ml.history_refs.derive.
 metric_direction`) is searched for its own latest change, by the same test
 (:func:`hpctestlib_ml.changes.latest_change`: a shift at p < 0.001, at
 least 5 %). A component changed *with* the training case when its
