@@ -167,7 +167,7 @@ def test_a_session_reaches_victoriametrics_and_survives_its_stop(
     before it saw the first, and nothing was kept.)'''
     pause = tmp_path / 'pause'
     pause.mkdir()
-    env = {push.URL_ENV: server.url, 'HPCML_TEST_PUSH_PAUSE': str(pause),
+    env = {push.URL_ENV: server.url, 'TEST_PUSH_PAUSE_DIR': str(pause),
            'PYTHONPATH': os.pathsep.join(
                filter(None, [str(PAUSE_AFTER_PUSH),
                              os.environ.get('PYTHONPATH')]))}

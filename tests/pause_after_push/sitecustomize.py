@@ -1,6 +1,6 @@
 """A pause after the first performance record the time-series database
 took, for a test to act at that point and at no other: with this
-directory on ``PYTHONPATH`` and ``HPCML_TEST_PUSH_PAUSE`` naming a
+directory on ``PYTHONPATH`` and ``TEST_PUSH_PAUSE_DIR`` naming a
 directory, the first process whose :class:`hpctestlib_ml.tsdb.push.Sender`
 has a post taken creates ``pushed`` there and waits (at most
 :data:`LIMIT` seconds) for the test to create ``go_on``; then the session
@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-DIRECTORY = os.environ.get('HPCML_TEST_PUSH_PAUSE')
+DIRECTORY = os.environ.get('TEST_PUSH_PAUSE_DIR')
 MODULE = 'hpctestlib_ml.tsdb.push'
 #: Seconds the session waits for the test at most.
 LIMIT = 600
