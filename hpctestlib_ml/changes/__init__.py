@@ -200,7 +200,7 @@ def _merge(z, points, min_segment, alpha):
                 # stand together: the weaker goes first.
                 judged.append(1.0)
                 continue
-            splits, t = change_nulls.split_t(z[lo:hi], 1)
+            _, t = change_nulls.split_t(z[lo:hi], 1)
             observed = abs(float(t[k - lo - 1]))
             judged.append(change_nulls.p_value(observed, 'split', hi - lo,
                                                min_segment))

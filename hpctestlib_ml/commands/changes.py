@@ -183,8 +183,7 @@ def judge(path, column, rows, times, higher_is_better, min_change, now):
     out = []
     for event in found:
         silent = event.kind == 'silent'
-        row = (len(times) if silent else rows[event.index][0]) \
-            if times else (len(values) if silent else rows[event.index][0])
+        row = len(times or values) if silent else rows[event.index][0]
         out.append({
             'file': path, 'column': column, 'index': row,
             'time': _iso(event.when) if times else None,
