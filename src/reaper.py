@@ -1,5 +1,5 @@
 """Run a command so that, however it ends, every process it started ends
-with it:   python -I -S reaper.py COMMAND [ARGUMENT...]
+with it:   python -S reaper.py COMMAND [ARGUMENT...]
 
 ``src/task_env.sh`` starts every task of every job under this (it execs
 it first, so the reaper has the task's PID), locally, in a Slurm step and
@@ -38,8 +38,9 @@ Slurm's default KillWait, since there slurmstepd's own SIGKILL, which
 reaches the whole tree that the reaper holds together, comes first.
 
 Where ``prctl`` fails (not Linux) COMMAND is exec'd instead. Standard
-library only; the suite runs it with ``-I -S``, so that nothing on the
-job's PYTHONPATH (a ``sitecustomize``) is imported.
+library only; the suite runs it with ``-S``: no ``site``, so no
+``sitecustomize`` on the job's PYTHONPATH is imported (``-I`` would also
+drop PYTHONHOME, which some sites' Pythons need).
 """
 import os
 import signal

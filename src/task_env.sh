@@ -36,7 +36,7 @@ set -eu
 here=$(dirname "$0")
 case "${HPCML_REAPER:-}" in
     "$PPID"|"$$") ;;
-    *) exec "$2" -I -S "$here/reaper.py" "$0" "$@" ;;
+    *) exec "$2" -S "$here/reaper.py" "$0" "$@" ;;
 esac
 mode="$1"
 shift

@@ -93,7 +93,7 @@ def rank(tmp_path):
 
 
 def reaper(*command):
-    return [sys.executable, '-I', '-S', str(REAPER), *map(str, command)]
+    return [sys.executable, '-S', str(REAPER), *map(str, command)]
 
 
 def test_the_commands_status_and_nothing_it_left(rank):
