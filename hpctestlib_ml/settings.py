@@ -487,6 +487,11 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          'collective times out'),
         ('HPCML_POWERCAP_ROOT', 'path', None, "where the energy sampler "
          "reads RAPL's counters"),
+        ('HPCML_REAPER', 'int', None, "the PID of the task's src/reaper.py, "
+         'which ends every process of the task with it'),
+        ('HPCML_REAPER_GRACE', 'float', None, 'seconds from the signal that '
+         'ends a task to SIGKILL of what is left (src/reaper.py); default: '
+         '2, in a Slurm step 30'),
     ]),
     **_declare(INTERNAL, 'tests/ and bench/', [
         ('HPCML_TEST_SLURM_DIR', 'path', None, 'the test cluster\'s '

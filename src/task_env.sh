@@ -25,10 +25,21 @@
 # MODE per_task: RANK, LOCAL_RANK and WORLD_SIZE (torch.distributed's env://)
 #   from the job launcher's per-task ids: srun, Open MPI, PMI; rank 0 of 1
 #   for a single local task. (In torchrun mode torchrun sets them.)
+# Every task runs under src/reaper.py, which takes the task's PID (exec)
+#   and runs this script again as its child (HPCML_REAPER names it): when
+#   the task ends, or a signal ends it (ReFrame's cancel, a time limit,
+#   scancel, Ctrl-C), every process below it ends too, torchrun's workers
+#   in their own sessions and whatever they left. $2 is the program's
+#   interpreter in both modes. (HPCML_REAPER is this shell's own PID where
+#   the reaper could not be one and exec'd it.)
 set -eu
+here=$(dirname "$0")
+case "${HPCML_REAPER:-}" in
+    "$PPID"|"$$") ;;
+    *) exec "$2" -S "$here/reaper.py" "$0" "$@" ;;
+esac
 mode="$1"
 shift
-here=$(dirname "$0")
 node="${SLURMD_NODENAME:-$(hostname)}"
 if [ -z "${PET_LOCAL_ADDR:-}" ]; then
     PET_LOCAL_ADDR=$("$here/node_address.sh" "$node")

@@ -455,6 +455,49 @@ def test_scancel_of_a_running_job_is_reported(scheduler, slurm_cluster,
     assert_results_intact(results, node_sweep[1])
 
 
+def test_scancel_leaves_no_process_of_the_job_on_either_node(
+        slurm_cluster, tmp_path, cache_dir):
+    '''About 40 s (most of it the 2-node torchrun's start). A 2-node
+    torchrun case whose ranks ignore SIGTERM and each leave a helper in a
+    session of its own (tests/test_reaper.py's rank, as the case's
+    program), scancelled once all are up: on both nodes every process of
+    the job is gone soon after the job. The cluster's
+    proctrack/linuxproc finds a step's processes by parent links, which a
+    detached helper's lead to init, not to slurmstepd, unless src/
+    reaper.py holds them.'''
+    from test_reaper import RANK, kill_all, left_running, marked, started
+    stub = tmp_path / 'stub' / 'cosmoflow'
+    stub.mkdir(parents=True)
+    (stub / '__init__.py').write_text('')
+    (stub / '__main__.py').write_text(RANK)
+    ready = tmp_path / 'ready'
+    ready.mkdir()
+    marker = str(time.time_ns())
+    var = tmp_path / 'var'
+    var.mkdir()
+    proc = start_suite(slurm_cluster, var, cache_dir,
+                       '-c', str(REPO / 'checks' / 'cosmoflow.py'), '-n',
+                       '^CosmoFlow%scale=2_nodes%launch_mode=torchrun',
+                       '-S', f'python_path={tmp_path / "stub"}',
+                       HPCML_SCHEDULER='squeue', REAP_TEST_DIR=str(ready),
+                       REAP_TEST_MARKER=marker)
+    found = f'REAP_TEST_MARKER={marker}'.encode()
+    try:
+        pids = started(ready, 4, timeout=120)
+        nodes = {p: pathlib.Path(f'/proc/{p}/environ').read_bytes()
+                 for p in pids.values()}
+        assert sum(b'SLURMD_NODENAME=n2' in e.split(b'\0')
+                   for e in nodes.values()) == 2, 'not on both nodes'
+        slurm_cluster.run('scancel', *slurm_cluster.active_jobs())
+        finish(proc, timeout=120)
+        assert slurm_cluster.wait_idle(timeout=60)
+        assert left_running(found, 10) == [], \
+            'left running 10 s after the job'
+    finally:
+        proc.kill()
+        kill_all(marked(found))
+
+
 # Faults provoked on the cluster for triage: a memory limit, a stalled
 # rank, a full tmpfs, a learning rate that diverges. Each failed case's
 # reason starts with its category; `hpcml triage` on the job's output says
