@@ -61,7 +61,7 @@ import shutil
 import sys
 
 from hpctestlib_ml.siteconfig import (apptainer_images, container_environment,
-                                      cpus_per_node, env,
+                                      cpus_per_node, env, gpu_devices,
                                       make_site_configuration, one_image,
                                       slurm_sched_options, system_dirs,
                                       with_container_platform)
@@ -70,6 +70,7 @@ _partition = env('HPCML_SLURM_PARTITION')
 _account = env('HPCML_ACCOUNT')
 _gpus = env('HPCML_GPUS_PER_NODE')
 _gpu_model = env('HPCML_GPU_MODEL')
+_devices = gpu_devices(_gpus, _gpu_model, 'config/slurm.py')
 _cpus = cpus_per_node(env('HPCML_CPUS_PER_NODE'), _gpus, _partition)
 _cpu_peak = env('HPCML_CPU_PEAK_FLOPS')
 _modules = env('HPCML_MODULES')
@@ -105,9 +106,9 @@ _part = {
 }
 if _cpus:
     _part['processor'] = {'num_cpus': _cpus}
+if _devices:
+    _part['devices'] = _devices
 if _gpus:
-    _part['devices'] = [{'type': 'gpu', 'num_devices': _gpus,
-                         **({'model': _gpu_model} if _gpu_model else {})}]
     _part['resources'] = [{
         'name': 'gpu',
         'options': [env('HPCML_GPU_RESOURCE')],

@@ -72,8 +72,11 @@ def user_path(path):
 
 def _env_dir(name, default):
     '''Directory from environment variable *name*, else *default*, made
-    absolute (:func:`user_path`).'''
-    return user_path(os.environ.get(name) or default)
+    absolute (:func:`user_path`). A blank value is unset, as every
+    setting's is (:func:`hpctestlib_ml.settings.env`): never a directory
+    named with spaces.'''
+    value = os.environ.get(name, '')
+    return user_path(value if value.strip() else default)
 
 
 #: Where runs write (stage, output, perflogs, results DB, reports,

@@ -25,6 +25,7 @@ import difflib
 import os
 import re
 import shlex
+import string
 
 from hpctestlib_ml import perflog_fields
 from hpctestlib_ml.constants import SCALES, SIZES
@@ -58,10 +59,11 @@ class Setting:
     name: str
     #: One of :data:`KINDS`.
     kind: str
-    #: ``int``, ``float``, ``bool``, ``str``, ``list`` (comma- or
+    #: ``int``, ``float``, ``bool``, ``str``, ``word`` (text without
+    #: blanks: a name that one shell word holds), ``list`` (comma- or
     #: space-separated words), ``path``, ``dict``, ``assignments``
-    #: (shell words ``NAME=value``) or ``url`` (``http://`` or
-    #: ``https://`` and a host).
+    #: (shell words ``NAME=value``), ``url`` (``http://`` or ``https://``
+    #: and a host) or ``template`` (text with :attr:`placeholders`).
     type: str
     #: Its value where unset; None where unset means something the reader
     #: decides (said in :attr:`doc`: ``default: ...``).
@@ -84,6 +86,9 @@ class Setting:
     #: What is allowed, in words, where the type and choices do not say
     #: it all.
     allowed: str = ''
+    #: Of a ``template``: the ``{name}`` fields it must hold, and the only
+    #: ones it may (ReFrame drops a resource whose field it cannot fill).
+    placeholders: tuple = ()
 
     def choice_list(self):
         '''The allowed values, or None where any value of the type is.'''
@@ -168,6 +173,22 @@ def _as_text(value):
     return value
 
 
+def _as_word(value):
+    text = _as_text(value).strip()
+    if re.search(r'\s', text):
+        raise ValueError('it has blanks')
+    return text
+
+
+def template_fields(value):
+    '''The ``{name}`` fields of template *value*, in order.'''
+    try:
+        return [field for _, field, _, _ in string.Formatter().parse(value)
+                if field is not None]
+    except ValueError as err:
+        raise ValueError(f'not a template: {err}') from None
+
+
 def _as_url(value):
     text = _as_text(value).strip()
     if not re.fullmatch(r'https?://[^/\s:]+(:\d+)?(/\S*)?', text):
@@ -197,9 +218,10 @@ def _as_assignments(value):
 
 
 _CONVERT = {'int': _as_int, 'float': _as_float, 'bool': _as_bool,
-            'str': _as_text, 'path': _as_text, 'list': _as_list,
-            'dict': _as_dict, 'assignments': _as_assignments,
-            'url': _as_url}
+            'str': _as_text, 'word': _as_word, 'path': _as_text,
+            'list': _as_list, 'dict': _as_dict,
+            'assignments': _as_assignments, 'url': _as_url,
+            'template': _as_text}
 
 
 def _edits(a, b):
@@ -253,6 +275,20 @@ def convert(setting, value, fix, choices=None, label=None):
         converted = _CONVERT[setting.type](value)
     except (TypeError, ValueError) as err:
         refuse(str(err))
+    if setting.type == 'template':
+        try:
+            fields = template_fields(converted)
+        except ValueError as err:
+            refuse(str(err))
+        wanted = set(setting.placeholders)
+        unknown = sorted(set(fields) - wanted)
+        if unknown:
+            refuse(f'{{{unknown[0]}}} is no field the suite fills',
+                   closest(unknown[0], wanted))
+        missing = sorted(wanted - set(fields))
+        if missing:
+            refuse(f'no {{{missing[0]}}}: every case would ask for the same '
+                   f'count')
     if setting.minimum is not None and (
             converted < setting.minimum or
             (setting.exclusive and converted == setting.minimum)):
@@ -391,11 +427,13 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
         ('HPCML_LOG_LEVEL', 'str', 'info', "level of ReFrame's reframe.log",
          {'choices': LOG_LEVELS}),
         ('HPCML_POLL_RATE_MIN', 'float', 4.0, 'job polls per second at '
-         'least, on the local scheduler', {'minimum': 0, 'exclusive': True}),
+         'least, on the local scheduler (fewer than 100: faster polling '
+         'takes the cores the case measures)',
+         {'minimum': 0, 'maximum': 100, 'exclusive': True}),
         ('HPCML_HTTPJSON_URL', 'url', None, 'post every performance record '
          'as JSON there (Elasticsearch, Logstash)',
          {'allowed': 'an http(s) URL, http://host:9200/index/_doc'}),
-        ('HPCML_SITE', 'str', '', "the site's name in every posted record",
+        ('HPCML_SITE', 'word', '', "the site's name in every posted record",
          {'allowed': 'a word'}),
         ('HPCML_TSDB_URL', 'url', None, 'send every performance record to '
          "this VictoriaMetrics too (hpctestlib_ml/tsdb/push.py); default: "
@@ -413,9 +451,9 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          {'minimum': 0, 'maximum': 100, 'exclusive': True}),
     ]),
     **_declare(ENVIRONMENT, _SLURM, [
-        ('HPCML_SLURM_PARTITION', 'str', None, 'the Slurm partition to '
+        ('HPCML_SLURM_PARTITION', 'word', None, 'the Slurm partition to '
          'submit to (sbatch --partition)', {'allowed': 'a partition name'}),
-        ('HPCML_ACCOUNT', 'str', None, 'the account to charge (sbatch '
+        ('HPCML_ACCOUNT', 'word', None, 'the account to charge (sbatch '
          '--account); config/systems/*.py read it too',
          {'allowed': 'an account name'}),
         ('HPCML_SCHEDULER', 'str', 'slurm', "ReFrame's scheduler: slurm "
@@ -425,12 +463,14 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
         ('HPCML_GPU_MODEL', 'str', None, "GPU model, for MFU's peak "
          "(a key of hpctestlib_ml.constants.DEVICE_PEAK_FLOPS)",
          {'allowed': 'a GPU model such as A100 or H100-SXM'}),
-        ('HPCML_GPU_RESOURCE', 'str', '--gpus-per-node={num_gpus_per_node}',
-         "how jobs ask for GPUs", {'allowed': 'an sbatch option with '
-                                              '{num_gpus_per_node}'}),
-        ('HPCML_CPUS_PER_NODE', 'int', None, "CPUs Slurm gives one node; "
-         "default: sinfo's count (a GPU partition needs one)",
-         {'minimum': 1}),
+        ('HPCML_GPU_RESOURCE', 'template',
+         '--gpus-per-node={num_gpus_per_node}', "how jobs ask for GPUs",
+         {'allowed': 'an sbatch option with {num_gpus_per_node}',
+          'placeholders': ('num_gpus_per_node',)}),
+        ('HPCML_CPUS_PER_NODE', 'int', None, "CPUs Slurm gives one node "
+         "(at least its GPUs; no node has more than 4096); default: "
+         "sinfo's count (a GPU partition needs one)",
+         {'minimum': 1, 'maximum': 4096}),
         ('HPCML_MAX_NODES', 'int', 2, 'most nodes one test may use',
          {'minimum': 1}),
         ('HPCML_SCALES', 'list', None, 'scales to run; default: all that '

@@ -9,6 +9,7 @@ says it in one line and exits 1, before anything is queued.
 """
 import math
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -21,8 +22,7 @@ from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORMS,
                                      FRAMEWORKS, LAUNCH_MODES, SCALES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
-from hpctestlib_ml.paths import (REFERENCES_DIR, REPO_ROOT, VAR_DIR,
-                                 writable_dir)
+from hpctestlib_ml.paths import REPO_ROOT, VAR_DIR, user_path, writable_dir
 
 
 class SiteConfigError(ConfigError, ValueError):
@@ -342,12 +342,7 @@ def check_site(systems, where):
             _warned.add(name)
             print(f'hpcml: {name} is set, but the suite reads no such '
                   f'variable: it is ignored', file=sys.stderr)
-    if os.environ.get('HPCML_REFERENCES_DIR') and not REFERENCES_DIR.is_dir():
-        # Every check would run without references, and pass.
-        raise SiteConfigError(
-            f'HPCML_REFERENCES_DIR {REFERENCES_DIR}: No such directory (the '
-            f'reference files the checks read): '
-            f'{settings.env_fix("HPCML_REFERENCES_DIR")}')
+    check_directories()
     extras_keys = registry.extras_keys()
     for system in systems:
         for part in system.get('partitions', []):
@@ -357,10 +352,100 @@ def check_site(systems, where):
                     fullname, part.get('extras', {}), where, extras_keys)
             except settings.SettingError as err:
                 raise SiteConfigError(str(err)) from None
+            why = contradiction(fullname, part, where)
+            if why:
+                raise SiteConfigError(why)
             why = why_no_case_runs(facts_of(fullname, part))
             if why:
                 raise SiteConfigError(f'partition {fullname} can run no test '
                                       f'case: {why}: fix it in {where}')
+
+
+def check_directories(environ=None):
+    '''Refuse, as a :class:`SiteConfigError`, an ``HPCML_*`` variable
+    declared to name a directory that names something else (a file:
+    ``HPCML_CACHE_DIR`` would be measured again at every start, never
+    kept), and an ``HPCML_REFERENCES_DIR`` that is no directory or holds
+    no reference file: every check would run without references, and
+    the nightly gate would pass every figure.'''
+    environ = os.environ if environ is None else environ
+    for name, setting in settings.ENVIRONMENT_VARIABLES.items():
+        value = environ.get(name, '')
+        if (setting.kind != settings.ENVIRONMENT or setting.type != 'path'
+                or 'directory' not in setting.allowed or not value.strip()):
+            continue
+        path = user_path(value)
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise SiteConfigError(f'{name} {path}: not a directory: '
+                                  f'{settings.env_fix(name)}')
+    if not environ.get('HPCML_REFERENCES_DIR', '').strip():
+        return
+    refs = pathlib.Path(user_path(environ['HPCML_REFERENCES_DIR']))
+    if not refs.is_dir():
+        raise SiteConfigError(
+            f'HPCML_REFERENCES_DIR {refs}: No such directory (the '
+            f'reference files the checks read): '
+            f'{settings.env_fix("HPCML_REFERENCES_DIR")}')
+    if not any(refs.glob('*.yaml')):
+        raise SiteConfigError(
+            f'HPCML_REFERENCES_DIR {refs} holds no reference file '
+            f'(<workload>.yaml), so every check would run without '
+            f'references and pass: point it at the directory hpcml '
+            f'references --write filled, or copy config/references there')
+
+
+def gpu_devices(gpus, model, where):
+    '''The ``devices`` of a partition of *gpus* GPUs of *model* a node
+    (``[]`` for a CPU partition); a :class:`SiteConfigError` for a model
+    without a count, which would make a CPU partition of a GPU cluster.'''
+    if model and not gpus:
+        raise SiteConfigError(
+            f'HPCML_GPU_MODEL={model} is set but HPCML_GPUS_PER_NODE is not, '
+            f'which makes a CPU partition: set HPCML_GPUS_PER_NODE to the '
+            f'GPUs of a node, or unset HPCML_GPU_MODEL ({where})')
+    if not gpus:
+        return []
+    return [{'type': 'gpu', 'num_devices': gpus,
+             **({'model': model} if model else {})}]
+
+
+def contradiction(fullname, part, where):
+    '''What, in a partition as a site configuration writes it, the facts
+    say against each other (None where nothing), on a batch scheduler's
+    partition (a local one's are the machine's, as found): fewer CPUs
+    than GPUs (a rank per GPU needs a CPU at least), GPUs without a
+    resource to ask for them or with one that does not ask for a case's
+    count.'''
+    facts = facts_of(fullname, part)
+    if part.get('scheduler') in (None, 'local'):
+        # The machine's own counts, as found: no setting to contradict.
+        return None
+    if facts.gpus_per_node and facts.cpus_per_node is not None and \
+            facts.cpus_per_node < facts.gpus_per_node:
+        return (f'partition {fullname} has {facts.gpus_per_node} GPUs a node '
+                f'but {facts.cpus_per_node} CPUs (processor.num_cpus): a rank '
+                f'per GPU needs a CPU at least: give the CPUs Slurm gives one '
+                f'node in {where}')
+    if not facts.gpus_per_node:
+        return None
+    options = [option for r in part.get('resources', [])
+               if r.get('name') == 'gpu' for option in r.get('options', [])]
+    example = ("{'name': 'gpu', 'options': "
+               "['--gpus-per-node={num_gpus_per_node}']}")
+    if not options:
+        return (f"partition {fullname} has GPUs but no resource 'gpu' to ask "
+                f"for them, so its jobs would get none: add one, e.g. "
+                f"{example}, in {where}")
+    try:
+        fields = set(settings.template_fields(' '.join(options)))
+    except ValueError as err:
+        fields = {f'({err})'}
+    if fields != {'num_gpus_per_node'}:
+        return (f"partition {fullname} asks for GPUs with {' '.join(options)}"
+                f", which ReFrame fills with {{num_gpus_per_node}} alone (a "
+                f"case's GPUs a node): write it so, as in {example}, in "
+                f"{where} (HPCML_GPU_RESOURCE for config/slurm.py)")
+    return None
 
 
 def facts_of(fullname, part):

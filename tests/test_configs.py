@@ -613,3 +613,100 @@ def test_a_config_leaves_sys_path_as_it_found_it(path):
                                           'HPCML_ACCOUNT': 'x'})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split()[-1] == 'True'
+
+
+#: Settings that each pass alone and contradict each other or do nothing
+#: (the second bad-input round, shared/reviews/badinput-2026-11-28.md):
+#: before, each loaded and wrote a wrong job script, or changed nothing.
+CONTRADICTIONS = [
+    # Row 40: --ntasks-per-node=4 --cpus-per-task=1 on a node of 2 CPUs.
+    ({'HPCML_CPUS_PER_NODE': '2'}, 'partition slurm:default has 4 GPUs a '
+     'node but 2 CPUs (processor.num_cpus): a rank per GPU needs a CPU at '
+     'least'),
+    # Row 41: a CPU partition on a GPU cluster, the model dropped.
+    ({'HPCML_GPUS_PER_NODE': ''}, 'HPCML_GPU_MODEL=A100 is set but '
+     'HPCML_GPUS_PER_NODE is not, which makes a CPU partition'),
+    # Row 42: ReFrame drops the resource, so the job asks for no GPU.
+    ({'HPCML_GPU_RESOURCE': '--gres=gpu:{num_gpus}'}, 'HPCML_GPU_RESOURCE '
+     "must be an sbatch option with {num_gpus_per_node}, got "
+     "'--gres=gpu:{num_gpus}' ({num_gpus} is no field the suite fills) "
+     '(did you mean num_gpus_per_node?)'),
+    # Row 43: a 1-GPU case asks for 4.
+    ({'HPCML_GPU_RESOURCE': '--gres=gpu:4'}, "got '--gres=gpu:4' (no "
+     '{num_gpus_per_node}: every case would ask for the same count)'),
+    # Row 44: '#SBATCH --account=my account', for sbatch to refuse.
+    ({'HPCML_ACCOUNT': 'my account'}, "HPCML_ACCOUNT must be an account "
+     "name, got 'my account' (it has blanks)"),
+    ({'HPCML_SLURM_PARTITION': 'gpu booster'}, 'HPCML_SLURM_PARTITION must '
+     "be a partition name, got 'gpu booster' (it has blanks)"),
+    # Row 45: --cpus-per-task=250000.
+    ({'HPCML_CPUS_PER_NODE': '1000000'}, 'HPCML_CPUS_PER_NODE must be an '
+     "integer >= 1 and <= 4096, got '1000000'"),
+    # Row 27: ReFrame polled flat out, on the cores the case measures.
+    ({'HPCML_POLL_RATE_MIN': '1e9', 'config': 'config/local.py'},
+     "HPCML_POLL_RATE_MIN must be a number > 0 and < 100, got '1e9'"),
+    # Row 33: the CPU peak measured again at every start, never kept.
+    ({'HPCML_CACHE_DIR': '{file}'}, 'HPCML_CACHE_DIR {file}: not a '
+     'directory: fix the environment variable HPCML_CACHE_DIR'),
+    ({'HPCML_PREPARED_DIR': '{file}'}, 'HPCML_PREPARED_DIR {file}: not a '
+     'directory'),
+    # Row 32: every reference, and the nightly gate, off without a word.
+    ({'HPCML_REFERENCES_DIR': '{empty}'}, 'HPCML_REFERENCES_DIR {empty} '
+     'holds no reference file (<workload>.yaml), so every check would run '
+     'without references and pass'),
+]
+
+
+@pytest.mark.parametrize('env, message', CONTRADICTIONS)
+def test_settings_that_contradict_or_do_nothing_stop_the_config(
+        monkeypatch, tmp_path, env, message):
+    '''Each in one line that names the setting, before anything is
+    queued (about 0.1 s each: the config loads in this process).'''
+    (tmp_path / 'empty').mkdir()
+    (tmp_path / 'file').write_text('not a directory\n')
+
+    def placed(text):
+        for name in ('file', 'empty'):
+            text = text.replace(f'{{{name}}}', str(tmp_path / name))
+        return text
+
+    env = dict(env)
+    config = env.pop('config', 'config/slurm.py')
+    for name, value in {'HPCML_GPUS_PER_NODE': '4', 'HPCML_CPUS_PER_NODE':
+                        '64', 'HPCML_GPU_MODEL': 'A100', **env}.items():
+        monkeypatch.setenv(name, placed(value))
+    with pytest.raises(ConfigError) as err:
+        load(config, config.split('/')[-1][:-3])
+    assert placed(message) in str(err.value)
+    assert '\n' not in str(err.value)
+
+
+def test_a_hand_written_gpu_partition_is_checked_too(tmp_path):
+    '''The same rules for any site configuration, not config/slurm.py's
+    variables alone.'''
+    part = {'name': 'gpu', 'scheduler': 'slurm', 'launcher': 'srun',
+            'processor': {'num_cpus': 48},
+            'devices': [{'type': 'gpu', 'num_devices': 4}]}
+    assert "no resource 'gpu' to ask for them" in siteconfig.contradiction(
+        'site:gpu', part, 'site.py')
+    part['resources'] = [{'name': 'gpu', 'options': ['--gres=gpu:4']}]
+    assert 'which ReFrame fills with {num_gpus_per_node} alone' in \
+        siteconfig.contradiction('site:gpu', part, 'site.py')
+    part['resources'] = [{'name': 'gpu',
+                          'options': ['--gres=gpu:{num_gpus_per_node}']}]
+    assert siteconfig.contradiction('site:gpu', part, 'site.py') is None
+    # A local machine's counts are as found: nothing to contradict.
+    local = {**part, 'scheduler': 'local', 'processor': {'num_cpus': 2},
+             'resources': []}
+    assert siteconfig.contradiction('local:gpu', local, 'local.py') is None
+
+
+def test_a_blank_directory_variable_is_unset(monkeypatch, tmp_path):
+    '''Row 36: HPCML_VAR_DIR='   ' wrote the session into a directory
+    named three spaces; a blank is unset, as every setting's is.'''
+    monkeypatch.setenv('HPCML_VAR_DIR', '   ')
+    monkeypatch.setenv('PWD', str(tmp_path))
+    forget_config_modules()
+    import importlib
+    paths = importlib.import_module('hpctestlib_ml.paths')
+    assert paths.VAR_DIR == str(REPO_ROOT / 'var')
