@@ -88,6 +88,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
         case key, the job's resources, the launch command and
         environment, the container, and the figures.'''
         self.check_settings()
+        self.refuse_unused_image()
         self.resolve_layout()
         self.resolve_size()
         self.check_inputs()

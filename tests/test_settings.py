@@ -87,6 +87,17 @@ def reason(proc):
      "got 'referense' (did you mean reference?)"),
     ('Storage', 'formats=npy,hdf5', "formats must be a comma-separated list "
      "of npy, npz, tfrecord, text, got ['npy', 'hdf5']"),
+    # Second round, row 9: overwritten by the placement without a word
+    # (the perflog said gpus_per_node 0).
+    ('CosmoFlow', 'num_gpus_per_node=4', '-S num_gpus_per_node=4 is not '
+     "read: the suite sets it (0 here): the GPUs a node come from the "
+     "partition's devices"),
+    ('CosmoFlow', 'num_tasks=8', '-S num_tasks=8 is not read: the suite '
+     'sets it (1 here): the tasks come from the scale and launch mode'),
+    # Row 18: logged as the provenance of a run that used no container.
+    ('CosmoFlow', 'container_image=/nonexistent.sif', '-S container_image='
+     '/nonexistent.sif: CosmoFlow runs no container: give it to its twin, '
+     '-S CosmoFlowContainer.container_image=..., or drop it'),
 ])
 def test_bad_variable_fails_at_setup_in_one_line(run_reframe, check, option,
                                                  message):
@@ -382,7 +393,10 @@ def test_bad_partition_extras_stop_the_config_in_one_line(run_reframe,
 @pytest.mark.parametrize('env', [
     {'HPCML_RENDEZVOUS_ADDRESS': '{hostname}-ib'},
     {'HPCML_SCALES': '1_node', 'HPCML_MAX_NODES': '4'},
-    {'HPCML_GPUS_PER_NODE': '0', 'HPCML_CPUS_PER_NODE': ''},
+    {'HPCML_GPUS_PER_NODE': '0', 'HPCML_CPUS_PER_NODE': '',
+     'HPCML_GPU_MODEL': ''},
+    {'HPCML_GPU_RESOURCE': '--gres=gpu:{num_gpus_per_node}',
+     'HPCML_ACCOUNT': 'proj-123', 'HPCML_CPUS_PER_NODE': '4'},
 ])
 def test_good_site_settings_still_load(run_reframe, env):
     proc = slurm_dry_run(run_reframe, **env)

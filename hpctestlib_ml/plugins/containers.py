@@ -71,6 +71,17 @@ class Containers(RegressionTestPlugin):
     #:     ``make image`` builds for the partition's platform
     container_image = variable(str, type(None), value=None)
 
+    def refuse_unused_image(self):
+        '''``-S container_image`` on a check that runs no container: a
+        :class:`~hpctestlib_ml.errors.BadInputError`, not an image logged
+        as the provenance of a run that never used it.'''
+        if self.container_image is not None and not self.runs_in_container:
+            name = type(self).__name__
+            raise BadInputError(
+                f'-S container_image={self.container_image}: {name} runs no '
+                f'container: give it to its twin, -S '
+                f'{name}Container.container_image=..., or drop it')
+
     def container_platform_name(self):
         '''The partition's container platform (ReFrame's default one).'''
         return self.current_partition.container_runtime
