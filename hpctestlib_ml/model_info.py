@@ -176,6 +176,12 @@ def memory_info(declared, size='benchmark', layout=None, batch=None,
     from hpctestlib_ml import memory_estimate as me
     if declared.memory_info:
         return declared.memory_info(size, layout, batch, precision)
+    if layout is not None:
+        raise ModelInfoError(
+            f'{declared.name} trains data-parallel only, so --layout '
+            f'{"x".join(map(str, layout))} changes nothing per device: drop '
+            f'--layout (it is for workloads with tensor and pipeline '
+            f'parallelism: megatron)')
     batch = batch or 1
     precision = precision or 'fp32'
     # TensorFlow builds no tensors on PyTorch's meta device.

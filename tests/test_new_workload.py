@@ -153,12 +153,18 @@ def test_the_templates_names_are_replaced(tmp_path):
     ('cosmoflow', 'exist already: choose another name'),
     ('json', 'is a module on the Python path already'),
     ('Tenth', 'is no workload name'),
+    # Second round, row 97: 'class' met every rule the message gave.
+    ('class', "'class' is a Python keyword, which no module can be named"),
+    # Row 100: a traceback (File name too long).
+    ('v' * 252, 'is 252 characters long'),
 ])
-def test_a_name_that_cannot_be_is_refused_and_nothing_written(name, why):
+def test_a_name_that_cannot_be_is_refused_and_nothing_written(name, why,
+                                                             check=None):
     from hpctestlib_ml import cli
     before = git('status', '--porcelain', '--untracked-files=all', cwd=REPO)
     proc = subprocess.run([sys.executable, '-m', 'hpctestlib_ml.cli',
-                           'new-workload', name], cwd=REPO,
+                           'new-workload', name,
+                           *(['--check', check] if check else [])], cwd=REPO,
                           capture_output=True, text=True)
     assert proc.returncode == 2 and why in proc.stderr, proc.stderr
     assert proc.stderr.startswith('hpcml new-workload: error: ')
@@ -167,3 +173,11 @@ def test_a_name_that_cannot_be_is_refused_and_nothing_written(name, why):
                cwd=REPO) == before
     assert 'new-workload' in cli.COMMANDS
 
+
+
+def test_a_check_class_that_exists_is_refused():
+    """Second round, row 99: --check CosmoFlow wrote ten files, and the
+    template's MLP then ran, and was logged, as CosmoFlow."""
+    test_a_name_that_cannot_be_is_refused_and_nothing_written(
+        'mycosmo', 'a check class CosmoFlow exists already '
+        '(checks/cosmoflow.py)', check='CosmoFlow')

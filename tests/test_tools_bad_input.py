@@ -222,6 +222,11 @@ ROWS = [
               '--save-baseline', 'PROSE'), 2, 'is not a baseline'),
     ('LOST', ('report', '--perflogs', 'PERFLOGS', '--no-plots',
               '--save-baseline', 'VAR'), 2, 'is not a baseline'),
+    # Second round, row 63: the layout was dropped without a word.
+    ('63', ('model-info', 'cosmoflow', '--size', 'tiny', '--memory',
+            '--layout', '2x1x1'), 2,
+     'cosmoflow trains data-parallel only, so --layout 2x1x1 changes '
+     'nothing per device: drop --layout'),
 ]
 
 

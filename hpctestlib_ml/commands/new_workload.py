@@ -20,6 +20,10 @@ HELP = ('a new workload from the template: its program, parser, '
 #: The template's names, replaced in the new files' paths and text.
 NAME, CHECK = 'template_workload', 'TemplateWorkload'
 
+#: The longest workload name: its references file, ``NAME.yaml``, and its
+#: tests' ``test_NAME.py`` stay far below a file name's 255 bytes.
+MAX_NAME = 64
+
 _NAME = re.compile(r'^[a-z][a-z0-9_]*$')
 _CHECK = re.compile(r'^[A-Z][A-Za-z0-9]*$')
 
@@ -50,12 +54,31 @@ def plan(name, check, template=WORKLOAD_TEMPLATE_DIR, root=REPO_ROOT):
     return files
 
 
-def problem(name, check, files):
+def _check_classes(directory):
+    '''{class name: file} of the classes the check files in *directory*
+    define.'''
+    found = {}
+    for path in sorted(directory.glob('*.py')):
+        for match in re.finditer(r'^class (\w+)\b', path.read_text(),
+                                 re.MULTILINE):
+            found.setdefault(match.group(1),
+                             str(path.relative_to(directory.parent)))
+    return found
+
+
+def problem(name, check, files, root=REPO_ROOT):
     '''Why workload *name* (check *check*) cannot be made, naming the fix;
     None where it can.'''
-    if not _NAME.match(name) or keyword.iskeyword(name):
+    if not _NAME.match(name):
         return (f'{name!r} is no workload name: use lower case letters, '
                 f'digits and _, starting with a letter')
+    if keyword.iskeyword(name):
+        return (f'{name!r} is a Python keyword, which no module can be '
+                f'named: choose another name')
+    if len(name) > MAX_NAME:
+        return (f'{name[:20]}... is {len(name)} characters long: its files\' '
+                f'names would pass the file system\'s bound: use at most '
+                f'{MAX_NAME}')
     if not _CHECK.match(check):
         return f'{check!r} is no check class name: use --check CamelCase'
     existing = [str(new.relative_to(REPO_ROOT)) for _, new, _ in files
@@ -63,6 +86,10 @@ def problem(name, check, files):
     if existing:
         return (f'{", ".join(existing)} exist already: choose another '
                 f'name')
+    taken = _check_classes(root / 'checks').get(check)
+    if taken:
+        return (f'a check class {check} exists already ({taken}): ReFrame '
+                f'would take one for the other: choose another --check')
     found = importlib.util.find_spec(name)
     if found is not None:
         return (f'{name} is a module on the Python path already '
