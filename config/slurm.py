@@ -62,7 +62,8 @@ import sys
 
 from hpctestlib_ml.siteconfig import (apptainer_images, container_environment,
                                       cpus_per_node, env, gpu_devices,
-                                      make_site_configuration, one_image,
+                                      job_venv, make_site_configuration,
+                                      one_image,
                                       slurm_sched_options, system_dirs,
                                       with_container_platform)
 
@@ -74,7 +75,7 @@ _devices = gpu_devices(_gpus, _gpu_model, 'config/slurm.py')
 _cpus = cpus_per_node(env('HPCML_CPUS_PER_NODE'), _gpus, _partition)
 _cpu_peak = env('HPCML_CPU_PEAK_FLOPS')
 _modules = env('HPCML_MODULES')
-_venv = env('HPCML_VENV') or os.path.dirname(os.path.dirname(
+_venv = job_venv('config/slurm.py') or os.path.dirname(os.path.dirname(
     sys.executable))
 
 _extras = {

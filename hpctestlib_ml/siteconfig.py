@@ -11,8 +11,10 @@ import math
 import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import sys
+import urllib.parse
 
 from reframe.core.exceptions import ConfigError
 
@@ -236,6 +238,7 @@ def httpjson_handlers():
     url = env('HPCML_HTTPJSON_URL')
     if not url:
         return []
+    say_if_down('HPCML_HTTPJSON_URL', url, 'posted nowhere')
     return [{
         'type': 'httpjson',
         'url': url,
@@ -256,7 +259,30 @@ def tsdb_handlers():
         found = push.handler()
     except settings.SettingError as err:
         raise SiteConfigError(str(err)) from None
+    if found:
+        say_if_down('HPCML_TSDB_URL', push.url(), 'sent to no database')
     return [found] if found else []
+
+
+def say_if_down(name, url, lost):
+    '''One line on stderr, naming setting *name*, where the server at *url*
+    does not accept a connection: ReFrame then leaves its handler out of
+    the session with a warning that names neither the setting nor what
+    becomes of the records (they are in the perflogs only). The same
+    test as ReFrame's (a TCP connection, 1 s), once per process.'''
+    parsed = urllib.parse.urlparse(url)
+    port = parsed.port or (443 if parsed.scheme == 'https' else 80)
+    try:
+        with socket.create_connection((parsed.hostname, port), timeout=1):
+            return
+    except OSError as err:
+        why = err.strerror or str(err) or type(err).__name__
+    if name in _warned:
+        return
+    _warned.add(name)
+    print(f'hpcml: {name} {url} does not answer ({why}): this session\'s '
+          f'performance records are {lost}, only in its perflogs: start the '
+          f'server, or fix or unset {name}', file=sys.stderr)
 
 
 def modes():
@@ -392,6 +418,20 @@ def check_directories(environ=None):
             f'(<workload>.yaml), so every check would run without '
             f'references and pass: point it at the directory hpcml '
             f'references --write filled, or copy config/references there')
+
+
+def job_venv(where):
+    '''``HPCML_VENV`` (None where unset), refused where it holds no
+    ``bin/activate``: the jobs would source a missing file and fail on
+    their first import, where triage can only name the module.'''
+    venv = env('HPCML_VENV')
+    if venv and not os.path.isfile(os.path.join(user_path(venv), 'bin',
+                                                'activate')):
+        raise SiteConfigError(
+            f'HPCML_VENV {venv} has no bin/activate: give the virtual '
+            f'environment the nodes activate (make setup makes .venv), '
+            f'or unset it for the one running ReFrame ({where})')
+    return venv
 
 
 def gpu_devices(gpus, model, where):

@@ -650,6 +650,10 @@ CONTRADICTIONS = [
      'directory: fix the environment variable HPCML_CACHE_DIR'),
     ({'HPCML_PREPARED_DIR': '{file}'}, 'HPCML_PREPARED_DIR {file}: not a '
      'directory'),
+    # Row 46: the jobs sourced a missing activate, and triage named numpy.
+    ({'HPCML_VENV': '/nonexistent/venv'}, 'HPCML_VENV /nonexistent/venv '
+     'has no bin/activate: give the virtual environment the nodes '
+     'activate'),
     # Row 32: every reference, and the nightly gate, off without a word.
     ({'HPCML_REFERENCES_DIR': '{empty}'}, 'HPCML_REFERENCES_DIR {empty} '
      'holds no reference file (<workload>.yaml), so every check would run '
@@ -710,3 +714,34 @@ def test_a_blank_directory_variable_is_unset(monkeypatch, tmp_path):
     import importlib
     paths = importlib.import_module('hpctestlib_ml.paths')
     assert paths.VAR_DIR == str(REPO_ROOT / 'var')
+
+
+@pytest.mark.parametrize('name, lost', [
+    ('HPCML_TSDB_URL', 'sent to no database'),
+    ('HPCML_HTTPJSON_URL', 'posted nowhere'),
+])
+def test_a_database_that_does_not_answer_is_said_naming_the_setting(
+        monkeypatch, capsys, name, lost):
+    '''Second round, rows 29 and 30: ReFrame's "httpjson: could not
+    connect to server" named neither the setting nor where the records
+    went (its perflogs only). A server that answers is not mentioned.'''
+    import socket
+    import importlib
+    siteconfig = importlib.import_module('hpctestlib_ml.siteconfig')
+    handlers = {'HPCML_TSDB_URL': siteconfig.tsdb_handlers,
+                'HPCML_HTTPJSON_URL': siteconfig.httpjson_handlers}[name]
+    with socket.socket() as listening:
+        listening.bind(('127.0.0.1', 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        monkeypatch.setenv(name, f'http://127.0.0.1:{port}/x')
+        assert handlers()
+        assert capsys.readouterr().err == ''
+    # The port is closed now: nothing listens there.
+    assert handlers()
+    err = capsys.readouterr().err
+    assert err.startswith(f'hpcml: {name} http://127.0.0.1:{port}')
+    assert f"does not answer (Connection refused): this session's " \
+           f"performance records are {lost}, only in its perflogs: start " \
+           f"the server, or fix or unset {name}\n" in err
+    assert err.count('\n') == 1

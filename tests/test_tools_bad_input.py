@@ -222,6 +222,10 @@ ROWS = [
               '--save-baseline', 'PROSE'), 2, 'is not a baseline'),
     ('LOST', ('report', '--perflogs', 'PERFLOGS', '--no-plots',
               '--save-baseline', 'VAR'), 2, 'is not a baseline'),
+    # Second round, row 65: --dir was not checked, and a failed write
+    # after the download was blamed on the hub.
+    ('65', ('prepare', 'gpt2_finetune', '--dir', 'FILE'), 2,
+     'is a file, not a directory: give another --dir'),
     # Second round, row 63: the layout was dropped without a word.
     ('63', ('model-info', 'cosmoflow', '--size', 'tiny', '--memory',
             '--layout', '2x1x1'), 2,
@@ -339,3 +343,21 @@ def test_a_count_below_one_is_refused(files, capsys, args):
     assert f"must be an integer >= 1, got '{args[-1]}'" in err
     assert err.splitlines()[-1].startswith(f'hpcml {args[0]}: error: '
                                            f'argument {args[-2]}: ')
+
+
+def test_66_a_build_tool_that_is_missing_is_said_before_the_base(
+        files, capsys, monkeypatch):
+    """Second round, row 66: --tool apptainer without apptainer ran
+    debootstrap first (minutes, with a network), then failed."""
+    import shutil
+    from hpctestlib_ml.commands import image as image_command
+    started = []
+    monkeypatch.setattr(shutil, 'which',
+                        lambda name: None if name == 'apptainer' else name)
+    monkeypatch.setattr(image_command.Steps, 'run',
+                        lambda *args, **kwargs: started.append(args))
+    status, out, err = hpcml(files, capsys, 'image', '--tool', 'apptainer')
+    assert (status, out, started) == (2, '', [])
+    assert err == ('hpcml image: error: --tool apptainer: apptainer is not '
+                   'on PATH: install it, or build with the other tool '
+                   '(podman or apptainer)\n')

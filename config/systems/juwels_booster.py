@@ -21,13 +21,13 @@ suite's extras in a virtual environment at ``$HPCML_VENV`` when set.
 """
 import os
 
-from hpctestlib_ml.siteconfig import (container_environment, env,
+from hpctestlib_ml.siteconfig import (container_environment, env, job_venv,
                                       make_site_configuration,
                                       slurm_sched_options, system_dirs,
                                       with_apptainer)
 
 _account = env('HPCML_ACCOUNT') or os.environ.get('BUDGET_ACCOUNTS')
-_venv = env('HPCML_VENV')
+_venv = job_venv('config/systems/juwels_booster.py')
 
 site_configuration = make_site_configuration(
     systems=[{

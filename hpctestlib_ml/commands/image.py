@@ -235,6 +235,11 @@ def run(args):
     start = time.monotonic()
     try:
         tool = args.tool or image.tool(shutil.which)
+        if not shutil.which(tool):
+            # Before minutes of debootstrap, not after.
+            raise image.ImageError(
+                f'--tool {tool}: {tool} is not on PATH: install it, or '
+                f'build with the other tool (podman or apptainer)')
         steps = Steps()
         build = (PodmanBuild if tool == 'podman' else ApptainerBuild)(steps,
                                                                      args)

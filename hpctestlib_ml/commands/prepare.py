@@ -2,9 +2,10 @@
 hub, into a directory the jobs read offline (each workload's declaration
 says what: :attr:`hpctestlib_ml.registry.Workload.prepare`;
 :mod:`hpctestlib_ml.prepare`)."""
+import os
 import sys
 
-from hpctestlib_ml.paths import PREPARED_DIR
+from hpctestlib_ml.paths import PREPARED_DIR, UnwritableDirError, writable_dir
 
 #: The command's line in ``hpcml --help``.
 HELP = ('fetch, once, what workloads read from a hub (GPT-2 and '
@@ -42,6 +43,17 @@ def run(args):
     2 on an unknown workload or a fetch that failed, named on stderr.'''
     from hpctestlib_ml.prepare import PrepareError
     root = args.dir or PREPARED_DIR
+    if os.path.exists(root) and not os.path.isdir(root):
+        print(f'hpcml prepare: error: --dir {root} is a file, not a '
+              f'directory: give another --dir', file=sys.stderr)
+        return 2
+    try:
+        # Before a download of minutes, and not blamed on the hub after.
+        writable_dir(root, fix='give --dir a directory you may write, or '
+                               'set HPCML_PREPARED_DIR')
+    except UnwritableDirError as err:
+        print(f'hpcml prepare: error: --dir {root}: {err}', file=sys.stderr)
+        return 2
     try:
         done = prepare(args.workloads, root)
     except PrepareError as err:

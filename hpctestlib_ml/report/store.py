@@ -49,6 +49,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import sys
 
 import polars as pl
@@ -63,6 +64,9 @@ FORMAT = 2
 #: :mod:`hpctestlib_ml.settings` (default: :func:`store_root`).
 STORE_ENV = 'HPCML_HISTORY_STORE'
 
+#: A URL's scheme (``s3://``, ``file://``, ``https://``).
+_URL = re.compile(r'^[A-Za-z][A-Za-z0-9+.-]*://')
+
 
 def store_root(results_dir=None):
     '''The directory the stores live in, or None where they are off:
@@ -74,6 +78,11 @@ def store_root(results_dir=None):
     setting = (settings.env(STORE_ENV) or '').strip()
     if setting.lower() == 'off':
         return None
+    if _URL.match(setting):
+        # polars would take the parts' paths for a bucket's and try to
+        # reach it, while the lock went into a directory named 's3:'.
+        _refuse(setting, 'a URL: the store is a directory of this file '
+                         'system')
     if setting and os.path.exists(setting) and not os.path.isdir(setting):
         _refuse(setting, 'not a directory')
     return setting or os.path.join(results_dir or paths.VAR_DIR, 'history')
