@@ -218,7 +218,13 @@ def install(session):
     load_config = config.load_config
 
     def checked_load_config(*filenames):
-        site = load_config(*filenames)
+        try:
+            site = load_config(*filenames)
+        except SyntaxError as err:
+            # ReFrame printed the import's whole traceback.
+            raise config.ConfigError(
+                f'{err.filename}, line {err.lineno}: {err.msg}: fix the '
+                f'configuration file') from None
         if filenames != ('<builtin>',):
             try:
                 modes = [m['name'] for m in site['modes']]

@@ -487,6 +487,19 @@ def test_suite_refuses_what_reframe_only_warns_of(run_reframe, tmp_path,
         (var / 'stage').rglob('rfm_job.sh'))
 
 
+def test_suite_says_a_config_files_syntax_error_in_one_line(run_reframe,
+                                                           tmp_path):
+    """Second round, row 50: a comma missing in a copy of config/local.py
+    was ReFrame's 24-line traceback, through hpcml suite too."""
+    config = local_config_with(tmp_path, "'max_jobs': 1,", "'max_jobs': 1")
+    proc, _ = suite(run_reframe, '-C', config, *COSMOFLOW, '-l')
+    assert proc.returncode == 1
+    line = config_error(proc)
+    assert line.startswith(f'{config}, line ')
+    assert line.endswith(': invalid syntax. Perhaps you forgot a comma?: '
+                         'fix the configuration file')
+
+
 def broken_references(tmp_path):
     '''A copy of config/references whose cosmoflow.yaml does not parse.'''
     import shutil
