@@ -21,12 +21,21 @@ HELP = ('run the suite with reframe (options are passed on); fails when no '
         'test case was selected')
 
 
+#: ``hpcml suite``'s own option (not reframe's): run the ``*Container``
+#: twins too.
+CONTAINERS = '--containers'
+
+#: The part of a twin's name that ``-x`` leaves out.
+TWIN = 'Container'
+
+
 #: What ``hpcml suite --help`` says before reframe's help.
 HELP_HEADER = f'''usage: hpcml suite [REFRAME OPTION...]
 
 Runs reframe with the suite's defaults (-C {CONFIG_DIR / 'local.py'},
 -c {CHECKS_DIR}, -r, --performance-report) unless the options name
-their own, and fails (exit status 1) where plain reframe only warns: a
+their own, without the *Container twins of the checks unless
+{CONTAINERS} (hpcml suite's own option) or -n names them, and fails (exit status 1) where plain reframe only warns: a
 check path that does not exist, a test that fails to load, a -S name
 that sets no variable of the selected tests, an unknown --mode, results
 the results database could not store. Exit status 2: no test case was
@@ -48,17 +57,34 @@ def _has_option(argv, *names):
 LOCAL_CONFIG = CONFIG_DIR / 'local.py'
 
 
-def _config_files(argv):
-    '''The files given with -C/--config-file in *argv*.'''
-    files = []
+def _option_values(argv, short, long):
+    '''The values given with option *short*/*long* (``-C``,
+    ``--config-file``) in *argv*, in each of its spellings.'''
+    values = []
     for i, arg in enumerate(argv):
         name, eq, value = arg.partition('=')
-        if name in ('-C', '--config-file'):
-            files.append(value if eq else
-                         argv[i + 1] if i + 1 < len(argv) else '')
-        elif arg.startswith('-C') and len(arg) > 2:
-            files.append(arg[2:])
-    return files
+        if name in (short, long):
+            values.append(value if eq else
+                          argv[i + 1] if i + 1 < len(argv) else '')
+        elif arg.startswith(short) and len(arg) > 2 and \
+                not arg.startswith('--'):
+            values.append(arg[2:])
+    return values
+
+
+def _config_files(argv):
+    '''The files given with -C/--config-file in *argv*.'''
+    return _option_values(argv, '-C', '--config-file')
+
+
+def leave_out_twins(argv):
+    '''Whether the ``*Container`` twins are left out of the session: unless
+    *argv* asks for them with :data:`CONTAINERS` or names them with
+    ``-n``. So the default session runs the same cases whether or not the
+    image exists (config/local.py offers the twins once it does: twice
+    the cases, twice the time).'''
+    return CONTAINERS not in argv and not any(
+        TWIN in pattern for pattern in _option_values(argv, '-n', '--name'))
 
 
 def suite_command(argv, report_file):
@@ -87,7 +113,10 @@ def suite_command(argv, report_file):
         command.append('-r')
     if not _has_option(argv, '--performance-report'):
         command.append('--performance-report')
-    return command + ['--report-file', report_file] + list(argv)
+    if leave_out_twins(argv):
+        command += ['-x', TWIN]
+    return command + ['--report-file', report_file] + [
+        arg for arg in argv if arg != CONTAINERS]
 
 
 def absolute_prefix(argv):
