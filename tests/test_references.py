@@ -418,6 +418,7 @@ def test_a_bad_noise_floor_in_the_extras_fails_each_case_at_setup(
 
 
 @pytest.mark.integration
+@pytest.mark.serial
 def test_history_references_catch_a_real_slowdown(run_reframe, tmp_path):
     '''Five runs of one session make the history, and the references
     derived from it say they are one session's and rest on the cpu

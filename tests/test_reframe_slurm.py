@@ -695,6 +695,7 @@ def burn_seconds(cluster, tmp_path):
             (line.split() for line in out.read_text().splitlines())}
 
 
+@pytest.mark.serial
 def test_a_slowed_node_runs_its_jobs_on_a_fifth_of_a_core(slurm_cluster,
                                                          tmp_path):
     '''cluster.sh slow: n2's jobs in a CPU cgroup of their own, several
@@ -712,6 +713,7 @@ def test_a_slowed_node_runs_its_jobs_on_a_fifth_of_a_core(slurm_cluster,
     assert not os.path.exists(group.strip())
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize('slow', [None, 'n2'])
 def test_the_node_sweep_names_the_slowed_node_and_no_other(
         slow, slurm_cluster, tmp_path, cache_dir):
@@ -729,6 +731,7 @@ def test_the_node_sweep_names_the_slowed_node_and_no_other(
             section, section
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize('slow', [None, 'n2'])
 def test_a_two_node_run_names_the_slowed_node_s_rank(
         slow, slurm_cluster, tmp_path, cache_dir):
