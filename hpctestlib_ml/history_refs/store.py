@@ -156,12 +156,17 @@ def _put(block, owner, ref):
     for section, value in (('references', ref.metrics),
                            ('sources', ref.describe()),
                            ('loss_curves', ref.loss_curve)):
-        cases = block[section].setdefault(owner, {}).setdefault(
-            ref.partition, {})
+        partitions = block[section].setdefault(owner, {})
+        cases = partitions.setdefault(ref.partition, {})
         if value is None:
             cases.pop(ref.case, None)
         else:
             cases[ref.case] = value
+        # No empty mapping: it would be written as a YAML null.
+        if not cases:
+            del partitions[ref.partition]
+        if not partitions:
+            del block[section][owner]
 
 
 def merge_into_file(path, workload, references):
