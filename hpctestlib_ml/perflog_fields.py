@@ -106,6 +106,10 @@ COLUMNS = (
     # the slowest rank and its node, where the ranks' own compute spreads
     # beyond the noise (the programs' [hpcml] rank_compute records)
     Column('slowest_rank', RESULT),
+    # the ranks' answers compared (hpctestlib_ml.answers): the right one,
+    # and the line naming each rank whose answer was wrong
+    Column('answer_digest', RESULT),
+    Column('wrong_answer', RESULT),
     # references from history (hpctestlib_ml.history_refs): the case, its
     # first losses, the partition's noise floor and the ReFrame session
     Column('reference_case', CASE, report_key=True),

@@ -3,12 +3,14 @@ records the check of silent data corruption prints (src/sdc): the rank
 off the majority or off the known-good digest named with what differed
 and by how much, two ranks that disagree both suspects, a computation
 that is not deterministic or ranks that cannot be compared told apart
-from a wrong node; the same from a log alone (hpcml triage)."""
+from a wrong node; the same from a log alone (hpcml triage), and the
+check's parser."""
 import json
 
 import pytest
 
 from hpctestlib_ml import answers, triage
+from hpctestlib_ml.parsers import sdc as parser
 
 
 def record(rank, digests, repetition=1, node=None, threads=1, isa='AVX2',
@@ -173,6 +175,14 @@ def log_of(records, errors=()):
         [f'{x["rank"]}: [hpcml] answer {json.dumps(x)}' for x in records] +
         [f'[hpcml] answer_error {json.dumps(e)}' for e in errors] +
         ['[hpcml] timed region 1764000000.000 1764000001.500'])
+
+
+def test_the_parser_counts_repetitions_ranks_and_the_slowest_rank_s_time():
+    log = parser.training_log(log_of(answered(GOOD, GOOD, BAD)))
+    assert (log.steps, log.world_size, log.ranks) == (2, 3, {0, 1, 2})
+    assert log.figures == {'items': 3, 'answer_s': pytest.approx(0.2)}
+    assert log.timed_window == (1764000000.0, 1764000001.5)
+    assert parser.training_log('no records').steps is None
 
 
 def test_triage_of_the_log_alone_names_the_rank_off_the_majority():

@@ -11,7 +11,7 @@ import pytest
 
 import sdc_fault
 from conftest import BIN, REPO, run_module
-from hpctestlib_ml import answers
+from hpctestlib_ml import answers, registry
 from hpctestlib_ml.parsers import hpcml_records
 
 sys.path.insert(0, str(REPO / 'src'))
@@ -80,6 +80,12 @@ def test_the_computation_is_made_deterministic():
     finally:
         torch.use_deterministic_algorithms(False)
         torch.backends.cudnn.deterministic = False
+
+
+def test_sizes_run_the_same_code_path_and_every_rank_twice():
+    sizes = registry.get('sdc').sizes
+    assert sizes['tiny']['matrix_size'] < sizes['benchmark']['matrix_size']
+    assert sizes['tiny']['steps'] == sizes['benchmark']['steps'] == 2
 
 
 def test_three_ranks_agree_and_the_one_made_wrong_is_named(tmp_path):
