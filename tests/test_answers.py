@@ -3,14 +3,16 @@ records the check of silent data corruption prints (src/sdc): the rank
 off the majority or off the known-good digest named with what differed
 and by how much, two ranks that disagree both suspects, a computation
 that is not deterministic or ranks that cannot be compared told apart
-from a wrong node; the same from a log alone (hpcml triage), and the
-check's parser."""
+from a wrong node; the same from a log alone (hpcml triage), the check's
+parser, and the known-good digests hpcml references keeps."""
 import json
 
 import pytest
 
 from hpctestlib_ml import answers, triage
+from hpctestlib_ml.history_refs import derive, lookup, store
 from hpctestlib_ml.parsers import sdc as parser
+from hpctestlib_ml.report.history import Metric, Run
 
 
 def record(rank, digests, repetition=1, node=None, threads=1, isa='AVX2',
@@ -192,3 +194,58 @@ def test_triage_of_the_log_alone_names_the_rank_off_the_majority():
                                                         'n3')
     assert found.reason.startswith('silent data corruption: rank 2 on n3')
     assert triage.triage(log_of(answered(GOOD, GOOD))).category is None
+
+
+def history_run(digest, when, stack='torch=2.14.1', result='pass'):
+    return Run(when, 'slurm', 'ci', 'SilentDataCorruption %scale=2_nodes',
+               result, {'workload': 'sdc', 'reference_case': CASE,
+                        'answer_digest': digest,
+                        'framework_versions': stack,
+                        'device_ran': 'cpu x86_64 x2'},
+               {'answer_s': Metric(0.1 + when / 1e4, 's')})
+
+
+CASE = 'tiny 2x1 per_task n=256 products=2 model=64x16 precisions=fp32'
+
+
+def test_each_stack_s_passing_runs_give_its_known_good_digest(tmp_path):
+    runs = ([history_run('v1:aaa', t) for t in range(3)] +
+            [history_run('v1:bbb', t, stack='torch=2.15') for t in
+             range(3, 5)] +
+            [history_run('v1:ccc', 5, stack='torch=2.15', result='fail')])
+    refs, notes = derive.derive(runs, min_runs=2)
+    ref, = refs
+    old = answers.stack_id(runs[0].params)
+    new = answers.stack_id(runs[3].params)
+    assert ref.answers == {
+        old: {'digest': 'v1:aaa', 'runs': 3,
+              'stack': answers.stack(runs[0].params)},
+        new: {'digest': 'v1:bbb', 'runs': 2,
+              'stack': answers.stack(runs[3].params)}}
+    path = tmp_path / 'sdc.yaml'
+    store.merge_into_file(path, 'sdc', refs)
+    assert lookup.known_answer(path, 'SilentDataCorruption', 'slurm:ci',
+                               CASE, new)['digest'] == 'v1:bbb'
+    assert lookup.known_answer(path, 'SilentDataCorruption', 'slurm:ci',
+                               CASE, 'nope') is None
+
+
+def test_a_stack_whose_runs_disagree_or_are_too_few_has_none():
+    runs = [history_run('v1:aaa', 0), history_run('v1:aaa', 1),
+            history_run('v1:ddd', 2)]
+    refs, notes = derive.derive(runs, min_runs=2)
+    assert refs[0].answers == {}
+    assert any('logged 2 digests (v1:aaa, v1:ddd): no known-good' in n
+               for n in notes)
+    few = [history_run('v1:aaa', 0), history_run('v1:bbb', 1, 'x'),
+           history_run('v1:bbb', 2, 'x')]
+    refs, notes = derive.derive(few, min_runs=2)
+    assert list(refs[0].answers.values())[0]['digest'] == 'v1:bbb'
+    assert any('1 passing runs, 2 needed' in n for n in notes)
+    # A new version of the computation: only its own runs count.
+    bumped = [history_run('v1:aaa', 0), history_run('v2:eee', 1),
+              history_run('v2:eee', 2)]
+    refs, _ = derive.derive(bumped, min_runs=2)
+    assert list(refs[0].answers.values())[0]['digest'] == 'v2:eee'
+
+
