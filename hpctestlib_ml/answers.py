@@ -193,13 +193,16 @@ def _item_error(errors, rank, repetition, item, right):
 
 
 def _differences(entry, right_ranks, errors, right_items):
-    '''What *entry*'s answers differ in from the right ones: ``matmul fp32
+    '''What *entry*'s answers differ in from the right ones (*right_items*:
+    repetition -> {item: digest}; a repetition it lacks is held against
+    another's, since every repetition computes the same): ``matmul fp32
     #2 (1 of 65536 elements, max relative error 1.2e-04)``, the
     repetitions named where it differed in some only; and whether it
     was bit-identical in the other items.'''
     items, reps = {}, []
     for repetition, digests in sorted(entry.reps.items()):
-        right = right_items.get(repetition)
+        right = right_items.get(repetition) or next(
+            iter(right_items.values()), None)
         if right is None or digests == right:
             continue
         reps.append(repetition)

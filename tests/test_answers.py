@@ -118,6 +118,19 @@ def test_one_rank_is_held_against_the_known_good_digest():
     assert 'differs from the known-good digest of this stack' in found.wrong
 
 
+def test_one_rank_right_in_one_repetition_only_is_named_with_its_item():
+    '''The known-good digest computed in repetition 1, not in 2: the
+    device is wrong at times, and what differed in repetition 2 is held
+    against repetition 1's right items.'''
+    known = answers.KnownGood(answers.combined(GOOD, 1), 5)
+    found = answers.verdict([record(0, GOOD, 1), record(0, BAD, 2)], [],
+                            devices(1), known)
+    assert found.suspects == [(0, 'n1')]
+    assert 'matmul fp32 #2 in repetition 2 of 2 differs from the ' \
+           'known-good digest of this stack (5 passing runs); ' \
+           'bit-identical elsewhere' in found.wrong
+
+
 def test_every_rank_agreeing_on_another_answer_than_the_known_good_one():
     '''A change the provenance does not show, or every node wrong: a
     numerics finding, no node named.'''
