@@ -13,15 +13,16 @@ import reframe as rfm
 from reframe.core.builtins import run_after
 
 from hpctestlib_ml.metrics import common_problems
-from hpctestlib_ml.plugins import (Containers, Energy, JobLog, Launching,
-                                   Placement, Provenance, References, Sanity,
-                                   Settings, Sizing, Utilisation,
-                                   WorkloadInterface)
+from hpctestlib_ml.plugins import (Answers, Containers, Energy, JobLog,
+                                   Launching, Placement, Provenance,
+                                   References, Sanity, Settings, Sizing,
+                                   Utilisation, WorkloadInterface)
 
 
 class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
                      Settings, Placement, Sizing, Launching, Containers,
-                     Utilisation, Provenance, Energy, References, Sanity):
+                     Utilisation, Provenance, Energy, References, Answers,
+                     Sanity):
     '''Base of the suite's training tests.
 
     A workload sets ``workload`` (its declaration's name,
@@ -48,7 +49,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
            ``nccl_version``, ``env_switches``; Energy:
            ``energy_counter``; References: ``reference_case``,
            ``loss_curve``, ``references_file``, ``reference_noise_pct``,
-           ``session_id``; WorkloadInterface:
+           ``session_id``; Answers: ``answer_digest``,
+           ``wrong_answer``; WorkloadInterface:
            ``workload``, ``program``, ``framework``,
            ``departures``, ``reference_precision``
        * - Metrics

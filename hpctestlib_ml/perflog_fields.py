@@ -52,6 +52,12 @@ class Column:
     #: of it: the history store parses each distinct combination of these
     #: once (:mod:`hpctestlib_ml.report.perflog_columns`).
     report_key: bool = False
+    #: Whether a result's last bits may change with it: a provenance field
+    #: of the software stack whose known-good answer digest a run is held
+    #: against (:mod:`hpctestlib_ml.answers`; NCCL, through which no
+    #: result passes, and the image's digest, whose framework versions the
+    #: job reports from inside, are not).
+    stack: bool = False
 
     @property
     def format(self):
@@ -79,18 +85,20 @@ COLUMNS = (
     Column('precision', CASE),
     # provenance (hpctestlib_ml.provenance)
     Column('suite_version', PROVENANCE, cause_rank=8),
-    Column('framework_versions', PROVENANCE, cause_rank=4, pairs=True),
-    Column('cuda_version', PROVENANCE, cause_rank=2),
-    Column('gpu_driver', PROVENANCE, cause_rank=1),
+    Column('framework_versions', PROVENANCE, cause_rank=4, pairs=True,
+           stack=True),
+    Column('cuda_version', PROVENANCE, cause_rank=2, stack=True),
+    Column('gpu_driver', PROVENANCE, cause_rank=1, stack=True),
     Column('nccl_version', PROVENANCE, cause_rank=3),
     Column('container_image', PROVENANCE, cause_rank=5),
-    Column('env_switches', PROVENANCE, cause_rank=6, pairs=True),
+    Column('env_switches', PROVENANCE, cause_rank=6, pairs=True,
+           stack=True),
     Column('energy_counter', PROVENANCE, cause_rank=9),
     # what ran (the programs' [hpcml] device records), MFU's peak, where
     # the run departs from the upstream benchmark's configuration, the
     # reference program's precision, and the memory per device estimated
     # at setup
-    Column('device_ran', PROVENANCE, cause_rank=0),
+    Column('device_ran', PROVENANCE, cause_rank=0, stack=True),
     Column('mfu_peak', PROVENANCE, cause_rank=7),
     Column('departures', RECORD),
     Column('reference_precision', RECORD),
@@ -98,6 +106,10 @@ COLUMNS = (
     # the slowest rank and its node, where the ranks' own compute spreads
     # beyond the noise (the programs' [hpcml] rank_compute records)
     Column('slowest_rank', RESULT),
+    # the ranks' answers compared (hpctestlib_ml.answers): the right one,
+    # and the line naming each rank whose answer was wrong
+    Column('answer_digest', RESULT),
+    Column('wrong_answer', RESULT),
     # references from history (hpctestlib_ml.history_refs): the case, its
     # first losses, the partition's noise floor and the ReFrame session
     Column('reference_case', CASE, report_key=True),
@@ -129,6 +141,11 @@ def by_cause_rank():
 def report_keys():
     '''The fields the report's keys of a run are made of.'''
     return tuple(c.name for c in COLUMNS if c.report_key)
+
+
+def stack_fields():
+    '''The fields a software stack is made of (:attr:`Column.stack`).'''
+    return tuple(c.name for c in COLUMNS if c.stack)
 
 
 def pair_fields():

@@ -37,13 +37,19 @@ The reason then says what the log adds beside its line
 architecture a PyTorch build lacks. A log that shows no failure says
 whether it holds a training log at all (:func:`no_failure`).
 
-Pure: the standard library, the failures parser and :mod:`run_end` (what a
-run that did not end shows) only.
+A log that ended well and holds the answers of the check of silent data
+corruption (``[hpcml] answer`` records) is judged by
+:mod:`hpctestlib_ml.answers` from the log alone, without the known-good
+digests of the site's history: a rank whose answer differs from the
+majority's is ``hardware`` (:func:`wrong_answer`).
+
+Pure: the standard library, the failures parser, :mod:`run_end` (what a
+run that did not end shows) and :mod:`answers` only.
 """
 import dataclasses
 import re
 
-from hpctestlib_ml import run_end
+from hpctestlib_ml import answers, run_end
 from hpctestlib_ml.parsers import failures, labels
 
 #: The categories, in the order of the docs' table of them.
@@ -95,6 +101,11 @@ HARDWARE = [re.compile(p) for p in (
     # NVLink error detected during the execution"; nvidia-smi's "GPU is
     # lost. Reboot the system to recover this GPU".
     r'uncorrectable NVLink error|GPU is lost',
+    # A device that computed a wrong answer without an error, as this
+    # suite's check of answers names it: "silent data corruption: rank 1
+    # on n2 (...): matmul fp32 #2 (...) differs from the majority's ..."
+    # (hpctestlib_ml.answers.WRONG).
+    rf'\b{answers.WRONG}: ',
 )]
 
 #: out_of_memory: device or host memory ran out.
@@ -240,6 +251,11 @@ NUMERICS = [re.compile(p) for p in (
     # (metrics.common_problems); "loss curve departs from reference"
     # (history_refs.lookup).
     r'training loss is not finite|loss curve departs',
+    # This suite's check of answers: every rank agreeing on an answer
+    # other than the known-good one of its software stack ("... computed
+    # v1:..., not the known-good digest of this stack v1:...":
+    # hpctestlib_ml.answers.KNOWN_DIFFERS).
+    answers.KNOWN_DIFFERS,
     # PyTorch's anomaly mode: "RuntimeError: Function 'LogSoftmaxBackward0'
     # returned nan values in its 0th output."; "Loss is nan, stopping
     # training" (MAE-style loops, OpenGVLab/LLaMA-Adapter #144).
@@ -477,7 +493,7 @@ def _triage(text, state, exitcode):
         # loss: that loss is its failure.
         return (non_finite(text) or
                 (Triage(DEFAULT_CATEGORY, failed) if failed else
-                 no_failure(text)))
+                 wrong_answer(text) or no_failure(text)))
     category = classify(line)
     better = stronger_evidence(text, category)
     if better:
@@ -579,6 +595,21 @@ def architecture_missing(found, text):
            if supported else '')
     return dataclasses.replace(found, reason=_trim(
         f'{found.reason} ({device} is {warning.group(2)}{has})'))
+
+
+def wrong_answer(text):
+    '''The :class:`Triage` of a log whose ranks' answers show a wrong one
+    or cannot be compared (:func:`hpctestlib_ml.answers.log_verdict`),
+    naming the rank and node where one rank alone is suspect; None
+    otherwise.'''
+    found = answers.log_verdict(text)
+    if found is None or not found.problems:
+        return None
+    rank, node = (found.suspects[0] if len(found.suspects) == 1
+                  else (None, None))
+    return Triage(problems_category(found.problems),
+                  _trim('; '.join(found.problems)),
+                  None if rank is None else str(rank), node)
 
 
 def no_failure(text):

@@ -33,6 +33,7 @@ FOUNDATION = (
                         'changes', 'changes.*',
                         'image',
                         'model_info', 'prepare', 'flops', 'device_check',
+                        'answers',
                         'history_refs.store', 'history_refs.lookup')),
     ('log parsers', ('parsers.*',)),
     ('what logs and settings say', ('settings', 'inputs', 'run_end',

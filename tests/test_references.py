@@ -227,6 +227,24 @@ def test_merge_keeps_published_references_and_is_idempotent(tmp_path):
     assert lines[0].startswith('left out') and path.read_text() == text
 
 
+def test_a_check_that_logs_no_loss_is_written_too(tmp_path):
+    '''A component (Collectives) logs no loss curve: its references were
+    refused ("the generated block did not read back as written"), its
+    empty loss-curve entry written as a YAML null.'''
+    path = tmp_path / 'collectives.yaml'
+    shutil.copy(REPO / 'config' / 'references' / 'collectives.yaml', path)
+    runs = [run(i, 10.0 + i % 2, check='Collectives', losses=())
+            for i in range(5)]
+    refs, _ = derive.derive(runs)
+    assert refs[0].loss_curve is None
+    lines = store.merge_into_file(str(path), 'collectives', refs)
+    assert lines[0].startswith('Collectives local:cpu')
+    data = yaml.safe_load(path.read_text())
+    assert data['Collectives']['local:cpu'][CASE]['samples_per_second'][0] \
+        == 10.0
+    assert store.read_block(data)['loss_curves'] == {}
+
+
 def test_history_entry_and_loss_departure(tmp_path):
     path = tmp_path / 'cosmoflow.yaml'
     shutil.copy(REPO / 'config' / 'references' / 'cosmoflow.yaml', path)

@@ -133,6 +133,22 @@ def test_component_logs_real_numbers(local_suite, check):
         assert row['loss_curve'] == ''
 
 
+def test_every_rank_of_every_local_case_computes_the_same_answer(
+        local_suite):
+    '''SilentDataCorruption's local cases (one rank in either launch mode
+    on the machine's two threads, two ranks on one thread each) pass with
+    the right answer logged and none named wrong; the two one-rank cases,
+    the same computation launched two ways, logged the same digest.'''
+    _, var = local_suite
+    rows = read_perflog(var / 'perflogs' / 'local' / 'cpu' /
+                        'SilentDataCorruption.log')
+    assert all(r['result'] == 'pass' and r['wrong_answer'] == '' and
+               re.fullmatch(r'v1:[0-9a-f]{16}', r['answer_digest'])
+               for r in rows), rows
+    one = {r['answer_digest'] for r in rows if r['scale'] == '1_proc'}
+    assert len(one) == 1, rows
+
+
 @pytest.mark.parametrize('check', sorted(
     declared.check for declared in WORKLOADS.values() if declared.benchmark))
 def test_mllog_of_the_local_runs_meets_mlperfs_rules(local_suite, check):

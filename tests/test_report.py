@@ -341,3 +341,63 @@ def test_overlapping_perflog_inputs_are_read_once(generated, tmp_path):
     assert selected(one_log, perflogs) == alone
     assert history.distinct_sources([f'{perflogs}/', perflogs, one_log]) \
         == [f'{perflogs}/']
+
+
+# Wrong answers (the SilentDataCorruption check), beside the slow nodes
+
+SDC = 'SilentDataCorruption %scale=1_node %launch_mode=per_task'
+WRONG_LINE = ('silent data corruption: rank 0 on n2 (cpu x86_64 AVX512, 1 '
+              'thread): its answer v1:bad differs from the known-good digest '
+              'of this stack v1:good (5 passing runs), and no other rank '
+              'computed beside it: its device computed wrongly, or something '
+              'changed that the provenance does not show')
+
+
+def sdc_sweep(tmp_path, wrong_on=None, night=1.78e9):
+    '''A node sweep of the check on n1..n3 (perflog lines), the run on
+    *wrong_on* failed naming its rank.'''
+    lines = []
+    for i, node in enumerate(('n1', 'n2', 'n3')):
+        wrong = node == wrong_on
+        fields = {'workload': 'sdc', 'resolved_size': 'tiny', 'num_nodes': 1,
+                  'reference_case': 'tiny 1x1 per_task n=256',
+                  'answer_digest': '' if wrong else 'v1:good',
+                  'wrong_answer': WRONG_LINE if wrong else ''}
+        lines.append(suite_line(night + 60 * i, SDC, 'slurm:ci', fields,
+                                {'answer_s': (0.1, 's')},
+                                result='fail' if wrong else 'pass',
+                                nodelist=node))
+    path = tmp_path / 'perflogs' / 'slurm' / 'ci' / 'SilentDataCorruption.log'
+    write_suite_perflog(path, lines, ['answer_s'])
+    return tmp_path / 'perflogs'
+
+
+def test_the_node_that_computed_a_wrong_answer_is_listed(tmp_path):
+    out = report('--perflogs', sdc_sweep(tmp_path, 'n2'), '--no-plots',
+                 '--out', tmp_path / 'html')
+    assert out.returncode == 1, out.stderr         # its latest run failed
+    section = out.stdout.split('Wrong answers:')[1].split('Slow nodes:')[0]
+    row, = [line for line in section.splitlines() if line.startswith('sdc')]
+    assert row.split()[:2] == ['sdc', 'slurm:ci']
+    assert ' n2 ' in row and ' 0 ' in row
+    assert 'its answer v1:bad differs from the known-good digest' in row
+    assert '3 run(s) compared answers on 3 nodes (n1, n2, n3); wrong ' \
+           'answers on: n2 (1 run).' in section
+    page = (tmp_path / 'html' / 'report.html').read_text()
+    assert '<h2>Wrong answers</h2>' in page and '<td>n2</td>' in page
+
+
+def test_a_sweep_of_right_answers_says_so_and_old_perflogs_say_nothing(
+        tmp_path):
+    out = report('--perflogs', sdc_sweep(tmp_path / 'right'))
+    assert out.returncode == 0, out.stderr
+    assert '3 run(s) compared answers on 3 nodes (n1, n2, n3): no wrong ' \
+           'answer.' in out.stdout
+    lines = [suite_line(1.78e9, 'CosmoFlow %scale=1_proc', 'slurm:ci',
+                        {'workload': 'cosmoflow'},
+                        {'samples_per_second': (9.0, 'samples/s')})]
+    path = tmp_path / 'old' / 'perflogs' / 'slurm' / 'ci' / 'CosmoFlow.log'
+    write_suite_perflog(path, lines, ['samples_per_second'])
+    out = report('--perflogs', tmp_path / 'old' / 'perflogs')
+    assert out.returncode == 0, out.stderr
+    assert 'Wrong answers' not in out.stdout

@@ -67,7 +67,7 @@ def test_a_workload_has_a_model_a_component_has_none(name):
 
 def test_the_components_are_declared():
     components = {n for n, d in DECLARED.items() if d.kind == 'component'}
-    assert components == {'collectives', 'matmul_rate', 'storage'}
+    assert components == {'collectives', 'matmul_rate', 'sdc', 'storage'}
 
 
 def test_unknown_names_list_the_known_ones():

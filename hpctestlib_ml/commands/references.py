@@ -113,6 +113,9 @@ def _references(args, out):
         out(f'{ref.check} {ref.partition} {ref.case!r}: {ref.runs} runs, '
             f'{ref.sessions_text()}; robust spread: {spread}; '
             f'{ref.thresholds_text()}')
+        for stack in ref.answers.values():
+            out(f'  known-good answer {stack["digest"]} ({stack["runs"]} '
+                f'passing runs) of the stack {stack["stack"]}')
         if ref.single_session and ref.metrics:
             out(f'  note: {ref.check} {ref.partition} {ref.case!r}: '
                 f'references from a single session; nights apart its '

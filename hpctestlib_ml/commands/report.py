@@ -12,7 +12,8 @@ import time
 from hpctestlib_ml import paths, registry, settings
 from hpctestlib_ml.commands import counting
 from hpctestlib_ml.report import (analysis, history, nodes, plots, recent,
-                                  render, store, store_selection)
+                                  render, store, store_selection,
+                                  wrong_answers)
 from hpctestlib_ml.report.analysis import ReportError
 from hpctestlib_ml.tsdb import read
 
@@ -186,7 +187,8 @@ def _from_stores(args, stores, headlines, since, until, last, window):
 
 def run(args, out=print):
     '''The report; returns the exit status (1 if any selected case's latest
-    run failed, so CI can gate on it; 2 on bad input, named on stderr).'''
+    run failed, or a run in the node window named a wrong answer, so CI
+    can gate on it; 2 on bad input, named on stderr).'''
     try:
         return _report(args, out)
     except ReportError as err:
@@ -234,18 +236,21 @@ def _report(args, out):
     out(render.text_table(render.TABLE_COLUMNS, render.table_cells(rows)))
     sections = _baselines(args, selected, headlines, summary, out)
     compared = _comparison(args, selected, headlines, sections, out)
+    wrong, named = _wrong_answers(runs, window, out)
     slow = _slow_nodes(args, runs, headlines, window, out)
     if args.out:
         try:
             _figures(args, runs, headlines, rows, compared, summary,
-                     sections, out, [('Slow nodes', slow)] if slow else [])
+                     sections, out, [(title, parts) for title, parts in (
+                         ('Wrong answers', wrong), ('Slow nodes', slow))
+                                     if parts])
         except OSError as err:
             raise ReportError(
                 f'--out {args.out}: cannot write {err.filename or args.out} '
                 f'({err.strerror}): pass --out a directory you may write '
                 f'(the report above is complete)') from None
     out(f'report took {time.perf_counter() - started:.2f} s')
-    return 1 if any(r.status != 'pass' for r in rows) else 0
+    return 1 if named or any(r.status != 'pass' for r in rows) else 0
 
 
 def _stats(selected, headlines, system=None):
@@ -332,6 +337,21 @@ def _comparison(args, selected, headlines, sections, out):
     out('')
     out('\n'.join(lines))
     return compared
+
+
+def _wrong_answers(runs, window, out):
+    '''The "Wrong answers" section (:mod:`hpctestlib_ml.report.
+    wrong_answers`), printed where a run compared its ranks' answers: its
+    parts for report.html, and whether a run named a wrong answer (a
+    node sweep's run on the node named is not its case's latest: the
+    exit status says it all the same).'''
+    found = wrong_answers.wrong_answers(runs, window)
+    parts = render.wrong_answer_section(found, window)
+    if parts:
+        out('')
+        out('Wrong answers:')
+        out('\n'.join(render.section_lines(parts)))
+    return parts, bool(found.findings)
 
 
 def _slow_nodes(args, runs, headlines, window, out):

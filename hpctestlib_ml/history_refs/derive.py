@@ -42,15 +42,22 @@ result) and metric:
   reference curve with a tolerance per step from the same runs' spread
   (:data:`LOSS_K` x the largest deviation from their median, at least
   :data:`LOSS_FLOOR` of the loss): a run whose curve leaves it fails as a
-  numerics regression (:func:`~.lookup.loss_curve_departure`).
+  numerics regression (:func:`~.lookup.loss_curve_departure`);
+- where a check compares answers (``answer_digest``: the
+  ``SilentDataCorruption`` check, :mod:`hpctestlib_ml.answers`), the
+  digest each software stack's passing runs agreed on is its known-good
+  digest, once at least ``--min-runs`` of them logged it and none logged
+  another (:func:`known_answers`): a changed stack gets its own, never an
+  alarm.
 """
+import collections
 import dataclasses
 import math
 import statistics
 import time
 import typing
 
-from hpctestlib_ml import registry
+from hpctestlib_ml import answers, registry
 from hpctestlib_ml.history_refs import ReferencesError
 from hpctestlib_ml.history_refs.lookup import (NOISE_FLOOR_EXTRA,
                                                noise_floor, parse_loss_curve)
@@ -202,6 +209,8 @@ class CaseReference:
     floor_from: str = ''    # what the floor is (case_floor)
     set_by: dict = dataclasses.field(default_factory=dict)  # name -> term
     capped: list = dataclasses.field(default_factory=list)  # at MAX_DROP
+    #: stack id -> {digest, runs, stack}: the known-good digests
+    answers: dict = dataclasses.field(default_factory=dict)
 
     @property
     def single_session(self):
@@ -276,6 +285,39 @@ def _loss_reference(runs):
         centers.append(center)
         tolerances.append(max(LOSS_K * deviation, LOSS_FLOOR * abs(center)))
     return {'losses': centers, 'tolerance': tolerances, 'runs': len(curves)}
+
+
+def known_answers(passed, min_runs):
+    '''({stack id: {digest, runs, stack}}, notes) of a case's passing
+    runs *passed* (in time order) that logged an ``answer_digest``: per
+    software stack (:func:`hpctestlib_ml.answers.stack_id`), the digest
+    its runs of the newest run's computation version agreed on, where at
+    least *min_runs* logged it and none another.'''
+    by_stack = collections.defaultdict(list)
+    for run in passed:
+        digest = (run.params.get('answer_digest') or '').strip()
+        if digest and digest not in ('None', 'null'):
+            by_stack[answers.stack_id(run.params)].append((run, digest))
+    found, notes = {}, []
+    for key, logged in sorted(by_stack.items()):
+        version = logged[-1][1].split(':')[0]
+        digests = collections.Counter(d for _, d in logged
+                                      if d.split(':')[0] == version)
+        runs = sum(digests.values())
+        if len(digests) > 1:
+            notes.append(f'answers: {runs} passing runs of one software '
+                         f'stack ({key}) logged {len(digests)} digests '
+                         f'({", ".join(sorted(digests))}): no known-good '
+                         f'one (did something change that the provenance '
+                         f'does not show?)')
+        elif runs < min_runs:
+            notes.append(f'answers: stack {key}: {runs} passing runs, '
+                         f'{min_runs} needed (--min-runs) for a known-good '
+                         f'digest')
+        else:
+            found[key] = {'digest': next(iter(digests)), 'runs': runs,
+                          'stack': answers.stack(logged[-1][0].params)}
+    return found, notes
 
 
 def since_last_shift(passed, last, min_runs):
@@ -385,6 +427,8 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source='',
                              [found.reference, None, tolerance, unit])
             spreads[name] = found.spread
             set_by[name] = found.set_by
+        known, answer_notes = known_answers(passed, min_runs)
+        notes += [f'{check} {where} {case!r}: {n}' for n in answer_notes]
         sessions = [session_of(r) for r in chosen]
         references.append(CaseReference(
             check, where, case, metrics, spreads, len(chosen), passing,
@@ -392,6 +436,7 @@ def derive(runs, last=DEFAULT_LAST, min_runs=DEFAULT_MIN_RUNS, source='',
             _loss_reference(chosen), chosen[-1].workload,
             sessions=len(set(filter(None, sessions))),
             unlogged=sessions.count(None), floor=floor,
-            floor_from=floor_from, set_by=set_by, capped=capped))
+            floor_from=floor_from, set_by=set_by, capped=capped,
+            answers=known))
     return references, notes
 

@@ -1,7 +1,8 @@
 """What a check reads of its references at run time: its references file,
 the loss curve it logs, its partition's noise floor, its case's entry in
 the generated block (the runs the reference came from, the reference loss
-curve) and whether its losses leave that curve. The statistics
+curve, the known-good digest of its software stack) and whether its
+losses leave that curve. The statistics
 (:mod:`.derive`) and the command are not loaded with the checks.
 """
 import os
@@ -68,6 +69,20 @@ def history_entry(path, check, partition, case):
         return block[section].get(owner, {}).get(partition, {}).get(case)
 
     return get('sources'), get('loss_curves')
+
+
+def known_answer(path, check, partition, case, stack):
+    '''The known-good digest entry (``{digest, runs, stack}``) of software
+    stack *stack* (:func:`hpctestlib_ml.answers.stack_id`) of a case in
+    the references file *path*; None where it has none.'''
+    try:
+        with open(path) as fp:
+            data = yaml.safe_load(fp) or {}
+    except OSError:
+        return None
+    owner = mapping_owners(data).get(check, check)
+    cases = read_block(data)['answers'].get(owner, {}).get(partition, {})
+    return (cases.get(case) or {}).get(stack)
 
 
 def loss_curve_departure(losses, reference):

@@ -9,7 +9,10 @@ not read), pulled into each check's references with a YAML merge key
 are never changed, and where a partition has published references its
 history references are not written. Every entry is commented with the
 runs it came from; the same text is kept in the block's ``sources``, from
-which a check names them when it fails.
+which a check names them when it fails. Beside them: each case's
+reference loss curve (``loss_curves``) and, for a check that compares
+answers, the known-good digest of each software stack its passing runs
+agreed on (``answers``: :mod:`hpctestlib_ml.answers`).
 """
 import os
 import re
@@ -25,6 +28,11 @@ BLOCK_KEY = 'hpcml_history'
 BEGIN = ('# >>> hpcml references: generated from this site\'s history by '
          '`hpcml references --write`; rerun it to change this block')
 END = '# <<< hpcml references'
+
+#: The generated block's sections beside ``references``: per check,
+#: partition and case, the runs' description, the reference loss curve,
+#: and the known-good digests by software stack.
+SECTIONS = ('sources', 'loss_curves', 'answers')
 
 #: The ``$index`` of every references file.
 INDEX = ['$partition', 'reference_case']
@@ -64,11 +72,11 @@ def _published(data, name, block):
 
 def read_block(data):
     '''The generated block of a references file's *data* (parsed YAML):
-    its ``references``, ``sources`` and ``loss_curves``, each {} where
-    absent, so that an old file and a new one read alike.'''
+    its ``references`` and :data:`SECTIONS`, each {} where absent, so that
+    an old file and a new one read alike.'''
     block = data.get(BLOCK_KEY) or {}
     return {part: dict(block.get(part) or {})
-            for part in ('references', 'sources', 'loss_curves')}
+            for part in ('references', *SECTIONS)}
 
 
 def render_block(block):
@@ -87,7 +95,7 @@ def render_block(block):
                 lines.append(f'        {_key(case)}:')
                 for name, value in sorted(cases[case].items()):
                     lines.append(f'          {name}: {_scalar(list(value))}')
-    for section in ('sources', 'loss_curves'):
+    for section in SECTIONS:
         lines.append(f'  {section}:')
         for owner in sorted(block[section]):
             lines.append(f'    {owner}:')
@@ -152,16 +160,23 @@ def _add_merge_line(text, owner):
 
 def _put(block, owner, ref):
     '''*ref*'s entries in the generated *block*, under *owner*'s mapping
-    (a case without a loss curve drops the one it had).'''
+    (a case without a loss curve or known-good digests drops those it
+    had).'''
     for section, value in (('references', ref.metrics),
                            ('sources', ref.describe()),
-                           ('loss_curves', ref.loss_curve)):
-        cases = block[section].setdefault(owner, {}).setdefault(
-            ref.partition, {})
+                           ('loss_curves', ref.loss_curve),
+                           ('answers', ref.answers or None)):
+        partitions = block[section].setdefault(owner, {})
+        cases = partitions.setdefault(ref.partition, {})
         if value is None:
             cases.pop(ref.case, None)
         else:
             cases[ref.case] = value
+        # No empty mapping: it would be written as a YAML null.
+        if not cases:
+            del partitions[ref.partition]
+        if not partitions:
+            del block[section][owner]
 
 
 def merge_into_file(path, workload, references):
@@ -245,7 +260,7 @@ def _verify(path, old, new_text, block):
 
 def preview(references):
     '''The generated block *references* would make, as text.'''
-    block = {'references': {}, 'sources': {}, 'loss_curves': {}}
+    block = {part: {} for part in ('references', *SECTIONS)}
     for ref in references:
         if ref.metrics:
             _put(block, ref.check, ref)

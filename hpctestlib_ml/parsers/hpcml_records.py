@@ -38,12 +38,27 @@ Types and their fields:
     ``max_s`` (seconds per step). The check's ``rank_compute_spread`` and
     ``slowest_rank`` come from them (:mod:`hpctestlib_ml.device_check`).
 
+``answer`` (each rank, once per repetition; ``src/sdc``)
+    ``rank``, ``repetition`` (1, 2, ...), ``node`` (its host name),
+    ``digests`` (item -> the first 16 hex digits of the SHA-256 of the
+    item's result: ``matmul bf16 #2``, ``step fp32 grads``), ``threads``
+    (torch's CPU threads), ``isa`` (the CPU instructions torch's kernels
+    use; None on a GPU), ``version`` (of the computation), ``seconds``
+    (the repetition's). Compared by :mod:`hpctestlib_ml.answers`.
+``answer_error`` (a rank whose result differed from another's)
+    ``rank``, ``repetition``, ``item``, ``against`` (the rank whose result
+    it was measured against), ``differ`` (elements not bit-identical),
+    ``elements``, ``max_rel_error`` (the largest ``|mine - theirs| /
+    |theirs|`` over them; ``Infinity`` where theirs is 0 or either is not
+    finite).
+
 Standard library only (``hpcml extract`` uses it).
 """
 import json
 import re
 
-_LINE = re.compile(r'^(?:.*?)\[hpcml\] (device|memory|timing|rank_compute) '
+_LINE = re.compile(r'^(?:.*?)\[hpcml\] (device|memory|timing|rank_compute|'
+                   r'answer|answer_error) '
                    r'(\{.*\})\s*$', re.M)
 
 

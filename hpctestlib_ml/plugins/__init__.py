@@ -7,6 +7,7 @@ declare and they import none of them. The setup steps the plugins provide
 run in the order :meth:`hpctestlib_ml.base.MLTrainingTest.configure_job`
 calls them.
 """
+from hpctestlib_ml.plugins.answers import Answers
 from hpctestlib_ml.plugins.containers import Containers
 from hpctestlib_ml.plugins.launching import Launching
 from hpctestlib_ml.plugins.log import JobLog
@@ -19,6 +20,6 @@ from hpctestlib_ml.plugins.sizing import Sizing
 from hpctestlib_ml.plugins.utilisation import Utilisation
 from hpctestlib_ml.plugins.workload import WorkloadInterface
 
-__all__ = ['Containers', 'Energy', 'JobLog', 'Launching', 'Placement',
+__all__ = ['Answers', 'Containers', 'Energy', 'JobLog', 'Launching', 'Placement',
            'Provenance', 'References', 'Sanity', 'Settings', 'Sizing',
            'Utilisation', 'WorkloadInterface']

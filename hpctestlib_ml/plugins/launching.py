@@ -39,8 +39,7 @@ class Launching(RegressionTestPlugin):
             self.prerun_cmds += launch.rendezvous_env(scheduler, address)
         except ValueError as err:
             raise BadInputError(f'{part.fullname}: {err}') from None
-        self.prerun_cmds += launch.thread_env(self.threads_per_rank or
-                                              self.layout.cpus_per_proc)
+        self.prerun_cmds += launch.thread_env(self.rank_threads)
         self.job.launcher.options += launch.launcher_options(
             part.launcher_type.registered_name)
         path = ':'.join([*map(str, self.python_path), str(SRC_DIR)])

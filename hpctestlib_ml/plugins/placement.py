@@ -132,6 +132,13 @@ class Placement(RegressionTestPlugin):
         return layout.world_size >= self.declaration().min_world_size
 
     @property
+    def rank_threads(self):
+        '''The CPU threads each rank is given (``OMP_NUM_THREADS``, from
+        setup on): :attr:`threads_per_rank`, else the node's CPUs shared
+        by its ranks; None where neither is known.'''
+        return self.threads_per_rank or self.layout.cpus_per_proc
+
+    @property
     def uses_gpus(self):
         '''Whether the case's ranks compute on GPUs (from setup on).'''
         return self.layout.gpus_per_node > 0

@@ -56,9 +56,13 @@ class Provenance(RegressionTestPlugin):
     def record_suite_version(self):
         self.suite_version = provenance.suite_version()
 
-    @run_before('performance')
+    @run_after('run')
     def read_provenance(self):
-        '''The job's provenance file, and the versions the log names.'''
+        '''The job's provenance file, and the versions the log names: read
+        once the job has ended (ReFrame runs the hooks after ``run`` after
+        the job's end), before its sanity, which compares answers
+        against the known-good ones of the same software stack
+        (:class:`~hpctestlib_ml.plugins.answers.Answers`).'''
         facts = provenance.job_provenance(
             self.stagedir, log_text=self.log_text(), framework=self.framework,
             loaded_nccl=device_check.loaded_nccl(self.device_records()))

@@ -168,6 +168,44 @@ def slow_node_section(sweeps, ranks, threshold, min_spread, window):
     return parts
 
 
+#: Columns of the wrong answers' table (:mod:`.wrong_answers`).
+ANSWER_COLUMNS = ('workload', 'system:partition', 'case', 'run', 'node',
+                  'rank', 'finding')
+
+
+def wrong_answer_section(compared, window):
+    '''The "Wrong answers" section's parts (as :func:`slow_node_section`'s)
+    of :func:`.wrong_answers.wrong_answers` *compared*; [] where no run
+    compared answers.'''
+    if not compared.runs:
+        return []
+    parts = [f'The runs in each case\'s latest {_hours(window)} that '
+             f'compared their ranks\' answers (the same computation on '
+             f'every rank, digested): a node named here computed a wrong '
+             f'answer without an error (silent data corruption, triage '
+             f'category hardware): take it out of service and run the '
+             f'vendor\'s diagnostics on it.']
+    cells = [(f.run.workload, f.run.where, _case(f.run.name), _day(f.run.time),
+              node, str(rank), f.line)
+             for f in compared.findings for rank, node in f.suspects]
+    if cells:
+        parts.append((ANSWER_COLUMNS, cells))
+    named = compared.named
+    nodes = compared.nodes
+    where = (f'{len(nodes)} nodes ({", ".join(nodes[:8])}'
+             f'{" ..." if len(nodes) > 8 else ""})' if nodes else
+             'nodes not logged')
+    if named:
+        parts.append(f'{compared.runs} run(s) compared answers on {where}; '
+                     f'wrong answers on: ' + ', '.join(
+                         f'{node} ({runs} run{"s" if runs > 1 else ""})'
+                         for node, runs in sorted(named.items())) + '.')
+    else:
+        parts.append(f'{compared.runs} run(s) compared answers on {where}: '
+                     f'no wrong answer.')
+    return parts
+
+
 def section_lines(parts):
     '''A section's parts (paragraphs and (columns, cells) tables) as
     terminal lines.'''

@@ -39,6 +39,21 @@ GPU_PRECISIONS = ('bf16', 'fp16', 'tf32', 'fp32')
 CPU_PRECISIONS = ('fp32',)
 
 
+def chosen(text, device_type):
+    '''The precisions *text* names (comma-separated, of
+    :data:`PRECISIONS`), else those of a device of *device_type*
+    (``cuda``: :data:`GPU_PRECISIONS`, else :data:`CPU_PRECISIONS`); a
+    ValueError naming the unknown ones and the known.'''
+    if not text:
+        return GPU_PRECISIONS if device_type == 'cuda' else CPU_PRECISIONS
+    names = tuple(text.split(','))
+    unknown = [p for p in names if p not in PRECISIONS]
+    if unknown:
+        raise ValueError(f'unknown precision(s) {unknown}: use '
+                         f'{", ".join(PRECISIONS)}')
+    return names
+
+
 def product_flops(n):
     '''FLOPs of one ``n x n`` by ``n x n`` product: ``2 n^3``.'''
     return 2 * n ** 3

@@ -64,15 +64,10 @@ def parse_args(argv):
 
 def precisions_of(args, device):
     '''The precisions to measure: ``--precisions``, else the device's.'''
-    if args.precisions:
-        chosen = tuple(args.precisions.split(','))
-        unknown = [p for p in chosen if p not in matmul_rate.PRECISIONS]
-        if unknown:
-            sys.exit(f'matmul_rate: error: unknown precision(s) {unknown}: '
-                     f'use {", ".join(matmul_rate.PRECISIONS)}')
-        return chosen
-    return (matmul_rate.GPU_PRECISIONS if device.type == 'cuda'
-            else matmul_rate.CPU_PRECISIONS)
+    try:
+        return matmul_rate.chosen(args.precisions, device.type)
+    except ValueError as err:
+        sys.exit(f'matmul_rate: error: {err}')
 
 
 def agreed(count, world, device):
