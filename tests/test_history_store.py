@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, under_a_limit
 from perflog_history import generate, generate_sweeps
 from hpctestlib_ml import cli
 from hpctestlib_ml.report import store, store_update
@@ -306,3 +306,48 @@ def test_a_perflog_edited_in_place_is_read_again(histories, tmp_path):
         fp.write(lines[4] + b'\n')
     edit(3, fields[digit])
     same_with_and_without(argv, stores)
+
+
+def summary(lines):
+    '''(runs selected, runs read, files) of a report's summary line.'''
+    words = lines[0].split()
+    assert words[1:5] == ['runs', 'selected', 'of', words[4]], lines[0]
+    return int(words[0]), int(words[4]), int(words[7])
+
+
+def test_nul_bytes_are_read_past_in_bounded_memory(tmp_path):
+    '''A perflog of 384 MiB of NUL bytes with no newline (what a crash can
+    leave), and another whose lines stop for as long: before, both
+    readers held the whole stretch, several times over (2 GB ended every
+    report in a MemoryError at 6.4 GB; the bad-input round, issue 39, row
+    88). Now, under 1 GiB more than the process starts with, the first
+    file is left out with one line naming it, the other's long line is
+    skipped and counted, and every other run is read, with the store and
+    without (about 8 s).'''
+    logs = tmp_path / 'perflogs'
+    generate(logs, days=10, dry_runs=0)
+    with open(logs / 'booster' / 'gpu' / 'Crash.log', 'wb') as fp:
+        fp.truncate(384 << 20)
+    cut = logs / 'newcluster' / 'gpu' / 'MMoCLIP.log'
+    header, first, *_ = cut.read_text().splitlines()
+    with open(cut, 'r+b') as fp:
+        fp.truncate(cut.stat().st_size + (384 << 20))
+    with open(cut, 'a') as fp:
+        fp.write(f'\n{first}\n')
+    argv = ['report', '--perflogs', logs, '--no-plots']
+    found = []
+    for setting in ('off', tmp_path / 'stores'):
+        status, out, err = under_a_limit(argv, 1024,
+                                         HPCML_HISTORY_STORE=str(setting))
+        assert err == (f'hpcml report: skipped {logs}/booster/gpu/Crash.log: '
+                       f'its first line is over 1 MiB long (NUL bytes a '
+                       f'crash left?), so it is not a perflog: move it out '
+                       f'of the perflog directory\n'), err
+        lines = [line for line in out.splitlines()
+                 if not line.startswith('report took')]
+        assert lines[0].startswith(
+            '241 runs selected of 241 read from 12 files; ignored: 0 '
+            'dry-run lines (no values), 1 unreadable lines skipped (1 over '
+            '1 MiB long')
+        found.append((status, lines))
+    assert found[0] == found[1]

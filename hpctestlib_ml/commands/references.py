@@ -85,6 +85,8 @@ def _references(args, out):
                               'spread needs two runs')
     selected = load(args, analysis.load_weights(), since, last=args.last)
     data, runs = selected.data, selected.runs
+    for line in data.unreadable_lines_of_files('references'):
+        print(line, file=sys.stderr)
     chosen = (len(runs) if selected.totals is None else
               sum(t.runs for t in selected.totals.values()))
     skipped = (f'; {data.skipped_text()}' if data.unreadable_lines else '')

@@ -158,6 +158,7 @@ def _from_stores(args, stores, headlines, since, until, last, window):
         read += runs
         data.dry_run_lines += dry_runs
         data.files += files
+        data.unreadable_files.update(kept.left_out())
         for reason, count in skipped.items():
             data.skip(reason, count)
     selection = store_selection.StoreSelection(stores)
@@ -210,6 +211,8 @@ def _report(args, out):
         raise ReportError(f'--node-window {args.node_window}: use 12h, 1d, '
                           f'90m')
     selected = load(args, headlines, since, until, args.last, window)
+    for line in selected.data.unreadable_lines_of_files('report'):
+        print(line, file=sys.stderr)
     if args.weights:
         analysis.check_weights(args.weights, headlines, selected.logged)
     data, runs = selected.data, selected.runs

@@ -133,6 +133,9 @@ class History:
     files: list = dataclasses.field(default_factory=list)
     #: Why lines were skipped: reason -> count (see :data:`SKIP_REASONS`).
     skipped: dict = dataclasses.field(default_factory=dict)
+    #: Perflogs that could not be read, left out: path -> why, with the
+    #: fix (:class:`UnreadablePerflog`).
+    unreadable_files: dict = dataclasses.field(default_factory=dict)
 
     @property
     def unreadable_lines(self):
@@ -144,6 +147,7 @@ class History:
         self.files += other.files
         for reason, count in other.skipped.items():
             self.skip(reason, count)
+        self.unreadable_files.update(other.unreadable_files)
 
     def add(self, parsed):
         '''A parsed row (:meth:`RowParser.parse`): a run, a dry-run line
@@ -166,11 +170,20 @@ class History:
                             sorted(self.skipped.items()))
         return f'{self.unreadable_lines} unreadable lines skipped ({reasons})'
 
+    def unreadable_lines_of_files(self, command):
+        '''One line per perflog left out (:attr:`unreadable_files`), as
+        ``hpcml COMMAND: skipped PATH: why: fix``.'''
+        return [f'hpcml {command}: skipped {path}: {why}'
+                for path, why in sorted(self.unreadable_files.items())]
+
     def nothing_read(self):
         '''Why no run was read, with the fix, for a history of no runs:
         its unreadable lines and what to do about the commonest reason,
         else that it holds dry-run lines at most.'''
         files = ', '.join(self.files) or 'the input'
+        if self.unreadable_files and not self.files:
+            return (f'no perflog could be read ({len(self.unreadable_files)} '
+                    f'left out, each named above with its fix)')
         if self.unreadable_lines:
             commonest = max(self.skipped, key=self.skipped.get)
             return (f'no readable results in {files}: '
@@ -179,6 +192,15 @@ class History:
                 f'which carry no values): run the suite with -r first')
 
 
+#: The longest perflog line read (bytes, or characters by the line
+#: reader, without its line end): a line is a few kB (its longest field,
+#: ``loss_curve``, holds a few dozen numbers). A longer one (a crash's NUL
+#: bytes, a file that is no perflog) is read past in bounded memory,
+#: skipped and counted; a file whose first line is longer is left out
+#: (:class:`UnreadablePerflog`). Without a bound, 2 GB of NUL bytes with
+#: no newline took every report down with a MemoryError (issue 39).
+MAX_LINE = 1 << 20
+
 #: Why a perflog line is skipped, as the report says it.
 SKIP_REASONS = {
     'short': 'cut short: fewer fields than their header (a session killed '
@@ -186,6 +208,8 @@ SKIP_REASONS = {
     'long': 'with more fields than their header (written by another '
             'version of the suite or ReFrame into this file?)',
     'time': 'without a readable job_completion_time',
+    'huge': f'over {MAX_LINE >> 20} MiB long (NUL bytes a crash left, or '
+            f'not a perflog?)',
 }
 
 #: What to do where no line of a file could be read, by why most were
@@ -198,6 +222,8 @@ SKIP_FIXES = {
     'time': "is it a perflog? (ReFrame's perflogs are '|'-separated lines "
             "under a header line; hpcml extract and hpcml triage read a "
             "job's output)",
+    'huge': 'every line is over 1 MiB long: move the file out of the '
+            'perflog directory (a perflog line is a few kB)',
 }
 
 
@@ -283,18 +309,84 @@ def perflog_rows(text):
                       quoting=csv.QUOTE_NONE)
 
 
+class UnreadablePerflog(Exception):
+    '''A perflog that cannot be read: left out of the history, said in
+    one line (its path, why, and the fix; :attr:`History.unreadable_files`),
+    every other file read.'''
+
+    def __init__(self, path, why):
+        super().__init__(why)
+        self.path = str(path)
+        self.why = why
+
+
+def not_a_perflog(path):
+    ''':class:`UnreadablePerflog` for *path*, whose first line is longer
+    than :data:`MAX_LINE`.'''
+    return UnreadablePerflog(
+        path, f'its first line is over {MAX_LINE >> 20} MiB long (NUL bytes '
+              f'a crash left?), so it is not a perflog: move it out of the '
+              f'perflog directory')
+
+
+def cannot_read(path, err):
+    ''':class:`UnreadablePerflog` for *path*, which gave *err* (an
+    ``OSError``) when read.'''
+    why = getattr(err, 'strerror', None) or str(err) or type(err).__name__
+    return UnreadablePerflog(
+        path, f'cannot read it ({why}): let this user read it, or move it '
+              f'out of the perflog directory')
+
+
+#: What reading a perflog can raise that makes it unreadable.
+READ_ERRORS = (OSError,)
+
+
+def bounded_lines(fp, history):
+    '''The lines of text file *fp*, each at most :data:`MAX_LINE`
+    characters long (without its line end): a longer one is read past in
+    pieces and counted in *history* (:data:`SKIP_REASONS` ``huge``).'''
+    limit = MAX_LINE + 2
+    while True:
+        line = fp.readline(limit)
+        if not line:
+            return
+        if len(line.rstrip('\r\n')) <= MAX_LINE:
+            yield line
+            continue
+        while line and not line.endswith(('\n', '\r')):
+            line = fp.readline(1 << 20)
+        history.skip('huge')
+
+
 def read_perflog(path):
-    '''A :class:`History` of one perflog file.'''
+    '''A :class:`History` of one perflog file; one that cannot be read
+    (:class:`UnreadablePerflog`) is in its ``unreadable_files``, with no
+    runs.'''
     history = History(files=[str(path)])
+    try:
+        _read_rows(path, history)
+    except UnreadablePerflog as err:
+        return History(unreadable_files={err.path: err.why})
+    except READ_ERRORS as err:
+        unreadable = cannot_read(path, err)
+        return History(unreadable_files={unreadable.path: unreadable.why})
+    return history
+
+
+def _read_rows(path, history):
     with open(path, newline='', errors='replace') as fp:
-        reader = csv.reader(fp, delimiter='|', quoting=csv.QUOTE_NONE)
-        header = next(reader, None)
+        first = fp.readline(MAX_LINE + 2)
+        if len(first.rstrip('\r\n')) > MAX_LINE:
+            raise not_a_perflog(path)
+        header = next(perflog_rows(first), None)
         if not header:
-            return history
+            return
         parser = RowParser(header)
+        reader = csv.reader(bounded_lines(fp, history), delimiter='|',
+                            quoting=csv.QUOTE_NONE)
         for row in reader:
             history.add(parser.parse(row))
-    return history
 
 
 def _run_from_row(row, index, metric_columns):

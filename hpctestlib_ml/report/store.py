@@ -41,7 +41,8 @@ checks its Parquet files.
 A perflog that grew is read from where the store stopped; one that was
 replaced, cut, rewritten or rotated (ReFrame moves a file whose header
 changed to ``.h0``) is read again from its first line, its old rows left
-out of every query and dropped at the next merge.
+out of every query and dropped at the next merge. A perflog that cannot
+be read is left out, said in one line by the command.
 """
 import contextlib
 import dataclasses
@@ -100,6 +101,9 @@ class Store:
         self.given = str(source)
         self.source = os.path.realpath(source)
         self.manifest = None
+        #: Perflogs left out at the last update: path -> why, with the fix
+        #: (:class:`~.history.UnreadablePerflog`).
+        self.unreadable = {}
 
     # The manifest
 
@@ -185,6 +189,7 @@ class Store:
         '''Read what the perflogs gained since the last update
         (:func:`.store_update.update`) and save the manifest. Returns the
         lines read.'''
+        self.unreadable = {}
         read = store_update.update(self)
         self._save()
         return read
@@ -213,6 +218,10 @@ class Store:
         return (sum(e.runs for e in entries),
                 sum(e.dry_run for e in entries), skipped,
                 sorted(self._given(p) for p in self.manifest['files']))
+
+    def left_out(self):
+        ''':attr:`unreadable`, by the paths under the source as given.'''
+        return {self._given(p): why for p, why in self.unreadable.items()}
 
     def _given(self, path):
         '''*path* (under the real source) under the source as given.'''
