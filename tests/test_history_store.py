@@ -6,6 +6,7 @@ what the perflogs gained; it is rebuilt when missing, stale, older or
 unreadable (saying so, in one line, only for the last)."""
 import collections
 import contextlib
+import gzip
 import io
 import json
 import math
@@ -19,7 +20,7 @@ import pytest
 from conftest import BIN, under_a_limit
 from perflog_history import generate, generate_sweeps
 from hpctestlib_ml import cli
-from hpctestlib_ml.report import store, store_update
+from hpctestlib_ml.report import history, store, store_update
 
 REAL = pathlib.Path(__file__).parent / 'data' / 'history'
 
@@ -313,6 +314,53 @@ def summary(lines):
     words = lines[0].split()
     assert words[1:5] == ['runs', 'selected', 'of', words[4]], lines[0]
     return int(words[0]), int(words[4]), int(words[7])
+
+
+def test_rotated_perflogs_are_read_and_each_run_counted_once(tmp_path):
+    '''logrotate's rotated perflogs: a ``copytruncate`` (``C.log`` copied
+    to ``C.log.1``, then cut to its header and a new line), then a
+    rotation by rename (``.1`` -> ``.2``, compressed, ``C.log`` -> ``.1``
+    and a new ``C.log``). Before, ``C.log.1`` dropped out of the report
+    without a word (the bad-input round, issue 39, row 82); now every run
+    is counted once, with the store and without it, a file renamed is not
+    read again, and a cut ``.gz`` is left out in one line (about 5 s).'''
+    logs = tmp_path / 'perflogs'
+    generate(logs, days=10, dry_runs=0)
+    stores = tmp_path / 'stores'
+    argv = ['report', '--perflogs', logs, '--no-plots']
+    _, lines, _ = same_with_and_without(argv, stores)
+    runs = summary(lines)[1]
+    assert runs == 2 * 3 * 10 * 4       # systems x checks x days x nodes
+    path = logs / 'booster' / 'gpu' / 'BERTLarge.log'
+    header, first, *_ = path.read_text().splitlines()
+
+    shutil.copy(path, f'{path}.1')          # copytruncate
+    path.write_text(f'{header}\n{first}\n')
+    _, lines, err = same_with_and_without(argv, stores)
+    assert summary(lines) == (runs + 1, runs + 1, 13) and err == ''
+
+    with store.open_store(logs) as kept:    # rotation by rename
+        rotated = pathlib.Path(f'{path}.1').read_bytes()
+        with gzip.open(f'{path}.2.gz', 'wb') as out:
+            out.write(rotated)
+        os.remove(f'{path}.1')
+        os.rename(path, f'{path}.1')
+        path.write_text(f'{header}\n{first}\n')
+        # the .gz (a new file) and the new C.log's line are read; C.log.1
+        # is the old C.log renamed
+        assert kept.update() == rotated.count(b'\n') - 1 + 1
+    _, lines, err = same_with_and_without(argv, stores)
+    assert summary(lines) == (runs + 2, runs + 2, 14) and err == ''
+
+    cut = pathlib.Path(f'{path}.3.gz')      # logrotate killed compressing
+    cut.write_bytes(pathlib.Path(f'{path}.2.gz').read_bytes()[:300])
+    _, lines, err = same_with_and_without(argv, stores)
+    assert summary(lines) == (runs + 2, runs + 2, 14)
+    assert err.startswith(f'hpcml report: skipped {cut}: not a readable '
+                          f'gzip file (') and len(err.splitlines()) == 1
+    assert history.is_perflog('C.log.h0.3') and \
+        history.is_perflog('C.log-20261128.gz') and \
+        not history.is_perflog('C.log.orig')
 
 
 def test_nul_bytes_are_read_past_in_bounded_memory(tmp_path):

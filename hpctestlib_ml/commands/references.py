@@ -13,7 +13,7 @@ from hpctestlib_ml.history_refs.lookup import (NOISE_FLOOR_EXTRA,
                                                references_file)
 from hpctestlib_ml.history_refs.store import merge_into_file, preview
 from hpctestlib_ml.paths import REFERENCES_DIR
-from hpctestlib_ml.report import analysis
+from hpctestlib_ml.report import analysis, history
 from hpctestlib_ml.report.analysis import ReportError
 
 #: The command's line in ``hpcml --help``.
@@ -99,8 +99,8 @@ def _references(args, out):
             f'no runs of {args.system} in {", ".join(data.files) or "the input"}'
             f' (--system takes system or system:partition as the perflogs '
             f'name them; check --since and --workload){skipped}')
-    source = ', '.join(sorted({os.path.dirname(f) if f.endswith(
-        ('.log',)) or '.log.h' in f else f for f in data.files}))
+    source = ', '.join(sorted({os.path.dirname(f) if history.is_perflog(f)
+                               else f for f in data.files}))
     refs, notes = derive(runs, args.last, args.min_runs, source,
                          selected.totals, selected.unkeyed)
     for note in notes:

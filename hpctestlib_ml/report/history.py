@@ -5,6 +5,8 @@ ReFrame's results database.
 Perflogs: ``|``-separated with a header line. When the header changes
 (a new field, a new performance variable) ReFrame moves the old file to
 ``<name>.log.h0``, ``.h1``, ...; every generation is read by its own header.
+Files rotated by logrotate are read too (:func:`is_perflog`): ``.log.1``,
+``.log-20261128``, and compressed, ``.log.2.gz``.
 Lines from ``reframe --dry-run`` (result ``pass``, every value ``None``) are
 not results: they are counted in :attr:`History.dry_run_lines` and left out.
 """
@@ -12,11 +14,13 @@ import csv
 import dataclasses
 import datetime
 import glob
+import gzip
 import io
 import json
 import os
 import re
 import sqlite3
+import zlib
 
 from hpctestlib_ml import perflog_fields
 
@@ -331,15 +335,36 @@ def not_a_perflog(path):
 
 def cannot_read(path, err):
     ''':class:`UnreadablePerflog` for *path*, which gave *err* (an
-    ``OSError``) when read.'''
+    ``OSError`` or a damaged ``.gz``) when read.'''
     why = getattr(err, 'strerror', None) or str(err) or type(err).__name__
+    if is_gzip(path) and not isinstance(err, PermissionError):
+        return UnreadablePerflog(
+            path, f'not a readable gzip file ({why}): move it out of the '
+                  f'perflog directory (zcat shows what can still be read)')
     return UnreadablePerflog(
         path, f'cannot read it ({why}): let this user read it, or move it '
               f'out of the perflog directory')
 
 
-#: What reading a perflog can raise that makes it unreadable.
-READ_ERRORS = (OSError,)
+#: What reading a perflog can raise that makes it unreadable (a damaged
+#: ``.gz``: ``gzip.BadGzipFile`` is an ``OSError``; cut short: EOFError).
+READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def is_gzip(path):
+    '''Whether perflog *path* is compressed (logrotate's ``compress``).'''
+    return str(path).endswith('.gz')
+
+
+def open_perflog(path, binary=False):
+    '''*path* opened for reading, decompressed where it is a ``.gz``;
+    as text, with the csv reader's line ends and undecodable bytes
+    replaced.'''
+    if is_gzip(path):
+        return (gzip.open(path, 'rb') if binary else
+                gzip.open(path, 'rt', newline='', errors='replace'))
+    return (open(path, 'rb') if binary else
+            open(path, newline='', errors='replace'))
 
 
 def bounded_lines(fp, history):
@@ -375,7 +400,7 @@ def read_perflog(path):
 
 
 def _read_rows(path, history):
-    with open(path, newline='', errors='replace') as fp:
+    with open_perflog(path) as fp:
         first = fp.readline(MAX_LINE + 2)
         if len(first.rstrip('\r\n')) > MAX_LINE:
             raise not_a_perflog(path)
@@ -426,11 +451,24 @@ PROVENANCE_FIELDS = perflog_fields.names(perflog_fields.PROVENANCE)
 _KEPT_FIELDS = frozenset(CASE_FIELDS + PROVENANCE_FIELDS + RESULT_FIELDS)
 
 
+#: A perflog's name: ``C.log``, its header generations (``.h0``: ReFrame
+#: moves a file whose header changed), and logrotate's names for rotated
+#: copies of either: ``.1`` or, with ``dateext``, ``-20261128``, and
+#: ``.gz`` with ``compress`` (without ``delaycompress``, ``C.log.1.gz``).
+PERFLOG_NAME = re.compile(r'\.log(\.h\d+)?(\.\d+|-\d{8}(\d\d)?)?(\.gz)?$')
+
+
+def is_perflog(path):
+    '''Whether *path* is named as a perflog (:data:`PERFLOG_NAME`).'''
+    return bool(PERFLOG_NAME.search(os.path.basename(str(path))))
+
+
 def perflog_files(directory):
-    '''Every perflog under *directory*, all header generations.'''
+    '''Every perflog under *directory*, all header generations and
+    rotated copies (:data:`PERFLOG_NAME`).'''
     pattern = os.path.join(directory, '**', '*.log*')
     return sorted(p for p in glob.glob(pattern, recursive=True)
-                  if re.search(r'\.log(\.h\d+)?$', p))
+                  if is_perflog(p) and os.path.isfile(p))
 
 
 def distinct_sources(paths):

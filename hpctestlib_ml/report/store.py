@@ -38,11 +38,12 @@ This module keeps the manifest and opens a store (:func:`open_store`);
 :mod:`.store_update` brings it up to date; :mod:`.store_parts` writes and
 checks its Parquet files.
 
-A perflog that grew is read from where the store stopped; one that was
-replaced, cut, rewritten or rotated (ReFrame moves a file whose header
-changed to ``.h0``) is read again from its first line, its old rows left
-out of every query and dropped at the next merge. A perflog that cannot
-be read is left out, said in one line by the command.
+A perflog that grew is read from where the store stopped; one renamed
+(ReFrame moves a file whose header changed to ``.h0``, logrotate ``C.log``
+to ``C.log.1``) keeps what was read of it; one that was replaced, cut or
+rewritten is read again from its first line, its old rows left out of
+every query and dropped at the next merge. A perflog that cannot be read
+is left out, said in one line by the command.
 """
 import contextlib
 import dataclasses

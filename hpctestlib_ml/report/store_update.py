@@ -55,18 +55,18 @@ class Entry:
 def update(store):
     '''Read what the perflogs of *store* (a :class:`.store.Store`) gained
     since the last update into new parts: new lines of files that grew,
-    every line of new and replaced files; forget files that are gone;
-    leave out, in :attr:`~.store.Store.unreadable`, files that cannot be
-    read; merge the parts (:func:`merge`). Returns the lines read; the caller
+    every line of new and replaced files; follow files that were renamed
+    (logrotate's ``C.log`` -> ``C.log.1`` -> ``C.log.2``, ReFrame's
+    ``.h0``: :func:`_follow_renames`); forget files that are gone; leave
+    out, in :attr:`~.store.Store.unreadable`, files that cannot be read;
+    merge the parts (:func:`merge`). Returns the lines read; the caller
     saves the manifest.'''
     files = (history.perflog_files(store.source)
              if os.path.isdir(store.source) else [store.source])
     writer = _PartWriter(store)
     read = 0
     known = store.manifest['files']
-    for path in list(known):
-        if path not in files:
-            del known[path]
+    _follow_renames(known, files)
     try:
         for path in files:
             try:
@@ -92,18 +92,48 @@ class _WriteFailed(Exception):
     from a perflog that cannot be read while that is read.'''
 
 
+def _follow_renames(known, files):
+    '''*known* (path -> :class:`Entry`) made the entries of *files*: an
+    entry whose file is now at another path (the same inode: renamed, as
+    logrotate rotates ``C.log`` to ``C.log.1`` and ``C.log.1`` to
+    ``C.log.2``) moves with it, so that its lines are not read again
+    (:func:`_unchanged_prefix` still checks them); the entries of files
+    that are gone are forgotten.'''
+    inodes = {}
+    for path in files:
+        try:
+            inodes[path] = os.stat(path).st_ino
+        except OSError:
+            pass
+    kept = {p: e for p, e in known.items() if inodes.get(p) == e.inode}
+    moved = {e.inode: e for p, e in known.items() if p not in kept}
+    for path in files:
+        if path in kept:
+            continue
+        if inodes.get(path) in moved:
+            kept[path] = moved.pop(inodes[path])
+    known.clear()
+    known.update(kept)
+
+
 def _unchanged_prefix(path, entry, stat):
     '''Whether the bytes *entry* read are still the start of *path*: its
     inode, header and last bytes read; and, where the file was modified
     since (an append, or an edit in place that keeps its size, as an
     editor, ``dd conv=notrunc`` or Python's ``r+`` make), all the bytes
     read, up to :data:`VERIFY_MAX`. A file whose last line had no
-    newline (cut while written?) is read again once it grows.'''
+    newline (cut while written?) is read again once it grows; a ``.gz``
+    is read whole or not at all.'''
     if entry is None or entry.inode != stat.st_ino or \
             stat.st_size < entry.consumed:
         return False
-    if not entry.clean_end and stat.st_size != entry.consumed:
+    if (history.is_gzip(path) or not entry.clean_end) and \
+            stat.st_size != entry.consumed:
         return False
+    if history.is_gzip(path):
+        return (stat.st_mtime_ns == entry.mtime_ns or
+                entry.consumed > VERIFY_MAX or
+                _whole_digest(path, entry.consumed) == entry.whole)
     with open(path, 'rb') as fp:
         header = fp.readline(history.MAX_LINE + 2)
         if header.decode(errors='replace').rstrip('\r\n') != entry.header:
@@ -155,7 +185,10 @@ def _update_file(store, path, entry, writer):
                       '', True)
         store.manifest['next_fid'] += 1
         store.manifest['files'][path] = entry
-    read = _read_file(path, entry, writer)
+    if history.is_gzip(path):
+        read = _read_gzip(path, entry, writer, stat)
+    else:
+        read = _read_file(path, entry, writer)
     # The time before reading: a line appended meanwhile makes the next
     # update verify again, never skip it.
     entry.mtime_ns = stat.st_mtime_ns
@@ -313,6 +346,17 @@ def _read_file(path, entry, writer):
         fp.seek(entry.consumed)
         read = _read_lines(fp, entry, writer)
         entry.tail = _tail_digest(fp, header_size, entry.consumed)
+    return read
+
+
+def _read_gzip(path, entry, writer, stat):
+    '''Parse compressed *path* whole (logrotate's ``C.log.2.gz``, never
+    appended to) into *writer*'s parts; *entry* then holds its
+    compressed size (*stat*), what :func:`_unchanged_prefix` checks.'''
+    with history.open_perflog(path, binary=True) as fp:
+        read = (_read_lines(fp, entry, writer)
+                if _read_header(fp, path, entry) else 0)
+    entry.consumed, entry.clean_end, entry.tail = stat.st_size, True, ''
     return read
 
 
