@@ -363,6 +363,47 @@ def test_rotated_perflogs_are_read_and_each_run_counted_once(tmp_path):
         not history.is_perflog('C.log.orig')
 
 
+def damage_a_data_page(part):
+    '''300 bytes of zeros written over the middle of *part*'s data pages,
+    its footer (the schema, which every report checks) intact, as the
+    bad-input round did with random bytes (issue 39, rows 70 and 71).'''
+    data = bytearray(part.read_bytes())
+    footer = int.from_bytes(data[-8:-4], 'little') + 8
+    middle = (4 + len(data) - footer) // 2
+    data[middle:middle + 300] = bytes(300)
+    part.write_bytes(bytes(data))
+    pl = pytest.importorskip('polars')
+    pl.read_parquet_schema(part)
+    with pytest.raises(pl.exceptions.ComputeError):     # a page, not the
+        pl.read_parquet(part)                            # footer
+
+
+@pytest.mark.parametrize('which', ['part-000000.parquet',
+                                   'part-000000.days.parquet'])
+def test_a_damaged_data_page_is_rebuilt_with_one_line(histories, tmp_path,
+                                                      which):
+    '''Before, a page that polars cannot decode under an intact footer was
+    a polars traceback at every report and ``hpcml references`` until
+    ``history/`` was removed by hand; now the parts are read whole, the
+    damaged store rebuilt with one line, and the figures and counts are
+    the undamaged store's (about 5 s each).'''
+    logs = histories / 'sweeps'
+    stores = tmp_path / 'stores'
+    commands = (['report', '--perflogs', logs, '--no-plots'],
+                ['references', '--system', 'big:gpu', '--perflogs', logs])
+    first = [hpcml(argv, stores) for argv in commands]
+    assert summary(first[0][1])[1] == 40 * 30 * 4   # nodes x nights x checks
+    directory = pathlib.Path(store.store_dir(stores, logs))
+    for argv, before in zip(commands, first):
+        damage_a_data_page(directory / which)
+        status, lines, err = hpcml(argv, stores)
+        assert (status, lines) == before[:2]
+        assert len(err.splitlines()) == 1, err
+        assert f'could not be read ({which}: ' in err and \
+            err.endswith('rebuilt from the perflogs\n')
+        assert hpcml(argv, stores) == before
+
+
 def test_nul_bytes_are_read_past_in_bounded_memory(tmp_path):
     '''A perflog of 384 MiB of NUL bytes with no newline (what a crash can
     leave), and another whose lines stop for as long: before, both

@@ -44,6 +44,10 @@ to ``C.log.1``) keeps what was read of it; one that was replaced, cut or
 rewritten is read again from its first line, its old rows left out of
 every query and dropped at the next merge. A perflog that cannot be read
 is left out, said in one line by the command.
+
+Faults: a store that polars cannot read (a manifest or a part, or a data
+page under an intact footer, seen only when a report reads it) is rebuilt
+with one line (:func:`open_store`).
 """
 import contextlib
 import dataclasses
@@ -119,11 +123,12 @@ class Store:
                                          'system', 'partition', 'node')},
                 'metrics': {}, 'workload_metrics': {}}
 
-    def load(self):
+    def load(self, verify=False):
         '''Read the manifest: False where there is none or it is of another
         format or source (a rebuild without a word);
-        :class:`.store_parts.StoreError`
-        where it or a part cannot be read.'''
+        :class:`.store_parts.StoreError` where it or a part cannot be read
+        (with *verify*, any value of a part:
+        :func:`.store_parts.check_part`).'''
         path = self.path('manifest.json')
         if not os.path.exists(path):
             return False
@@ -141,10 +146,10 @@ class Store:
                      for p, e in manifest['files'].items()}
             for part in manifest['parts']:
                 store_parts.check_part(self.path(part['name']),
-                                       store_parts.ROW_COLUMNS)
+                                       store_parts.ROW_COLUMNS, verify)
                 store_parts.check_part(
                     self.path(store_parts.days_name(part['name'])),
-                    store_parts.DAY_COLUMNS)
+                    store_parts.DAY_COLUMNS, verify)
         except (KeyError, TypeError) as err:
             raise store_parts.StoreError(f'manifest.json: {err!r}') from None
         manifest['files'] = files
@@ -232,12 +237,14 @@ class Store:
 
 
 @contextlib.contextmanager
-def open_store(source, warn=None, results_dir=None):
+def open_store(source, warn=None, results_dir=None, verify=False):
     '''The up-to-date :class:`Store` of the perflogs at *source* (locked
     while in use), in :func:`store_root` of *results_dir*, or None where
     stores are off (:data:`STORE_ENV`) or cannot be kept (an unwritable
     directory). A missing, stale or older store is rebuilt without a
-    word; an unreadable one with one line to *warn* (default: stderr).'''
+    word; an unreadable one with one line to *warn* (default: stderr).
+    *verify*: every value of every part is read
+    (:func:`.store_parts.check_part`), after a report could not read one.'''
     root = store_root(results_dir)
     if root is None:
         yield None
@@ -255,7 +262,7 @@ def open_store(source, warn=None, results_dir=None):
         fcntl.flock(lock, fcntl.LOCK_EX)
         store = Store(directory, source)
         try:
-            loaded = store.load()
+            loaded = store.load(verify)
         except store_parts.StoreError as err:
             (warn or _stderr)(f'hpcml: the history store {directory} could '
                               f'not be read ({err}): rebuilt from the '

@@ -84,15 +84,30 @@ def combine_days(frame, keys):
     return frame.group_by(keys).agg(combined)
 
 
-def check_part(path, columns):
-    ''':class:`StoreError` unless *path* is a readable Parquet file.'''
+#: What reading a damaged part can raise: polars' errors (a data page
+#: that does not decode: ``ComputeError: parquet: File out of
+#: specification``), the OS's (a part a concurrent report merged away) and
+#: a panic in a decoder (pyo3's ``PanicException``, a BaseException).
+READ_ERRORS = (pl.exceptions.PolarsError, OSError,
+               pl.exceptions.PanicException)
+
+
+def check_part(path, columns, whole=False):
+    ''':class:`StoreError` unless *path* is a readable Parquet file with
+    *columns*: its footer (cheap, at every report), with *whole* every
+    value too (in polars' streaming engine: after a report could not read
+    a part; a damaged data page under an intact footer is seen only so).'''
     try:
         schema = pl.read_parquet_schema(path)
+        if whole:
+            pl.scan_parquet(path).select(pl.all().hash().sum()).collect(
+                engine='streaming')
     except FileNotFoundError:
         raise StoreError(f'{os.path.basename(path)} is missing') from None
-    except Exception as err:        # polars' and the OS's errors alike
+    except READ_ERRORS as err:      # polars' and the OS's errors alike
         raise StoreError(f'{os.path.basename(path)}: '
-                         f'{str(err).splitlines()[0]}') from None
+                         f'{(str(err) or type(err).__name__).splitlines()[0]}'
+                         ) from None
     missing = set(columns) - set(schema)
     if missing:
         raise StoreError(f'{os.path.basename(path)} lacks the columns '
@@ -105,3 +120,4 @@ def write_part(frame, path):
     partial = f'{path}.partial'
     frame.write_parquet(partial, statistics=True, row_group_size=ROW_GROUP)
     os.replace(partial, path)
+
