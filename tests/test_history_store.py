@@ -404,6 +404,69 @@ def test_a_damaged_data_page_is_rebuilt_with_one_line(histories, tmp_path,
         assert hpcml(argv, stores) == before
 
 
+@contextlib.contextmanager
+def full_disk(directory, monkeypatch, how):
+    '''*directory* on a disk that fills while the store is written: a 40
+    KiB tmpfs (where this user may mount one), or polars' error injected
+    at the write with no space left (``Invalid thrift: transport error``
+    is what polars 1.x says of ENOSPC).'''
+    directory.mkdir()
+    if how == 'tmpfs':
+        mounted = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=40k',
+                                  'tmpfs', str(directory)],
+                                 capture_output=True)
+        if mounted.returncode:
+            pytest.skip('cannot mount a tmpfs here (the injected error '
+                        'stands in)')
+        try:
+            yield
+        finally:
+            subprocess.run(['umount', str(directory)], check=True)
+        return
+    pl = pytest.importorskip('polars')
+    from hpctestlib_ml.report import store_parts
+    written = store_parts.write_part
+
+    def write_part(frame, path):
+        written(frame.head(1), f'{path}.partial.tmp')
+        os.replace(f'{path}.partial.tmp', f'{path}.partial')
+        raise pl.exceptions.ComputeError('parquet: File out of '
+                                         'specification: Invalid thrift: '
+                                         'transport error')
+    statvfs = os.statvfs
+    monkeypatch.setattr(store_parts, 'write_part', write_part)
+    monkeypatch.setattr(os, 'statvfs', lambda path: os.statvfs_result(
+        (4096, 4096, 10, 0, 0, 10, 0, 0, 0, 255))
+        if str(path).startswith(str(directory)) else statvfs(path))
+    yield
+
+
+@pytest.mark.parametrize('how', ['tmpfs', 'injected'])
+def test_a_full_disk_is_one_line_and_the_perflogs_are_read(
+        tmp_path, monkeypatch, how):
+    '''Before, a disk that filled while the store was written was a polars
+    traceback (``Invalid thrift: transport error``) at every report, and
+    left a ``.partial`` file (the bad-input round, issue 39, row 80). Now
+    one line says the disk is full, the report is the line reader's, with
+    every run, and what the failed update wrote is removed (about 2 s).'''
+    logs = tmp_path / 'perflogs'
+    generate(logs, days=10, dry_runs=0)
+    argv = ['report', '--perflogs', logs, '--no-plots']
+    without = hpcml(argv, 'off')
+    assert summary(without[1])[1] == 240
+    stores = tmp_path / 'full'
+    with full_disk(stores, monkeypatch, how):
+        for _ in range(2):                  # while the disk stays full
+            status, lines, err = hpcml(argv, stores)
+            assert (status, lines) == without[:2]
+            assert len(err.splitlines()) == 1, err
+            assert err.startswith(f'hpcml: the history store {stores}/') \
+                and 'could not be written: the disk is full (0 KiB free)' \
+                in err and 'HPCML_HISTORY_STORE=DIR' in err
+            left = sorted(p.name for p in stores.rglob('*') if p.is_file())
+            assert left == ['lock'], left
+
+
 def test_nul_bytes_are_read_past_in_bounded_memory(tmp_path):
     '''A perflog of 384 MiB of NUL bytes with no newline (what a crash can
     leave), and another whose lines stop for as long: before, both

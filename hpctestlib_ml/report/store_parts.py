@@ -2,6 +2,7 @@
 (``part-N.parquet``) and their counts per day (``part-N.days.parquet``),
 their columns, and how they are written and checked.
 """
+import errno
 import os
 
 import polars as pl
@@ -121,3 +122,27 @@ def write_part(frame, path):
     frame.write_parquet(partial, statistics=True, row_group_size=ROW_GROUP)
     os.replace(partial, path)
 
+
+#: Free bytes below which a failed write is taken for a full disk where
+#: the error does not say (polars reports ENOSPC as ``ComputeError:
+#: parquet: File out of specification: Invalid thrift: transport error``).
+FULL_BELOW = 1 << 20
+
+
+def disk_full(err, directory):
+    '''Where writing the store in *directory* failed with *err*: the
+    free space there (text) if the disk (or the user's quota) is full,
+    else None. Taken before the failed write's files are removed.'''
+    try:
+        stat = os.statvfs(directory)
+        free = stat.f_bavail * stat.f_frsize
+    except OSError:
+        free = None
+    text = str(err)
+    said = (getattr(err, 'errno', None) in (errno.ENOSPC, errno.EDQUOT) or
+            'os error 28' in text or 'No space left' in text or
+            'os error 122' in text)
+    if said or (free is not None and free < FULL_BELOW and
+                not isinstance(err, OSError)):
+        return 'unknown' if free is None else f'{free >> 10} KiB free'
+    return None

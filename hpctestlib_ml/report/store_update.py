@@ -242,9 +242,8 @@ def _rewrite(store, merged):
     store_parts.write_part(
         store_parts.combine_days(days, store_parts.DAY_KEYS).collect(),
         store.path(days_name(name)))
-    for part in merged:
-        os.remove(store.path(part['name']))
-        os.remove(store.path(days_name(part['name'])))
+    for part in merged:         # removed once the manifest is saved
+        store.obsolete += [part['name'], days_name(part['name'])]
     rows = pl.scan_parquet(path).select(pl.len()).collect().item()
     return {'name': name, 'rows': rows}
 
