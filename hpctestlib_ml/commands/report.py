@@ -61,6 +61,9 @@ def add_arguments(parser):
     parser.add_argument('--save-baseline', metavar='NAME',
                         help='save the selected runs as a baseline '
                              '($HPCML_VAR_DIR/baselines/NAME.json, or a path)')
+    parser.add_argument('--replace-baseline', action='store_true',
+                        help='with --save-baseline: replace NAME even if it '
+                             'holds the baseline of another --system')
     parser.add_argument('--baseline', metavar='NAME',
                         help='score the selected runs against a baseline')
     parser.add_argument('--compare', nargs=2, metavar=('A', 'B'),
@@ -256,10 +259,15 @@ def _report(args, out):
     '''The report (:func:`run`), raising :class:`ReportError` on bad
     input.'''
     started = time.perf_counter()
+    if args.replace_baseline and not args.save_baseline:
+        raise ReportError('--replace-baseline does nothing without '
+                          '--save-baseline NAME: add it, or leave '
+                          '--replace-baseline out')
     if args.save_baseline:
         analysis.check_baseline_target(
             args.save_baseline,
-            analysis.baseline_path(args.save_baseline, args.prefix))
+            analysis.baseline_path(args.save_baseline, args.prefix),
+            args.system, args.replace_baseline)
     headlines = analysis.load_weights(args.weights)
     since = analysis.parse_since(args.since) if args.since else None
     until = analysis.parse_since(args.until) if args.until else None
@@ -327,7 +335,8 @@ def _baselines(args, selected, headlines, summary, out):
         stats = _stats(selected, headlines)
         path = analysis.baseline_path(args.save_baseline, args.prefix)
         try:
-            analysis.save_baseline(path, stats, summary, headlines)
+            analysis.save_baseline(path, stats, summary, headlines,
+                                   args.system)
         except OSError as err:
             raise ReportError(f'--save-baseline: cannot write {path} '
                               f'({err.strerror}): give a name or path where '
