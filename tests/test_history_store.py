@@ -323,7 +323,7 @@ def test_rotated_perflogs_are_read_and_each_run_counted_once(tmp_path):
     and a new ``C.log``). Before, ``C.log.1`` dropped out of the report
     without a word (the bad-input round, issue 39, row 82); now every run
     is counted once, with the store and without it, a file renamed is not
-    read again, and a cut ``.gz`` is left out in one line (about 5 s).'''
+    read again, and a cut ``.gz`` is left out in one line (about 1 s).'''
     logs = tmp_path / 'perflogs'
     generate(logs, days=10, dry_runs=0)
     stores = tmp_path / 'stores'
@@ -386,7 +386,7 @@ def test_a_damaged_data_page_is_rebuilt_with_one_line(histories, tmp_path,
     a polars traceback at every report and ``hpcml references`` until
     ``history/`` was removed by hand; now the parts are read whole, the
     damaged store rebuilt with one line, and the figures and counts are
-    the undamaged store's (about 5 s each).'''
+    the undamaged store's (about 1 s each).'''
     logs = histories / 'sweeps'
     stores = tmp_path / 'stores'
     commands = (['report', '--perflogs', logs, '--no-plots'],
@@ -448,7 +448,8 @@ def test_a_full_disk_is_one_line_and_the_perflogs_are_read(
     traceback (``Invalid thrift: transport error``) at every report, and
     left a ``.partial`` file (the bad-input round, issue 39, row 80). Now
     one line says the disk is full, the report is the line reader's, with
-    every run, and what the failed update wrote is removed (about 2 s).'''
+    every run, and what the failed update wrote is removed (under 1 s
+    each).'''
     logs = tmp_path / 'perflogs'
     generate(logs, days=10, dry_runs=0)
     argv = ['report', '--perflogs', logs, '--no-plots']
@@ -475,7 +476,7 @@ def test_nul_bytes_are_read_past_in_bounded_memory(tmp_path):
     88). Now, under 1 GiB more than the process starts with, the first
     file is left out with one line naming it, the other's long line is
     skipped and counted, and every other run is read, with the store and
-    without (about 8 s).'''
+    without (about 6 s).'''
     logs = tmp_path / 'perflogs'
     generate(logs, days=10, dry_runs=0)
     with open(logs / 'booster' / 'gpu' / 'Crash.log', 'wb') as fp:

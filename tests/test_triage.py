@@ -579,7 +579,7 @@ def test_nul_bytes_with_no_newline_are_read_past_in_bounded_memory(
     over 64 KiB is read by its start, in memory that bounds: under 384 MiB
     more than the process starts with, a log of 256 MiB of NUL bytes is
     no training log in one line, and one with the same NUL bytes in the
-    middle of its run is triaged as without them (about 4 s).'''
+    middle of its run is triaged as without them (about 6 s).'''
     nul = tmp_path / 'nul.log'
     with open(nul, 'wb') as fp:
         fp.truncate(256 << 20)

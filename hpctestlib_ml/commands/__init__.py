@@ -3,7 +3,8 @@
 Every module has ``HELP`` (its line in ``hpcml --help``),
 ``add_arguments(parser)`` and ``run(args)``, which returns the exit status
 and says what went wrong on stderr as ``hpcml <command>: ...``; a
-command that reads logs reads them with :func:`read_logs`.
+command that reads logs reads them with :func:`read_logs` (``hpcml
+triage`` with :func:`read_log` and a line limit).
 :mod:`hpctestlib_ml.cli` only registers them.
 """
 import argparse
