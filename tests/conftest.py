@@ -41,6 +41,37 @@ def read_data(*parts):
     return (DATA.joinpath(*parts)).read_text()
 
 
+#: Runs ``hpcml ARGV...`` with the address space this process has after
+#: its imports (and polars' threads) and LIMIT_MIB more: a file read whole
+#: does not fit (reading a stretch of N bytes with no newline took about 7N
+#: before; now about 130 MiB for the line reader, 260 MiB with the store,
+#: whatever N).
+UNDER_A_LIMIT = '''
+import os, re, resource, sys
+import polars as pl
+from hpctestlib_ml import cli
+pl.DataFrame({'a': [1]}).lazy().collect(engine='streaming')
+size = int(re.search(r'VmSize:\\s+(\\d+) kB',
+                     open('/proc/self/status').read())[1]) * 1024
+limit = size + int(os.environ['LIMIT_MIB']) * 2 ** 20
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+sys.exit(cli.main(sys.argv[1:]))
+'''
+
+
+def under_a_limit(argv, limit_mib, **env):
+    '''(exit status, stdout, stderr) of ``hpcml ARGV`` run with
+    :data:`UNDER_A_LIMIT`, polars and OpenBLAS on few threads (each
+    thread's stack and arena is address space).'''
+    proc = subprocess.run(
+        [str(BIN / 'python'), '-c', UNDER_A_LIMIT, *map(str, argv)],
+        env={**os.environ, 'POLARS_MAX_THREADS': '2',
+             'OPENBLAS_NUM_THREADS': '1', 'LIMIT_MIB': str(limit_mib),
+             **env},
+        capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
 @pytest.fixture(scope='session')
 def cache_dir(tmp_path_factory):
     '''One CPU-peak cache for every reframe run of the test session, and

@@ -6,6 +6,7 @@ what the perflogs gained; it is rebuilt when missing, stale, older or
 unreadable (saying so, in one line, only for the last)."""
 import collections
 import contextlib
+import gzip
 import io
 import json
 import math
@@ -16,10 +17,10 @@ import subprocess
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, under_a_limit
 from perflog_history import generate, generate_sweeps
 from hpctestlib_ml import cli
-from hpctestlib_ml.report import store, store_update
+from hpctestlib_ml.report import history, store, store_update
 
 REAL = pathlib.Path(__file__).parent / 'data' / 'history'
 
@@ -310,3 +311,200 @@ def test_a_perflog_edited_in_place_is_read_again(histories, tmp_path):
         fp.write(lines[4] + b'\n')
     edit(3, fields[digit])
     same_with_and_without(argv, stores)
+
+
+def summary(lines):
+    '''(runs selected, runs read, files) of a report's summary line.'''
+    words = lines[0].split()
+    assert words[1:5] == ['runs', 'selected', 'of', words[4]], lines[0]
+    return int(words[0]), int(words[4]), int(words[7])
+
+
+def test_rotated_perflogs_are_read_and_each_run_counted_once(tmp_path):
+    '''logrotate's rotated perflogs: a ``copytruncate`` (``C.log`` copied
+    to ``C.log.1``, then cut to its header and a new line), then a
+    rotation by rename (``.1`` -> ``.2``, compressed, ``C.log`` -> ``.1``
+    and a new ``C.log``). Before, ``C.log.1`` dropped out of the report
+    without a word (the bad-input round, issue 39, row 82); now every run
+    is counted once, with the store and without it, a file renamed is not
+    read again, and a cut ``.gz`` is left out in one line (about 1 s).'''
+    logs = tmp_path / 'perflogs'
+    generate(logs, days=10, dry_runs=0)
+    stores = tmp_path / 'stores'
+    argv = ['report', '--perflogs', logs, '--no-plots']
+    _, lines, _ = same_with_and_without(argv, stores)
+    runs = summary(lines)[1]
+    assert runs == 2 * 3 * 10 * 4       # systems x checks x days x nodes
+    path = logs / 'booster' / 'gpu' / 'BERTLarge.log'
+    header, first, *_ = path.read_text().splitlines()
+
+    shutil.copy(path, f'{path}.1')          # copytruncate
+    path.write_text(f'{header}\n{first}\n')
+    _, lines, err = same_with_and_without(argv, stores)
+    assert summary(lines) == (runs + 1, runs + 1, 13) and err == ''
+
+    with store.open_store(logs) as kept:    # rotation by rename
+        rotated = pathlib.Path(f'{path}.1').read_bytes()
+        with gzip.open(f'{path}.2.gz', 'wb') as out:
+            out.write(rotated)
+        os.remove(f'{path}.1')
+        os.rename(path, f'{path}.1')
+        path.write_text(f'{header}\n{first}\n')
+        # the .gz (a new file) and the new C.log's line are read; C.log.1
+        # is the old C.log renamed
+        assert kept.update() == rotated.count(b'\n') - 1 + 1
+    _, lines, err = same_with_and_without(argv, stores)
+    assert summary(lines) == (runs + 2, runs + 2, 14) and err == ''
+
+    cut = pathlib.Path(f'{path}.3.gz')      # logrotate killed compressing
+    cut.write_bytes(pathlib.Path(f'{path}.2.gz').read_bytes()[:300])
+    _, lines, err = same_with_and_without(argv, stores)
+    assert summary(lines) == (runs + 2, runs + 2, 14)
+    assert err.startswith(f'hpcml report: skipped {cut}: not a readable '
+                          f'gzip file (') and len(err.splitlines()) == 1
+    assert history.is_perflog('C.log.h0.3') and \
+        history.is_perflog('C.log-20261128.gz') and \
+        not history.is_perflog('C.log.orig')
+
+
+def damage_a_data_page(part):
+    '''300 bytes of zeros written over the middle of *part*'s data pages,
+    its footer (the schema, which every report checks) intact, as the
+    bad-input round did with random bytes (issue 39, rows 70 and 71).'''
+    data = bytearray(part.read_bytes())
+    footer = int.from_bytes(data[-8:-4], 'little') + 8
+    middle = (4 + len(data) - footer) // 2
+    data[middle:middle + 300] = bytes(300)
+    part.write_bytes(bytes(data))
+    pl = pytest.importorskip('polars')
+    pl.read_parquet_schema(part)
+    with pytest.raises(pl.exceptions.ComputeError):     # a page, not the
+        pl.read_parquet(part)                            # footer
+
+
+@pytest.mark.parametrize('which', ['part-000000.parquet',
+                                   'part-000000.days.parquet'])
+def test_a_damaged_data_page_is_rebuilt_with_one_line(histories, tmp_path,
+                                                      which):
+    '''Before, a page that polars cannot decode under an intact footer was
+    a polars traceback at every report and ``hpcml references`` until
+    ``history/`` was removed by hand; now the parts are read whole, the
+    damaged store rebuilt with one line, and the figures and counts are
+    the undamaged store's (about 1 s each).'''
+    logs = histories / 'sweeps'
+    stores = tmp_path / 'stores'
+    commands = (['report', '--perflogs', logs, '--no-plots'],
+                ['references', '--system', 'big:gpu', '--perflogs', logs])
+    first = [hpcml(argv, stores) for argv in commands]
+    assert summary(first[0][1])[1] == 40 * 30 * 4   # nodes x nights x checks
+    directory = pathlib.Path(store.store_dir(stores, logs))
+    for argv, before in zip(commands, first):
+        damage_a_data_page(directory / which)
+        status, lines, err = hpcml(argv, stores)
+        assert (status, lines) == before[:2]
+        assert len(err.splitlines()) == 1, err
+        assert f'could not be read ({which}: ' in err and \
+            err.endswith('rebuilt from the perflogs\n')
+        assert hpcml(argv, stores) == before
+
+
+@contextlib.contextmanager
+def full_disk(directory, monkeypatch, how):
+    '''*directory* on a disk that fills while the store is written: a 40
+    KiB tmpfs (where this user may mount one), or polars' error injected
+    at the write with no space left (``Invalid thrift: transport error``
+    is what polars 1.x says of ENOSPC).'''
+    directory.mkdir()
+    if how == 'tmpfs':
+        mounted = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=40k',
+                                  'tmpfs', str(directory)],
+                                 capture_output=True)
+        if mounted.returncode:
+            pytest.skip('cannot mount a tmpfs here (the injected error '
+                        'stands in)')
+        try:
+            yield
+        finally:
+            subprocess.run(['umount', str(directory)], check=True)
+        return
+    pl = pytest.importorskip('polars')
+    from hpctestlib_ml.report import store_parts
+    written = store_parts.write_part
+
+    def write_part(frame, path):
+        written(frame.head(1), f'{path}.partial.tmp')
+        os.replace(f'{path}.partial.tmp', f'{path}.partial')
+        raise pl.exceptions.ComputeError('parquet: File out of '
+                                         'specification: Invalid thrift: '
+                                         'transport error')
+    statvfs = os.statvfs
+    monkeypatch.setattr(store_parts, 'write_part', write_part)
+    monkeypatch.setattr(os, 'statvfs', lambda path: os.statvfs_result(
+        (4096, 4096, 10, 0, 0, 10, 0, 0, 0, 255))
+        if str(path).startswith(str(directory)) else statvfs(path))
+    yield
+
+
+@pytest.mark.parametrize('how', ['tmpfs', 'injected'])
+def test_a_full_disk_is_one_line_and_the_perflogs_are_read(
+        tmp_path, monkeypatch, how):
+    '''Before, a disk that filled while the store was written was a polars
+    traceback (``Invalid thrift: transport error``) at every report, and
+    left a ``.partial`` file (the bad-input round, issue 39, row 80). Now
+    one line says the disk is full, the report is the line reader's, with
+    every run, and what the failed update wrote is removed (under 1 s
+    each).'''
+    logs = tmp_path / 'perflogs'
+    generate(logs, days=10, dry_runs=0)
+    argv = ['report', '--perflogs', logs, '--no-plots']
+    without = hpcml(argv, 'off')
+    assert summary(without[1])[1] == 240
+    stores = tmp_path / 'full'
+    with full_disk(stores, monkeypatch, how):
+        for _ in range(2):                  # while the disk stays full
+            status, lines, err = hpcml(argv, stores)
+            assert (status, lines) == without[:2]
+            assert len(err.splitlines()) == 1, err
+            assert err.startswith(f'hpcml: the history store {stores}/') \
+                and 'could not be written: the disk is full (0 KiB free)' \
+                in err and 'HPCML_HISTORY_STORE=DIR' in err
+            left = sorted(p.name for p in stores.rglob('*') if p.is_file())
+            assert left == ['lock'], left
+
+
+def test_nul_bytes_are_read_past_in_bounded_memory(tmp_path):
+    '''A perflog of 384 MiB of NUL bytes with no newline (what a crash can
+    leave), and another whose lines stop for as long: before, both
+    readers held the whole stretch, several times over (2 GB ended every
+    report in a MemoryError at 6.4 GB; the bad-input round, issue 39, row
+    88). Now, under 1 GiB more than the process starts with, the first
+    file is left out with one line naming it, the other's long line is
+    skipped and counted, and every other run is read, with the store and
+    without (about 6 s).'''
+    logs = tmp_path / 'perflogs'
+    generate(logs, days=10, dry_runs=0)
+    with open(logs / 'booster' / 'gpu' / 'Crash.log', 'wb') as fp:
+        fp.truncate(384 << 20)
+    cut = logs / 'newcluster' / 'gpu' / 'MMoCLIP.log'
+    header, first, *_ = cut.read_text().splitlines()
+    with open(cut, 'r+b') as fp:
+        fp.truncate(cut.stat().st_size + (384 << 20))
+    with open(cut, 'a') as fp:
+        fp.write(f'\n{first}\n')
+    argv = ['report', '--perflogs', logs, '--no-plots']
+    found = []
+    for setting in ('off', tmp_path / 'stores'):
+        status, out, err = under_a_limit(argv, 1024,
+                                         HPCML_HISTORY_STORE=str(setting))
+        assert err == (f'hpcml report: skipped {logs}/booster/gpu/Crash.log: '
+                       f'its first line is over 1 MiB long (NUL bytes a '
+                       f'crash left?), so it is not a perflog: move it out '
+                       f'of the perflog directory\n'), err
+        lines = [line for line in out.splitlines()
+                 if not line.startswith('report took')]
+        assert lines[0].startswith(
+            '241 runs selected of 241 read from 12 files; ignored: 0 '
+            'dry-run lines (no values), 1 unreadable lines skipped (1 over '
+            '1 MiB long')
+        found.append((status, lines))
+    assert found[0] == found[1]

@@ -401,3 +401,44 @@ def test_a_sweep_of_right_answers_says_so_and_old_perflogs_say_nothing(
     out = report('--perflogs', tmp_path / 'old' / 'perflogs')
     assert out.returncode == 0, out.stderr
     assert 'Wrong answers' not in out.stdout
+
+
+def test_a_baseline_of_another_system_is_not_replaced_silently(tmp_path):
+    '''``--save-baseline nightly`` for newcluster:gpu replaced booster:gpu's
+    baseline of that name without a word, so that a later ``--baseline
+    nightly`` scored against the other system (the bad-input round, issue
+    39, row 69). Now it is refused in one line naming the fixes, nothing
+    written; booster's own baseline is updated as before; and
+    ``--replace-baseline`` replaces it (about 8 s).'''
+    generate(tmp_path / 'perflogs', days=10)
+    var = tmp_path / 'var'
+    path = var / 'baselines' / 'nightly.json'
+
+    def save(system, *extra):
+        proc = report('--perflogs', tmp_path / 'perflogs', '--no-plots',
+                      '--system', system, '--save-baseline', 'nightly',
+                      *extra, var=var)
+        return proc.returncode, proc.stderr
+
+    def saved():
+        data = json.loads(path.read_text())
+        runs = sum(c['runs'] for c in data['cases'].values())
+        return data.get('system'), len(data['cases']), runs
+    assert save('booster:gpu') == (0, '')
+    # 3 workloads x 4 node counts, 10 nights each
+    assert saved()[1:] == (12, 12 * 10)
+    before = path.read_bytes()
+    status, err = save('newcluster:gpu')
+    assert (status, path.read_bytes()) == (2, before)
+    assert err == (f'hpcml report: error: --save-baseline nightly: {path} '
+                   f'holds the baseline of --system booster:gpu (saved '
+                   f'{json.loads(before)["created"]}), and this report '
+                   f'selects --system newcluster:gpu: give another name '
+                   f'(e.g. nightly-newcluster-gpu), or add '
+                   f'--replace-baseline to replace it (nothing was '
+                   f'written)\n')
+    assert saved() == ('booster:gpu', 12, 12 * 10)
+    assert save('booster:gpu') == (0, '')
+    assert saved() == ('booster:gpu', 12, 12 * 10)
+    assert save('newcluster:gpu', '--replace-baseline') == (0, '')
+    assert saved() == ('newcluster:gpu', 12, 12 * 10)

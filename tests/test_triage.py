@@ -5,9 +5,11 @@ on the faults captured on this machine and the project's Slurm cluster, and
 on the GPU faults test_failures.py sets in srun's lines. Each expectation
 was worked out by reading the log: the category its root cause falls in,
 the words of the reason, and the rank and node where the log names them."""
+import json
+
 import pytest
 
-from conftest import DATA, read_data
+from conftest import DATA, read_data, under_a_limit
 from hpctestlib_ml import triage
 from test_failures import (CUDA_OOM, ILLEGAL_ACCESS_ABORT, NCCL_PEER_LEFT,
                            NCCL_SYSTEM_ERROR, PICOTRON_WATCHDOG,
@@ -567,3 +569,40 @@ def test_a_numerics_regression_starts_with_numerics():
     assert message.startswith('numerics: loss curve departs from reference '
                               'at logged step 1')
     assert triage.classify(message) == 'numerics'
+
+
+def test_nul_bytes_with_no_newline_are_read_past_in_bounded_memory(
+        tmp_path):
+    '''``hpcml triage`` on 2 GB of NUL bytes with no newline (what a crash
+    can leave) held it all, twice, and was still matching patterns five
+    minutes later (the bad-input round, issue 39, row 59). Now a line
+    over 64 KiB is read by its start, in memory that bounds: under 384 MiB
+    more than the process starts with, a log of 256 MiB of NUL bytes is
+    no training log in one line, and one with the same NUL bytes in the
+    middle of its run is triaged as without them (about 6 s).'''
+    nul = tmp_path / 'nul.log'
+    with open(nul, 'wb') as fp:
+        fp.truncate(256 << 20)
+    log = per_task_run_then(CUDA_OOM,
+                            'srun: error: n2: task 1: Exited with exit code 1')
+    head, tail = log[:len(log) // 2], log[len(log) // 2:]
+    crashed = tmp_path / 'crashed.log'
+    with open(crashed, 'w') as fp:
+        fp.write(head)
+        fp.truncate(len(head.encode()) + (256 << 20))
+    with open(crashed, 'a') as fp:
+        fp.write('\n' + tail)
+    status, out, err = under_a_limit(['triage', nul, crashed], 384)
+    assert status == 1, err
+    assert err.splitlines() == [
+        f'hpcml triage: {nul}: no training log recognised: the file is '
+        f'binary data, not text: give the job\'s output (its stdout and '
+        f'stderr)',
+        f'hpcml triage: {crashed}: 1 line(s) over 64 KiB long read by '
+        f'their first 64 KiB']
+    found = [json.loads(line) for line in out.splitlines()]
+    expected = triage.triage(log)
+    assert [f['file'] for f in found] == [str(nul), str(crashed)]
+    assert (found[1]['category'], found[1]['reason']) == (
+        expected.category, expected.reason) == ('out_of_memory',
+                                                found[1]['reason'])

@@ -13,7 +13,7 @@ from hpctestlib_ml.history_refs.lookup import (NOISE_FLOOR_EXTRA,
                                                references_file)
 from hpctestlib_ml.history_refs.store import merge_into_file, preview
 from hpctestlib_ml.paths import REFERENCES_DIR
-from hpctestlib_ml.report import analysis
+from hpctestlib_ml.report import analysis, history
 from hpctestlib_ml.report.analysis import ReportError
 
 #: The command's line in ``hpcml --help``.
@@ -85,6 +85,8 @@ def _references(args, out):
                               'spread needs two runs')
     selected = load(args, analysis.load_weights(), since, last=args.last)
     data, runs = selected.data, selected.runs
+    for line in data.unreadable_lines_of_files('references'):
+        print(line, file=sys.stderr)
     chosen = (len(runs) if selected.totals is None else
               sum(t.runs for t in selected.totals.values()))
     skipped = (f'; {data.skipped_text()}' if data.unreadable_lines else '')
@@ -97,8 +99,8 @@ def _references(args, out):
             f'no runs of {args.system} in {", ".join(data.files) or "the input"}'
             f' (--system takes system or system:partition as the perflogs '
             f'name them; check --since and --workload){skipped}')
-    source = ', '.join(sorted({os.path.dirname(f) if f.endswith(
-        ('.log',)) or '.log.h' in f else f for f in data.files}))
+    source = ', '.join(sorted({os.path.dirname(f) if history.is_perflog(f)
+                               else f for f in data.files}))
     refs, notes = derive(runs, args.last, args.min_runs, source,
                          selected.totals, selected.unkeyed)
     for note in notes:

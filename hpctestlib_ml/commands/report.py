@@ -12,8 +12,8 @@ import time
 from hpctestlib_ml import paths, registry, settings
 from hpctestlib_ml.commands import counting
 from hpctestlib_ml.report import (analysis, history, nodes, plots, recent,
-                                  render, store, store_selection,
-                                  wrong_answers)
+                                  render, store, store_parts,
+                                  store_selection, wrong_answers)
 from hpctestlib_ml.report.analysis import ReportError
 from hpctestlib_ml.tsdb import read
 
@@ -61,6 +61,9 @@ def add_arguments(parser):
     parser.add_argument('--save-baseline', metavar='NAME',
                         help='save the selected runs as a baseline '
                              '($HPCML_VAR_DIR/baselines/NAME.json, or a path)')
+    parser.add_argument('--replace-baseline', action='store_true',
+                        help='with --save-baseline: replace NAME even if it '
+                             'holds the baseline of another --system')
     parser.add_argument('--baseline', metavar='NAME',
                         help='score the selected runs against a baseline')
     parser.add_argument('--compare', nargs=2, metavar=('A', 'B'),
@@ -116,16 +119,10 @@ def load(args, headlines, since=None, until=None, last=10,
                                   f'reframe --prefix DIR wrote) or '
                                   f'--perflogs DIR')
     if sources and not (args.db or remote):
-        with contextlib.ExitStack() as stack:
-            try:
-                stores = [stack.enter_context(store.open_store(
-                              s, results_dir=args.prefix))
-                          for s in sources]
-            except settings.SettingError as err:
-                raise ReportError(str(err)) from None
-            if all(stores):
-                return _from_stores(args, stores, headlines, since, until,
-                                    last, window)
+        selected = _through_stores(args, sources, headlines, since, until,
+                                   last, window)
+        if selected is not None:
+            return selected
     if sources:
         data.extend(history.read_perflogs(sources))
     if args.db:
@@ -150,8 +147,60 @@ def load(args, headlines, since=None, until=None, last=10,
                     analysis.workload_metrics(data.runs))
 
 
-def _from_stores(args, stores, headlines, since, until, last, window):
-    ''':class:`Selected` of the history *stores*.'''
+def _through_stores(args, sources, headlines, since, until, last, window,
+                    verify=False):
+    ''':class:`Selected` of the perflogs at *sources* through their
+    history stores (:func:`_from_stores`), or None where one is off or
+    cannot be kept. Where polars cannot read a store (a damaged data page
+    under an intact footer, which only reading it shows), every value of
+    its parts is read (``open_store``'s *verify*), a damaged store rebuilt
+    with one line, and the stores read again.'''
+    try:
+        with contextlib.ExitStack() as stack:
+            try:
+                stores = [stack.enter_context(store.open_store(
+                              s, results_dir=args.prefix, verify=verify))
+                          for s in sources]
+            except settings.SettingError as err:
+                raise ReportError(str(err)) from None
+            if not all(stores):
+                return None
+            repair = None if verify else _Repair(
+                lambda: _through_stores(args, sources, headlines, since,
+                                        until, last, window, verify=True))
+            return _from_stores(args, stores, headlines, since, until, last,
+                                window, repair)
+    except store_parts.READ_ERRORS:
+        if verify:
+            raise
+    return _through_stores(args, sources, headlines, since, until, last,
+                           window, verify=True)
+
+
+class _Repair:
+    '''The :class:`Selected` of the stores read again after one could not
+    be read (made once, by *again*), for the queries a report makes after
+    :func:`load` (its score, ``--compare``, components).'''
+
+    def __init__(self, again):
+        self.again = again
+        self.selected = None
+
+    def __call__(self):
+        if self.selected is None:
+            self.selected = self.again()
+        if self.selected is None:
+            raise ReportError(
+                'the history store could not be read, nor rebuilt: run '
+                f'again with {store.STORE_ENV}=off (the perflogs read line '
+                f'by line)')
+        return self.selected
+
+
+def _from_stores(args, stores, headlines, since, until, last, window,
+                 repair=None):
+    ''':class:`Selected` of the history *stores*; its later queries call
+    *repair* (a :class:`_Repair`) where a store cannot be read.'''
     data = history.History()
     read = 0
     for kept in stores:
@@ -159,6 +208,7 @@ def _from_stores(args, stores, headlines, since, until, last, window):
         read += runs
         data.dry_run_lines += dry_runs
         data.files += files
+        data.unreadable_files.update(kept.left_out())
         for reason, count in skipped.items():
             data.skip(reason, count)
     selection = store_selection.StoreSelection(stores)
@@ -171,15 +221,25 @@ def _from_stores(args, stores, headlines, since, until, last, window):
                                           last, window)
 
     def case_values(system=None, chosen_headlines=headlines):
-        chosen = selection.narrow(frame, system) if system else frame
-        return recent.case_values(selection, chosen, chosen_headlines)
+        try:
+            chosen = selection.narrow(frame, system) if system else frame
+            return recent.case_values(selection, chosen, chosen_headlines)
+        except store_parts.READ_ERRORS:
+            if repair is None:
+                raise
+            return repair().case_values(system, chosen_headlines)
 
     def component_runs(where):
         system, partition = where.split(':', 1)
         declared = registry.registered()
         kinds = [w for w, d in declared.items() if d.kind == 'component']
-        return recent.component_runs(selection, frame, kinds, system,
-                                     partition)
+        try:
+            return recent.component_runs(selection, frame, kinds, system,
+                                         partition)
+        except store_parts.READ_ERRORS:
+            if repair is None:
+                raise
+            return repair().component_runs(where)
 
     return Selected(data, read, runs, logged, totals, unkeyed, case_values,
                     component_runs)
@@ -200,10 +260,15 @@ def _report(args, out):
     '''The report (:func:`run`), raising :class:`ReportError` on bad
     input.'''
     started = time.perf_counter()
+    if args.replace_baseline and not args.save_baseline:
+        raise ReportError('--replace-baseline does nothing without '
+                          '--save-baseline NAME: add it, or leave '
+                          '--replace-baseline out')
     if args.save_baseline:
         analysis.check_baseline_target(
             args.save_baseline,
-            analysis.baseline_path(args.save_baseline, args.prefix))
+            analysis.baseline_path(args.save_baseline, args.prefix),
+            args.system, args.replace_baseline)
     headlines = analysis.load_weights(args.weights)
     since = analysis.parse_since(args.since) if args.since else None
     until = analysis.parse_since(args.until) if args.until else None
@@ -212,6 +277,8 @@ def _report(args, out):
         raise ReportError(f'--node-window {args.node_window}: use 12h, 1d, '
                           f'90m')
     selected = load(args, headlines, since, until, args.last, window)
+    for line in selected.data.unreadable_lines_of_files('report'):
+        print(line, file=sys.stderr)
     if args.weights:
         analysis.check_weights(args.weights, headlines, selected.logged)
     data, runs = selected.data, selected.runs
@@ -272,7 +339,8 @@ def _baselines(args, selected, headlines, summary, out):
         stats = _stats(selected, headlines)
         path = analysis.baseline_path(args.save_baseline, args.prefix)
         try:
-            analysis.save_baseline(path, stats, summary, headlines)
+            analysis.save_baseline(path, stats, summary, headlines,
+                                   args.system)
         except OSError as err:
             raise ReportError(f'--save-baseline: cannot write {path} '
                               f'({err.strerror}): give a name or path where '

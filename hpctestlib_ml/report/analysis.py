@@ -478,29 +478,50 @@ def baseline_path(name, var_dir):
     return os.path.join(var_dir, 'baselines', f'{name}.json')
 
 
-def check_baseline_target(name, path):
+def check_baseline_target(name, path, system=None, replace=False):
     '''Refuse to save a baseline *name* at *path* where that would replace
     anything but a baseline (a perflog, a report: results already
-    written); an old baseline of that name may be replaced.'''
+    written), or, unless *replace*, the baseline of another selection of
+    systems than *system* (``--system``; None: every system): a later
+    ``--baseline NAME`` would score against the other system without a
+    word (issue 39). The same selection's baseline may be replaced, and so
+    may one saved before baselines named theirs.'''
     if not os.path.lexists(path):
         return
     try:
-        load_baseline(path)
+        _, data = load_baseline(path)
     except ReportError:
         raise ReportError(
             f'--save-baseline {name}: {path} is there and is not a baseline '
             f'of hpcml report, so saving would destroy it: give another name '
             f'or path (nothing was written)') from None
+    if replace or 'system' not in data or data['system'] == system:
+        return
+    other = _systems(data['system'])
+    suffix = (system or 'all').replace(':', '-')
+    raise ReportError(
+        f'--save-baseline {name}: {path} holds the baseline of {other} '
+        f'(saved {data.get("created", "before")}), and this report selects '
+        f'{_systems(system)}: give another name (e.g. {name}-{suffix}), or '
+        f'add --replace-baseline to replace it (nothing was written)')
 
 
-def save_baseline(path, stats, description, headlines=None):
+def _systems(system):
+    '''The ``--system`` a baseline was saved with, in words.'''
+    return f'--system {system}' if system else 'every system'
+
+
+def save_baseline(path, stats, description, headlines=None, system=None):
     '''Save *stats* (:func:`case_stats`) as a baseline at *path*, with the
     *headlines* they were figured with (their workloads'), so that a score
-    against it uses them (:func:`baseline_headlines`).'''
+    against it uses them (:func:`baseline_headlines`), and the ``--system``
+    its runs were selected by (None: every system;
+    :func:`check_baseline_target`).'''
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     used = {key.split('|')[0] for key in stats}
     data = {'format': 'hpcml-baseline-1', 'description': description,
             'created': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+            'system': system,
             'cases': {k: dataclasses.asdict(v) for k, v in stats.items()},
             'headlines': {w: dataclasses.asdict(h) for w, h in
                           sorted((headlines or {}).items()) if w in used}}

@@ -5,6 +5,8 @@ ReFrame's results database.
 Perflogs: ``|``-separated with a header line. When the header changes
 (a new field, a new performance variable) ReFrame moves the old file to
 ``<name>.log.h0``, ``.h1``, ...; every generation is read by its own header.
+Files rotated by logrotate are read too (:func:`is_perflog`): ``.log.1``,
+``.log-20261128``, and compressed, ``.log.2.gz``.
 Lines from ``reframe --dry-run`` (result ``pass``, every value ``None``) are
 not results: they are counted in :attr:`History.dry_run_lines` and left out.
 """
@@ -12,11 +14,13 @@ import csv
 import dataclasses
 import datetime
 import glob
+import gzip
 import io
 import json
 import os
 import re
 import sqlite3
+import zlib
 
 from hpctestlib_ml import perflog_fields
 
@@ -133,6 +137,9 @@ class History:
     files: list = dataclasses.field(default_factory=list)
     #: Why lines were skipped: reason -> count (see :data:`SKIP_REASONS`).
     skipped: dict = dataclasses.field(default_factory=dict)
+    #: Perflogs that could not be read, left out: path -> why, with the
+    #: fix (:class:`UnreadablePerflog`).
+    unreadable_files: dict = dataclasses.field(default_factory=dict)
 
     @property
     def unreadable_lines(self):
@@ -144,6 +151,7 @@ class History:
         self.files += other.files
         for reason, count in other.skipped.items():
             self.skip(reason, count)
+        self.unreadable_files.update(other.unreadable_files)
 
     def add(self, parsed):
         '''A parsed row (:meth:`RowParser.parse`): a run, a dry-run line
@@ -166,11 +174,20 @@ class History:
                             sorted(self.skipped.items()))
         return f'{self.unreadable_lines} unreadable lines skipped ({reasons})'
 
+    def unreadable_lines_of_files(self, command):
+        '''One line per perflog left out (:attr:`unreadable_files`), as
+        ``hpcml COMMAND: skipped PATH: why: fix``.'''
+        return [f'hpcml {command}: skipped {path}: {why}'
+                for path, why in sorted(self.unreadable_files.items())]
+
     def nothing_read(self):
         '''Why no run was read, with the fix, for a history of no runs:
         its unreadable lines and what to do about the commonest reason,
         else that it holds dry-run lines at most.'''
         files = ', '.join(self.files) or 'the input'
+        if self.unreadable_files and not self.files:
+            return (f'no perflog could be read ({len(self.unreadable_files)} '
+                    f'left out, each named above with its fix)')
         if self.unreadable_lines:
             commonest = max(self.skipped, key=self.skipped.get)
             return (f'no readable results in {files}: '
@@ -179,6 +196,15 @@ class History:
                 f'which carry no values): run the suite with -r first')
 
 
+#: The longest perflog line read (bytes, or characters by the line
+#: reader, without its line end): a line is a few kB (its longest field,
+#: ``loss_curve``, holds a few dozen numbers). A longer one (a crash's NUL
+#: bytes, a file that is no perflog) is read past in bounded memory,
+#: skipped and counted; a file whose first line is longer is left out
+#: (:class:`UnreadablePerflog`). Without a bound, 2 GB of NUL bytes with
+#: no newline took every report down with a MemoryError (issue 39).
+MAX_LINE = 1 << 20
+
 #: Why a perflog line is skipped, as the report says it.
 SKIP_REASONS = {
     'short': 'cut short: fewer fields than their header (a session killed '
@@ -186,6 +212,8 @@ SKIP_REASONS = {
     'long': 'with more fields than their header (written by another '
             'version of the suite or ReFrame into this file?)',
     'time': 'without a readable job_completion_time',
+    'huge': f'over {MAX_LINE >> 20} MiB long (NUL bytes a crash left, or '
+            f'not a perflog?)',
 }
 
 #: What to do where no line of a file could be read, by why most were
@@ -198,6 +226,8 @@ SKIP_FIXES = {
     'time': "is it a perflog? (ReFrame's perflogs are '|'-separated lines "
             "under a header line; hpcml extract and hpcml triage read a "
             "job's output)",
+    'huge': 'every line is over 1 MiB long: move the file out of the '
+            'perflog directory (a perflog line is a few kB)',
 }
 
 
@@ -283,18 +313,105 @@ def perflog_rows(text):
                       quoting=csv.QUOTE_NONE)
 
 
+class UnreadablePerflog(Exception):
+    '''A perflog that cannot be read: left out of the history, said in
+    one line (its path, why, and the fix; :attr:`History.unreadable_files`),
+    every other file read.'''
+
+    def __init__(self, path, why):
+        super().__init__(why)
+        self.path = str(path)
+        self.why = why
+
+
+def not_a_perflog(path):
+    ''':class:`UnreadablePerflog` for *path*, whose first line is longer
+    than :data:`MAX_LINE`.'''
+    return UnreadablePerflog(
+        path, f'its first line is over {MAX_LINE >> 20} MiB long (NUL bytes '
+              f'a crash left?), so it is not a perflog: move it out of the '
+              f'perflog directory')
+
+
+def cannot_read(path, err):
+    ''':class:`UnreadablePerflog` for *path*, which gave *err* (an
+    ``OSError`` or a damaged ``.gz``) when read.'''
+    why = getattr(err, 'strerror', None) or str(err) or type(err).__name__
+    if is_gzip(path) and not isinstance(err, PermissionError):
+        return UnreadablePerflog(
+            path, f'not a readable gzip file ({why}): move it out of the '
+                  f'perflog directory (zcat shows what can still be read)')
+    return UnreadablePerflog(
+        path, f'cannot read it ({why}): let this user read it, or move it '
+              f'out of the perflog directory')
+
+
+#: What reading a perflog can raise that makes it unreadable (a damaged
+#: ``.gz``: ``gzip.BadGzipFile`` is an ``OSError``; cut short: EOFError).
+READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def is_gzip(path):
+    '''Whether perflog *path* is compressed (logrotate's ``compress``).'''
+    return str(path).endswith('.gz')
+
+
+def open_perflog(path, binary=False):
+    '''*path* opened for reading, decompressed where it is a ``.gz``;
+    as text, with the csv reader's line ends and undecodable bytes
+    replaced.'''
+    if is_gzip(path):
+        return (gzip.open(path, 'rb') if binary else
+                gzip.open(path, 'rt', newline='', errors='replace'))
+    return (open(path, 'rb') if binary else
+            open(path, newline='', errors='replace'))
+
+
+def bounded_lines(fp, history):
+    '''The lines of text file *fp*, each at most :data:`MAX_LINE`
+    characters long (without its line end): a longer one is read past in
+    pieces and counted in *history* (:data:`SKIP_REASONS` ``huge``).'''
+    limit = MAX_LINE + 2
+    while True:
+        line = fp.readline(limit)
+        if not line:
+            return
+        if len(line.rstrip('\r\n')) <= MAX_LINE:
+            yield line
+            continue
+        while line and not line.endswith(('\n', '\r')):
+            line = fp.readline(1 << 20)
+        history.skip('huge')
+
+
 def read_perflog(path):
-    '''A :class:`History` of one perflog file.'''
+    '''A :class:`History` of one perflog file; one that cannot be read
+    (:class:`UnreadablePerflog`) is in its ``unreadable_files``, with no
+    runs.'''
     history = History(files=[str(path)])
-    with open(path, newline='', errors='replace') as fp:
-        reader = csv.reader(fp, delimiter='|', quoting=csv.QUOTE_NONE)
-        header = next(reader, None)
+    try:
+        _read_rows(path, history)
+    except UnreadablePerflog as err:
+        return History(unreadable_files={err.path: err.why})
+    except READ_ERRORS as err:
+        unreadable = cannot_read(path, err)
+        return History(unreadable_files={unreadable.path: unreadable.why})
+    return history
+
+
+def _read_rows(path, history):
+    with open_perflog(path) as fp:
+        first = fp.readline(MAX_LINE + 2)
+        if len(first.rstrip('\r\n')) > MAX_LINE:
+            raise not_a_perflog(path)
+        header = next(perflog_rows(first), None)
         if not header:
-            return history
+            return
         parser = RowParser(header)
+        reader = csv.reader(bounded_lines(fp, history), delimiter='|',
+                            quoting=csv.QUOTE_NONE)
         for row in reader:
             history.add(parser.parse(row))
-    return history
 
 
 def _run_from_row(row, index, metric_columns):
@@ -334,11 +451,24 @@ PROVENANCE_FIELDS = perflog_fields.names(perflog_fields.PROVENANCE)
 _KEPT_FIELDS = frozenset(CASE_FIELDS + PROVENANCE_FIELDS + RESULT_FIELDS)
 
 
+#: A perflog's name: ``C.log``, its header generations (``.h0``: ReFrame
+#: moves a file whose header changed), and logrotate's names for rotated
+#: copies of either: ``.1`` or, with ``dateext``, ``-20261128``, and
+#: ``.gz`` with ``compress`` (without ``delaycompress``, ``C.log.1.gz``).
+PERFLOG_NAME = re.compile(r'\.log(\.h\d+)?(\.\d+|-\d{8}(\d\d)?)?(\.gz)?$')
+
+
+def is_perflog(path):
+    '''Whether *path* is named as a perflog (:data:`PERFLOG_NAME`).'''
+    return bool(PERFLOG_NAME.search(os.path.basename(str(path))))
+
+
 def perflog_files(directory):
-    '''Every perflog under *directory*, all header generations.'''
+    '''Every perflog under *directory*, all header generations and
+    rotated copies (:data:`PERFLOG_NAME`).'''
     pattern = os.path.join(directory, '**', '*.log*')
     return sorted(p for p in glob.glob(pattern, recursive=True)
-                  if re.search(r'\.log(\.h\d+)?$', p))
+                  if is_perflog(p) and os.path.isfile(p))
 
 
 def distinct_sources(paths):

@@ -75,16 +75,22 @@ def parse_block(text, header):
     (:class:`Header`): (a DataFrame of the runs: ``line`` (the line's
     number in the block), ``raw``, ``time``, ``ok``, the key fields and a
     ``v:<metric>`` column per figure; lines read; dry-run lines;
-    {skip reason: lines}).'''
+    {skip reason: lines}). A line over :data:`~.history.MAX_LINE` bytes
+    is skipped, as the line reader skips it.'''
     lines = text.split('\n')
     if lines and lines[-1] == '':
         lines.pop()
     frame = pl.DataFrame({'raw': pl.Series(lines, dtype=pl.String)})
     frame = frame.with_row_index('line')
+    skipped = {}
+    huge = pl.col('raw').str.len_bytes() > history.MAX_LINE
+    count = frame.filter(huge).height
+    if count:
+        skipped['huge'] = count
+        frame = frame.filter(~huge)
     fields = pl.when(pl.col('raw') == '').then(0).otherwise(
         pl.col('raw').str.count_matches('|', literal=True) + 1)
     frame = frame.with_columns(fields.alias('fields'))
-    skipped = {}
     short = frame.filter(pl.col('fields') < header.width).height
     long = frame.filter(pl.col('fields') > header.width).height
     if short:

@@ -38,10 +38,17 @@ This module keeps the manifest and opens a store (:func:`open_store`);
 :mod:`.store_update` brings it up to date; :mod:`.store_parts` writes and
 checks its Parquet files.
 
-A perflog that grew is read from where the store stopped; one that was
-replaced, cut, rewritten or rotated (ReFrame moves a file whose header
-changed to ``.h0``) is read again from its first line, its old rows left
-out of every query and dropped at the next merge.
+A perflog that grew is read from where the store stopped; one renamed
+(ReFrame moves a file whose header changed to ``.h0``, logrotate ``C.log``
+to ``C.log.1``) keeps what was read of it; one that was replaced, cut or
+rewritten is read again from its first line, its old rows left out of
+every query and dropped at the next merge. A perflog that cannot be read
+is left out, said in one line by the command.
+
+Faults: a store that polars cannot read (a manifest or a part, or a data
+page under an intact footer, seen only when a report reads it) is rebuilt
+with one line; a full disk while it is written is one line, and the
+perflogs are read line by line (:func:`open_store`).
 """
 import contextlib
 import dataclasses
@@ -109,6 +116,11 @@ class Store:
         self.given = str(source)
         self.source = os.path.realpath(source)
         self.manifest = None
+        #: Perflogs left out at the last update: path -> why, with the fix
+        #: (:class:`~.history.UnreadablePerflog`).
+        self.unreadable = {}
+        #: Parts merged into another, removed once the manifest is saved.
+        self.obsolete = []
 
     # The manifest
 
@@ -123,11 +135,12 @@ class Store:
                                          'system', 'partition', 'node')},
                 'metrics': {}, 'workload_metrics': {}}
 
-    def load(self):
+    def load(self, verify=False):
         '''Read the manifest: False where there is none or it is of another
         format or source (a rebuild without a word);
-        :class:`.store_parts.StoreError`
-        where it or a part cannot be read.'''
+        :class:`.store_parts.StoreError` where it or a part cannot be read
+        (with *verify*, any value of a part:
+        :func:`.store_parts.check_part`).'''
         path = self.path('manifest.json')
         if not os.path.exists(path):
             return False
@@ -145,10 +158,10 @@ class Store:
                      for p, e in manifest['files'].items()}
             for part in manifest['parts']:
                 store_parts.check_part(self.path(part['name']),
-                                       store_parts.ROW_COLUMNS)
+                                       store_parts.ROW_COLUMNS, verify)
                 store_parts.check_part(
                     self.path(store_parts.days_name(part['name'])),
-                    store_parts.DAY_COLUMNS)
+                    store_parts.DAY_COLUMNS, verify)
         except (KeyError, TypeError) as err:
             raise store_parts.StoreError(f'manifest.json: {err!r}') from None
         manifest['files'] = files
@@ -171,6 +184,26 @@ class Store:
                 os.remove(self.path(name))
         self.manifest = self._empty()
 
+    def discard_unsaved(self):
+        '''Remove what an update that failed wrote (its ``.partial`` files
+        and its new parts): what the saved manifest names stays. Where
+        that names a part that is gone, the manifest goes too (the next
+        report rebuilds the store).'''
+        try:
+            with open(self.path('manifest.json')) as fp:
+                saved = [p['name'] for p in json.load(fp)['parts']]
+        except (OSError, ValueError, KeyError, TypeError):
+            saved = []
+        names = set(saved) | {store_parts.days_name(n) for n in saved}
+        for name in os.listdir(self.directory):
+            if name.endswith('.partial') or (name.startswith('part-') and
+                                             name not in names):
+                with contextlib.suppress(OSError):
+                    os.remove(self.path(name))
+        if not all(os.path.exists(self.path(n)) for n in names):
+            with contextlib.suppress(OSError):
+                os.remove(self.path('manifest.json'))
+
     def number(self, kind, key):
         '''The number of *key* among the store's *kind* (case, workload...).'''
         table = self.manifest['keys'][kind]
@@ -192,10 +225,17 @@ class Store:
 
     def update(self):
         '''Read what the perflogs gained since the last update
-        (:func:`.store_update.update`) and save the manifest. Returns the
-        lines read.'''
+        (:func:`.store_update.update`), save the manifest, then remove the
+        parts merged into others (named in :attr:`obsolete`: until the
+        manifest is saved, the saved one names them). Returns the lines
+        read.'''
+        self.unreadable = {}
         read = store_update.update(self)
         self._save()
+        for name in self.obsolete:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.path(name))
+        self.obsolete = []
         return read
 
     # Reading
@@ -223,6 +263,10 @@ class Store:
                 sum(e.dry_run for e in entries), skipped,
                 sorted(self._given(p) for p in self.manifest['files']))
 
+    def left_out(self):
+        ''':attr:`unreadable`, by the paths under the source as given.'''
+        return {self._given(p): why for p, why in self.unreadable.items()}
+
     def _given(self, path):
         '''*path* (under the real source) under the source as given.'''
         if path == self.source:
@@ -231,12 +275,16 @@ class Store:
 
 
 @contextlib.contextmanager
-def open_store(source, warn=None, results_dir=None):
+def open_store(source, warn=None, results_dir=None, verify=False):
     '''The up-to-date :class:`Store` of the perflogs at *source* (locked
     while in use), in :func:`store_root` of *results_dir*, or None where
     stores are off (:data:`STORE_ENV`) or cannot be kept (an unwritable
-    directory). A missing, stale or older store is rebuilt without a
-    word; an unreadable one with one line to *warn* (default: stderr).'''
+    directory, a full disk). A missing, stale or older store is rebuilt
+    without a word; an unreadable one with one line to *warn* (default:
+    stderr), and so is a full disk. *verify*: every value of every part is
+    read (:func:`.store_parts.check_part`), after a report could not read
+    one.'''
+    warn = warn or _stderr
     root = store_root(results_dir)
     if root is None:
         yield None
@@ -246,7 +294,10 @@ def open_store(source, warn=None, results_dir=None):
         os.makedirs(directory, exist_ok=True)
         lock = open(os.path.join(directory, 'lock'), 'w')
     except OSError as err:
-        if settings.env(STORE_ENV):     # named by the user: say so
+        full = store_parts.disk_full(err, _existing(directory))
+        if full:
+            warn(_full_line(directory, full))
+        elif settings.env(STORE_ENV):   # named by the user: say so
             _refuse(root, err.strerror or str(err))
         yield None                      # the default: read line by line
         return
@@ -254,20 +305,54 @@ def open_store(source, warn=None, results_dir=None):
         fcntl.flock(lock, fcntl.LOCK_EX)
         store = Store(directory, source)
         try:
-            loaded = store.load()
+            loaded = store.load(verify)
         except store_parts.StoreError as err:
-            (warn or _stderr)(f'hpcml: the history store {directory} could '
-                              f'not be read ({err}): rebuilt from the '
-                              f'perflogs')
+            warn(f'hpcml: the history store {directory} could not be read '
+                 f'({err}): rebuilt from the perflogs')
             loaded = False
         if not loaded:
             store.reset()
+        yield store if _bring_up_to_date(store, warn) else None
+
+
+def _bring_up_to_date(store, warn):
+    '''Whether *store* could be brought up to date (:meth:`Store.update`).
+    Where it could not, what the update wrote is removed: on a full disk
+    with one line (then, and where the store may not be written, the
+    perflogs are read line by line); where polars could not read a part
+    while merging, the store is rebuilt with one line.'''
+    for attempt in (1, 2):
         try:
             store.update()
-        except OSError:
-            yield None
-            return
-        yield store
+            return True
+        except store_parts.READ_ERRORS as err:
+            full = store_parts.disk_full(err, store.directory)
+            store.discard_unsaved()
+            if full:
+                warn(_full_line(store.directory, full))
+                return False
+            if isinstance(err, OSError) or attempt == 2:
+                return False
+            first = (str(err) or type(err).__name__).splitlines()[0]
+            warn(f'hpcml: the history store {store.directory} could not be '
+                 f'updated ({first}): rebuilt from the perflogs')
+            store.reset()
+    return False
+
+
+def _full_line(directory, free):
+    '''The line that says the disk of store *directory* is full.'''
+    return (f'hpcml: the history store {directory} could not be written: '
+            f'the disk is full ({free}): the perflogs were read line by '
+            f'line; free space there, or keep the stores elsewhere with '
+            f'{STORE_ENV}=DIR (or none: {STORE_ENV}=off)')
+
+
+def _existing(path):
+    '''*path*, or the nearest directory above it that exists.'''
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
 
 
 def _stderr(line):

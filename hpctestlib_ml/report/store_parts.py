@@ -2,6 +2,7 @@
 (``part-N.parquet``) and their counts per day (``part-N.days.parquet``),
 their columns, and how they are written and checked.
 """
+import errno
 import os
 
 import polars as pl
@@ -84,15 +85,30 @@ def combine_days(frame, keys):
     return frame.group_by(keys).agg(combined)
 
 
-def check_part(path, columns):
-    ''':class:`StoreError` unless *path* is a readable Parquet file.'''
+#: What reading a damaged part can raise: polars' errors (a data page
+#: that does not decode: ``ComputeError: parquet: File out of
+#: specification``), the OS's (a part a concurrent report merged away) and
+#: a panic in a decoder (pyo3's ``PanicException``, a BaseException).
+READ_ERRORS = (pl.exceptions.PolarsError, OSError,
+               pl.exceptions.PanicException)
+
+
+def check_part(path, columns, whole=False):
+    ''':class:`StoreError` unless *path* is a readable Parquet file with
+    *columns*: its footer (cheap, at every report), with *whole* every
+    value too (in polars' streaming engine: after a report could not read
+    a part; a damaged data page under an intact footer is seen only so).'''
     try:
         schema = pl.read_parquet_schema(path)
+        if whole:
+            pl.scan_parquet(path).select(pl.all().hash().sum()).collect(
+                engine='streaming')
     except FileNotFoundError:
         raise StoreError(f'{os.path.basename(path)} is missing') from None
-    except Exception as err:        # polars' and the OS's errors alike
+    except READ_ERRORS as err:      # polars' and the OS's errors alike
         raise StoreError(f'{os.path.basename(path)}: '
-                         f'{str(err).splitlines()[0]}') from None
+                         f'{(str(err) or type(err).__name__).splitlines()[0]}'
+                         ) from None
     missing = set(columns) - set(schema)
     if missing:
         raise StoreError(f'{os.path.basename(path)} lacks the columns '
@@ -105,3 +121,28 @@ def write_part(frame, path):
     partial = f'{path}.partial'
     frame.write_parquet(partial, statistics=True, row_group_size=ROW_GROUP)
     os.replace(partial, path)
+
+
+#: Free bytes below which a failed write is taken for a full disk where
+#: the error does not say (polars reports ENOSPC as ``ComputeError:
+#: parquet: File out of specification: Invalid thrift: transport error``).
+FULL_BELOW = 1 << 20
+
+
+def disk_full(err, directory):
+    '''Where writing the store in *directory* failed with *err*: the
+    free space there (text) if the disk (or the user's quota) is full,
+    else None. Taken before the failed write's files are removed.'''
+    try:
+        stat = os.statvfs(directory)
+        free = stat.f_bavail * stat.f_frsize
+    except OSError:
+        free = None
+    text = str(err)
+    said = (getattr(err, 'errno', None) in (errno.ENOSPC, errno.EDQUOT) or
+            'os error 28' in text or 'No space left' in text or
+            'os error 122' in text)
+    if said or (free is not None and free < FULL_BELOW and
+                not isinstance(err, OSError)):
+        return 'unknown' if free is None else f'{free >> 10} KiB free'
+    return None

@@ -55,7 +55,10 @@ class Entry:
 def update(store):
     '''Read what the perflogs of *store* (a :class:`.store.Store`) gained
     since the last update into new parts: new lines of files that grew,
-    every line of new and replaced files; forget files that are gone;
+    every line of new and replaced files; follow files that were renamed
+    (logrotate's ``C.log`` -> ``C.log.1`` -> ``C.log.2``, ReFrame's
+    ``.h0``: :func:`_follow_renames`); forget files that are gone; leave
+    out, in :attr:`~.store.Store.unreadable`, files that cannot be read;
     merge the parts (:func:`merge`). Returns the lines read; the caller
     saves the manifest.'''
     files = (history.perflog_files(store.source)
@@ -63,17 +66,54 @@ def update(store):
     writer = _PartWriter(store)
     read = 0
     known = store.manifest['files']
-    for path in list(known):
-        if path not in files:
-            del known[path]
-    for path in files:
-        try:
-            read += _update_file(store, path, known.get(path), writer)
-        except FileNotFoundError:
-            known.pop(path, None)
-    writer.flush()
+    _follow_renames(known, files)
+    try:
+        for path in files:
+            try:
+                read += _update_file(store, path, known.get(path), writer)
+            except FileNotFoundError:
+                known.pop(path, None)
+            except history.UnreadablePerflog as err:
+                known.pop(path, None)
+                store.unreadable[err.path] = err.why
+            except history.READ_ERRORS as err:
+                known.pop(path, None)
+                unreadable = history.cannot_read(path, err)
+                store.unreadable[unreadable.path] = unreadable.why
+        writer.flush()
+    except _WriteFailed as failed:      # the store's error, not the file's
+        raise failed.__cause__ from None
     merge(store)
     return read
+
+
+class _WriteFailed(Exception):
+    '''A part that could not be written (its error the cause), told apart
+    from a perflog that cannot be read while that is read.'''
+
+
+def _follow_renames(known, files):
+    '''*known* (path -> :class:`Entry`) made the entries of *files*: an
+    entry whose file is now at another path (the same inode: renamed, as
+    logrotate rotates ``C.log`` to ``C.log.1`` and ``C.log.1`` to
+    ``C.log.2``) moves with it, so that its lines are not read again
+    (:func:`_unchanged_prefix` still checks them); the entries of files
+    that are gone are forgotten.'''
+    inodes = {}
+    for path in files:
+        try:
+            inodes[path] = os.stat(path).st_ino
+        except OSError:
+            pass
+    kept = {p: e for p, e in known.items() if inodes.get(p) == e.inode}
+    moved = {e.inode: e for p, e in known.items() if p not in kept}
+    for path in files:
+        if path in kept:
+            continue
+        if inodes.get(path) in moved:
+            kept[path] = moved.pop(inodes[path])
+    known.clear()
+    known.update(kept)
 
 
 def _unchanged_prefix(path, entry, stat):
@@ -81,22 +121,43 @@ def _unchanged_prefix(path, entry, stat):
     inode, header and last bytes read; and, where the file was modified
     since (an append, or an edit in place that keeps its size, as an
     editor, ``dd conv=notrunc`` or Python's ``r+`` make), all the bytes
-    read, up to :data:`VERIFY_MAX`.'''
-    if (entry is None or entry.inode != stat.st_ino
-            or stat.st_size < entry.consumed or not entry.clean_end):
+    read, up to :data:`VERIFY_MAX`. A file whose last line had no
+    newline (cut while written?) is read again once it grows; a ``.gz``
+    is read whole or not at all.'''
+    if entry is None or entry.inode != stat.st_ino or \
+            stat.st_size < entry.consumed:
         return False
+    if (history.is_gzip(path) or not entry.clean_end) and \
+            stat.st_size != entry.consumed:
+        return False
+    if history.is_gzip(path):
+        return (stat.st_mtime_ns == entry.mtime_ns or
+                entry.consumed > VERIFY_MAX or
+                _whole_digest(path, entry.consumed) == entry.whole)
     with open(path, 'rb') as fp:
-        header = fp.readline()
+        header = fp.readline(history.MAX_LINE + 2)
         if header.decode(errors='replace').rstrip('\r\n') != entry.header:
             return False
-        start = max(len(header), entry.consumed - 256)
-        fp.seek(start)
-        if _digest(fp.read(entry.consumed - start)) != entry.tail:
+        if _tail_digest(fp, len(header), entry.consumed) != entry.tail:
             return False
         if stat.st_mtime_ns == entry.mtime_ns or \
                 entry.consumed > VERIFY_MAX:
             return True
         return _prefix_digest(fp, entry.consumed) == entry.whole
+
+
+def _tail_digest(fp, header_size, end):
+    '''The digest of the last bytes before *end* of open file *fp*, after
+    its header (*header_size* bytes).'''
+    start = max(header_size, end - 256)
+    fp.seek(start)
+    return _digest(fp.read(max(0, end - start)))
+
+
+def _whole_digest(path, size):
+    '''The digest of the first *size* bytes of *path*.'''
+    with open(path, 'rb') as fp:
+        return _prefix_digest(fp, size)
 
 
 def _prefix_digest(fp, size):
@@ -124,13 +185,15 @@ def _update_file(store, path, entry, writer):
                       '', True)
         store.manifest['next_fid'] += 1
         store.manifest['files'][path] = entry
-    read = _read_file(path, entry, writer)
+    if history.is_gzip(path):
+        read = _read_gzip(path, entry, writer, stat)
+    else:
+        read = _read_file(path, entry, writer)
     # The time before reading: a line appended meanwhile makes the next
     # update verify again, never skip it.
     entry.mtime_ns = stat.st_mtime_ns
     if entry.consumed <= VERIFY_MAX:
-        with open(path, 'rb') as fp:
-            entry.whole = _prefix_digest(fp, entry.consumed)
+        entry.whole = _whole_digest(path, entry.consumed)
     return read
 
 
@@ -179,9 +242,8 @@ def _rewrite(store, merged):
     store_parts.write_part(
         store_parts.combine_days(days, store_parts.DAY_KEYS).collect(),
         store.path(days_name(name)))
-    for part in merged:
-        os.remove(store.path(part['name']))
-        os.remove(store.path(days_name(part['name'])))
+    for part in merged:         # removed once the manifest is saved
+        store.obsolete += [part['name'], days_name(part['name'])]
     rows = pl.scan_parquet(path).select(pl.len()).collect().item()
     return {'name': name, 'rows': rows}
 
@@ -253,10 +315,13 @@ class _PartWriter:
             return
         frame = pl.concat(self.frames, how='diagonal_relaxed')
         name = self.store.new_part_name()
-        store_parts.write_part(frame, self.store.path(name))
-        store_parts.write_part(
-            store_parts.day_counts(frame.lazy()).collect(),
-            self.store.path(store_parts.days_name(name)))
+        try:
+            store_parts.write_part(frame, self.store.path(name))
+            store_parts.write_part(
+                store_parts.day_counts(frame.lazy()).collect(),
+                self.store.path(store_parts.days_name(name)))
+        except (OSError, pl.exceptions.PolarsError) as err:
+            raise _WriteFailed() from err
         self.store.manifest['parts'].append({'name': name,
                                              'rows': frame.height})
         self.frames, self.rows = [], 0
@@ -272,52 +337,85 @@ def _workload(run):
 def _read_file(path, entry, writer):
     '''Parse *path* from where *entry* stopped into *writer*'s parts;
     update *entry*; returns the lines read.'''
-    read = 0
     with open(path, 'rb') as fp:
-        if entry.consumed == 0:
-            first = fp.readline()
-            if not first:
-                return 0
-            entry.header = first.decode(errors='replace').rstrip('\r\n')
-            entry.consumed = len(first)
-            entry.clean_end = first.endswith(b'\n')
-            entry.tail = _digest(first[-256:])
-        header = next(history.perflog_rows(entry.header + '\n'), None)
-        if not header:
+        if entry.consumed == 0 and not _read_header(fp, path, entry):
             return 0
-        parser = columns.Header(header)
+        fp.seek(0)
+        header_size = len(fp.readline(history.MAX_LINE + 2))
         fp.seek(entry.consumed)
-        pending = b''
-        while True:
-            block = fp.read(CHUNK_BYTES)
-            if not block:
-                break
-            data = pending + block
-            end = data.rfind(b'\n') + 1
-            pending = data[end:]
-            read += _parse_block(data[:end], parser, entry, writer)
-            entry.consumed += end
-            if end:
-                entry.tail = _digest(_last_bytes(fp, entry.consumed))
-        if pending:
-            # A last line without its newline (a session killed while
-            # writing): read as the line-by-line reader reads it; the file
-            # is read again from its start once it grows.
-            read += _parse_block(pending, parser, entry, writer)
-            entry.consumed += len(pending)
-            entry.clean_end = False
-        else:
-            entry.clean_end = True
+        read = _read_lines(fp, entry, writer)
+        entry.tail = _tail_digest(fp, header_size, entry.consumed)
     return read
 
 
-def _last_bytes(fp, end):
-    here = fp.tell()
-    start = max(0, end - 256)
-    fp.seek(start)
-    data = fp.read(end - start)
-    fp.seek(here)
-    return data
+def _read_gzip(path, entry, writer, stat):
+    '''Parse compressed *path* whole (logrotate's ``C.log.2.gz``, never
+    appended to) into *writer*'s parts; *entry* then holds its
+    compressed size (*stat*), what :func:`_unchanged_prefix` checks.'''
+    with history.open_perflog(path, binary=True) as fp:
+        read = (_read_lines(fp, entry, writer)
+                if _read_header(fp, path, entry) else 0)
+    entry.consumed, entry.clean_end, entry.tail = stat.st_size, True, ''
+    return read
+
+
+def _read_header(fp, path, entry):
+    '''The first line of *fp* read into *entry*; False where there is
+    none; :class:`~.history.UnreadablePerflog` where it is longer than
+    :data:`~.history.MAX_LINE` (not a perflog).'''
+    first = fp.readline(history.MAX_LINE + 2)
+    if not first:
+        return False
+    if len(first.rstrip(b'\r\n')) > history.MAX_LINE:
+        raise history.not_a_perflog(path)
+    entry.header = first.decode(errors='replace').rstrip('\r\n')
+    entry.consumed = len(first)
+    entry.clean_end = first.endswith(b'\n')
+    return bool(next(history.perflog_rows(entry.header + '\n'), None))
+
+
+def _read_lines(fp, entry, writer):
+    '''Parse the lines of *fp*, from where it stands, into *writer*'s
+    parts, :data:`CHUNK_BYTES` at a time; a line longer than
+    :data:`~.history.MAX_LINE` is read past, skipped and counted, as the
+    line reader does (:func:`.history.bounded_lines`); returns the lines
+    read.'''
+    header = next(history.perflog_rows(entry.header + '\n'), None)
+    if not header:
+        return 0
+    parser = columns.Header(header)
+    read, pending, skipping, start = 0, b'', False, entry.consumed
+    while True:
+        block = fp.read(CHUNK_BYTES)
+        if not block:
+            break
+        if skipping:                # the rest of a line over MAX_LINE
+            end = block.find(b'\n') + 1
+            entry.consumed += end or len(block)
+            if not end:
+                continue
+            block, skipping = block[end:], False
+        data = pending + block
+        end = data.rfind(b'\n') + 1
+        pending = data[end:]
+        if end:
+            read += _parse_block(data[:end], parser, entry, writer)
+            entry.consumed += end
+        if len(pending) > history.MAX_LINE + 1:
+            entry.consumed += len(pending)
+            entry.skipped['huge'] = entry.skipped.get('huge', 0) + 1
+            entry.lines += 1
+            read += 1
+            pending, skipping = b'', True
+    if pending:
+        # A last line without its newline (a session killed while
+        # writing): read as the line-by-line reader reads it; the file
+        # is read again from its start once it grows.
+        read += _parse_block(pending, parser, entry, writer)
+        entry.consumed += len(pending)
+    if entry.consumed > start:
+        entry.clean_end = not (pending or skipping)
+    return read
 
 
 def _parse_block(data, header, entry, writer):
