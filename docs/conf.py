@@ -38,6 +38,11 @@ exclude_patterns = ['_build', 'Thumbs.db', '.DS_Store']
 myst_heading_anchors = 3
 
 autodoc_member_order = 'bysource'
+# Signatures show defaults as the source writes them (``environ=None``,
+# ``which=shutil.which``), not as repr() of the object at build time: a
+# default evaluated at import (a mapping, a path) printed the build
+# machine's values into the published pages.
+autodoc_preserve_defaults = True
 autodoc_default_options = {'show-inheritance': True}
 # ReFrame's test classes are documented where they are defined.
 autodoc_inherit_docstrings = False

@@ -1,0 +1,88 @@
+"""What the published site says is what a reader may copy, and nothing of
+the machine that built it: the reference pages built from the real
+``docs/conf.py`` (a small site of the CLI and settings pages and one
+library signature, about 4 s), and the library's defaults read from the
+source."""
+import ast
+import html
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import BIN, REPO
+
+DOCS = REPO / 'docs'
+
+#: The pages copied into the small site, as the real site has them.
+PAGES = {'cli.md': DOCS / 'reference' / 'cli.md',
+         'settings.md': DOCS / 'reference' / 'settings.md'}
+
+SIGNATURE = '''Signature
+=========
+
+.. autofunction:: hpctestlib_ml.siteconfig.local_container_platform
+'''
+
+
+def text_of(path):
+    '''The visible text of an HTML page.'''
+    return html.unescape(re.sub(r'<[^>]+>', '', path.read_text()))
+
+
+@pytest.fixture(scope='module')
+def site(tmp_path_factory):
+    '''A small site built with the real conf.py (``sphinx-build -c
+    docs``): the pages of :data:`PAGES` and :data:`SIGNATURE`; its output
+    and doctree directories.'''
+    root = tmp_path_factory.mktemp('site')
+    src = root / 'src'
+    src.mkdir()
+    for name, page in PAGES.items():
+        (src / name).write_text(page.read_text())
+    (src / 'signature.rst').write_text(SIGNATURE)
+    (src / 'index.rst').write_text(
+        'Site\n====\n\n.. toctree::\n\n   cli\n   settings\n   signature\n')
+    proc = subprocess.run(
+        [str(BIN / 'sphinx-build'), '-q', '-b', 'html', '-c', str(DOCS),
+         '-d', str(root / 'doctrees'), str(src), str(root / 'html')],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root
+
+
+def test_a_signature_shows_no_value_of_the_build_machine(site):
+    '''local_container_platform's environ printed the whole os.environ of
+    whoever ran make docs (CI's secrets too).'''
+    text = text_of(site / 'html' / 'signature.html')
+    assert 'local_container_platform(which=shutil.which' in text
+    assert 'environ=None' in text
+    assert 'environ(' not in text
+    for name in ('HOME', 'PATH'):
+        if os.environ.get(name):
+            assert os.environ[name] not in text
+
+
+def environ_defaults(path):
+    '''The functions of *path* with a default that is the process's
+    environment (``os.environ``, evaluated when the module is imported).'''
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            for default in [*args.defaults, *args.kw_defaults]:
+                if default is not None and 'environ' in ast.unparse(
+                        default).split('.')[-1:]:
+                    found.append(f'{path.relative_to(REPO)}:{node.lineno} '
+                                 f'{node.name}')
+    return found
+
+
+def test_no_default_is_the_process_environment():
+    '''A default of os.environ is the build machine's environment in any
+    rendering of the signature, and the importing process's, not the
+    caller's, at run time: None, read when called.'''
+    found = [hit for path in sorted((REPO / 'hpctestlib_ml').rglob('*.py'))
+             for hit in environ_defaults(path)]
+    assert not found, found
