@@ -86,3 +86,23 @@ def test_no_default_is_the_process_environment():
     found = [hit for path in sorted((REPO / 'hpctestlib_ml').rglob('*.py'))
              for hit in environ_defaults(path)]
     assert not found, found
+
+
+def test_the_cli_page_shows_no_path_of_the_build_checkout(site):
+    '''--prefix's default was computed when the parser was built: the
+    building checkout's absolute path, shown as the default.'''
+    text = text_of(site / 'html' / 'cli.html')
+    assert '--prefix' in text
+    assert str(REPO) not in text
+
+
+def test_without_prefix_the_commands_read_the_suites_var():
+    from hpctestlib_ml import cli, paths
+    from hpctestlib_ml.commands.report import with_prefix
+    for command in ('report', 'references'):
+        args = cli.parser().parse_args([command, '--system', 'local'])
+        assert args.prefix is None
+        assert with_prefix(args).prefix == paths.VAR_DIR
+        args = cli.parser().parse_args([command, '--system', 'local',
+                                        '--prefix', 'elsewhere'])
+        assert with_prefix(args).prefix == 'elsewhere'

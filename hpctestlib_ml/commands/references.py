@@ -5,7 +5,8 @@ import os
 import sys
 
 from hpctestlib_ml.commands import counting
-from hpctestlib_ml.commands.report import add_history_arguments, load
+from hpctestlib_ml.commands.report import (add_history_arguments, load,
+                                          with_prefix)
 from hpctestlib_ml.history_refs import ReferencesError
 from hpctestlib_ml.history_refs.derive import (DEFAULT_LAST,
                                                DEFAULT_MIN_RUNS, derive)
@@ -41,7 +42,7 @@ def run(args, out=print):
     '''``hpcml references``; returns the exit status (2 on bad input,
     named on stderr).'''
     try:
-        return _references(args, out)
+        return _references(with_prefix(args), out)
     except (ReferencesError, ReportError) as err:
         print(f'hpcml references: error: {err}', file=sys.stderr)
         return 2
