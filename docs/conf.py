@@ -34,6 +34,11 @@ source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
 root_doc = 'index'
 exclude_patterns = ['_build', 'Thumbs.db', '.DS_Store']
 
+# No typographic replacement: docutils' smart quotes made ``--memory`` an
+# en dash and quotes curly in help texts and prose outside code, so that a
+# command copied from the page failed.
+smartquotes = False
+
 # Links to headings of other pages ([text](page.md#a-heading)).
 myst_heading_anchors = 3
 

@@ -106,3 +106,16 @@ def test_without_prefix_the_commands_read_the_suites_var():
         args = cli.parser().parse_args([command, '--system', 'local',
                                         '--prefix', 'elsewhere'])
         assert with_prefix(args).prefix == 'elsewhere'
+
+
+@pytest.mark.parametrize('page, option', [('cli.html', '--memory'),
+                                          ('settings.html', '--size')])
+def test_options_and_quotes_are_printed_as_typed(site, page, option):
+    '''Smart quotes made ``--memory`` ``–memory`` (an en dash) and quotes
+    curly in help texts and the settings' words: copied, they fail.'''
+    text = text_of(site / 'html' / page)
+    assert option in text
+    typographic = sorted({c for c in text if c in '–—‘’“”…'})
+    assert not typographic, [
+        text[max(0, i - 30):i + 20] for i, c in enumerate(text)
+        if c in typographic][:5]
