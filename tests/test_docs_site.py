@@ -119,3 +119,19 @@ def test_options_and_quotes_are_printed_as_typed(site, page, option):
     assert not typographic, [
         text[max(0, i - 30):i + 20] for i, c in enumerate(text)
         if c in typographic][:5]
+
+
+def test_generated_pages_are_rebuilt_when_their_sources_change(site):
+    '''make docs left the CLI page stale after a help text changed:
+    Sphinx rebuilds a page when a file it noted as a dependency is newer,
+    and the CLI page noted none.'''
+    import pickle
+    with open(site / 'doctrees' / 'environment.pickle', 'rb') as fp:
+        dependencies = pickle.load(fp).dependencies
+    library = REPO / 'hpctestlib_ml'
+    assert {str(library / 'cli.py'),
+            str(library / 'commands' / 'report.py'),
+            str(library / 'report' / 'nodes.py')} <= dependencies['cli']
+    assert {str(library / 'settings.py'),
+            str(library / 'registry' / 'megatron' / '__init__.py')
+            } <= dependencies['settings']
