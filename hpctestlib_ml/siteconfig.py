@@ -170,7 +170,7 @@ def system_dirs():
     ReFrame's defaults under it (``<prefix>/stage``, ``<prefix>/output``),
     so ``--prefix``, ``--stage`` and ``--output`` move them as ReFrame
     users expect; a session that finds another one running on VAR_DIR gets
-    its own (:func:`sessions.claim_var_dir`)."""
+    its own (:func:`~hpctestlib_ml.sessions.claim_var_dir`)."""
     return {'prefix': VAR_DIR, **sessions.session_dirs(VAR_DIR)}
 
 

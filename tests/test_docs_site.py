@@ -135,3 +135,29 @@ def test_generated_pages_are_rebuilt_when_their_sources_change(site):
     assert {str(library / 'settings.py'),
             str(library / 'registry' / 'megatron' / '__init__.py')
             } <= dependencies['settings']
+
+
+def conf():
+    '''docs/conf.py's settings, as Sphinx reads them.'''
+    namespace = {'__file__': str(DOCS / 'conf.py')}
+    exec(compile((DOCS / 'conf.py').read_text(), 'conf.py', 'exec'),
+         namespace)
+    return namespace
+
+
+def test_the_nitpicky_build_ignores_only_modules_it_does_not_render():
+    '''make docs is nitpicky (-n -W); docs/conf.py names the library's
+    modules whose references it lets stand unresolved. Each must exist,
+    and none may be one the reference renders, where such an ignore
+    would hide a misspelt name.'''
+    import importlib
+    ignored = conf()['INTERNAL_MODULES']
+    for name in ignored:
+        importlib.import_module(f'hpctestlib_ml.{name}')
+    rendered = set(re.findall(r'^\.\. auto(?:module|class):: hpctestlib_ml\.'
+                              r'([\w.]+)', (DOCS / 'reference' /
+                                            'library.rst').read_text(), re.M))
+    assert rendered
+    hidden = sorted(r for r in rendered for name in ignored
+                    if r == name or r.startswith(name + '.'))
+    assert not hidden, f'rendered, yet ignored by nitpick_ignore_regex: {hidden}'
