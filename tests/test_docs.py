@@ -82,6 +82,10 @@ def test_runnable_commands_run(commands, tmp_path, cache_dir):
         assert proc.returncode == 0, (
             f'{command!r} exited {proc.returncode}:\n{proc.stdout[-2000:]}'
             f'\n{proc.stderr[-2000:]}')
+        # A listing or dry-run that selects nothing exits 0 too: the page's
+        # selection would be wrong (-n 'MegatronGPT%model_size=13B' was).
+        assert not re.search(r'^Found 0 check\(s\)', proc.stdout, re.M), (
+            f'{command!r} selects no test case:\n{proc.stdout[-2000:]}')
 
 
 def quick_start():
