@@ -195,3 +195,32 @@ def test_the_workloads_toctrees_list_the_registry():
     index = (REPO / 'docs' / 'workloads' / 'index.md').read_text()
     assert '{hpcml-workload-pages} workload' in index
     assert not any(f'\n{n}\n' in index for n in registered)
+
+
+def test_the_numbers_pages_state_are_the_configurations():
+    '''Statements the review found stale: the cluster page's noise (40 %)
+    against its example file's (30), the regression page's sample failure
+    (a floor of 30 % of local:cpu, which declares 50), config/slurm.py's
+    list of GPU models (5 of the peak table's keys missing).'''
+    from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS
+
+    def number(pattern, path):
+        found = re.findall(pattern, (REPO / path).read_text(), re.S)
+        assert len(found) == 1, (path, pattern, found)
+        return int(found[0])
+
+    cluster = number(r'how far figures move from night to night \| (\d+) %',
+                     'docs/guide/cluster.md')
+    assert cluster == number(r"'reference_noise_pct': (\d+)",
+                             'docs/examples/site_config.py')
+    assert cluster == number(r'export HPCML_REFERENCE_NOISE_PCT=(\d+)',
+                             'tests/slurm/cluster.sh')
+    local = number(r'\nCPU_NOISE_PCT = (\d+)\n', 'config/local.py')
+    assert local == number(r"the site's floor (\d+) %\s+\(extras "
+                           r"\['reference_noise_pct'\] of local:cpu\)",
+                           'docs/guide/regression.md')
+    assert local == number(r"partition's noise floor for references is "
+                           r'(\d+) %', 'docs/guide/getting_started.md')
+    doc = (REPO / 'config' / 'slurm.py').read_text().split('"""')[1]
+    listed = re.search(r'HPCML_GPU_MODEL .*?:(.*?)\n    HPCML_', doc, re.S)[1]
+    assert sorted(re.findall(r'[\w-]+', listed)) == sorted(DEVICE_PEAK_FLOPS)
