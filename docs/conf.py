@@ -7,6 +7,7 @@ the workloads' facts and the CLI are generated at build time
 (``_ext/hpcml_docs.py``, sphinx-argparse). Offline: no intersphinx.
 """
 import pathlib
+import re
 import sys
 
 DOCS = pathlib.Path(__file__).resolve().parent
@@ -16,11 +17,11 @@ sys.path[:0] = [str(DOCS.parent), str(DOCS / '_ext')]
 project = 'hpcml'
 author = 'the hpcml developers'
 copyright = 'the hpcml developers'
-try:
-    from importlib.metadata import version as _version
-    release = _version('hpctestlib-ml')
-except Exception:       # not installed: a checkout read in place
-    release = ''
+# The checkout's version (pyproject.toml's, which CHANGELOG.md's newest
+# entry names), not the installed package's, which is the version of the
+# last make setup.
+release = re.search(r'^version = "([^"]+)"$', (DOCS.parent / 'pyproject.toml')
+                    .read_text(), re.M)[1]
 version = release
 
 extensions = [

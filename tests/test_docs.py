@@ -224,3 +224,26 @@ def test_the_numbers_pages_state_are_the_configurations():
     doc = (REPO / 'config' / 'slurm.py').read_text().split('"""')[1]
     listed = re.search(r'HPCML_GPU_MODEL .*?:(.*?)\n    HPCML_', doc, re.S)[1]
     assert sorted(re.findall(r'[\w-]+', listed)) == sorted(DEVICE_PEAK_FLOPS)
+
+
+def project_version():
+    return re.search(r'^version = "([^"]+)"$',
+                     (REPO / 'pyproject.toml').read_text(), re.M)[1]
+
+
+def test_the_changelogs_newest_entry_is_the_version():
+    '''CHANGELOG.md's entries are headed "## VERSION (DATE)", newest
+    first, "(unreleased)" for a .devN; the newest names pyproject.toml's
+    version, so that the version moves with the changelog.'''
+    text = (REPO / 'CHANGELOG.md').read_text()
+    entries = re.findall(r'^## (\S+) \((unreleased|\d{4}-\d{2}-\d{2})\)$',
+                         text, re.M)
+    assert len(entries) >= 2
+    assert re.findall(r'^## .*$', text, re.M)[0] == (
+        f'## {entries[0][0]} ({entries[0][1]})'), 'an entry is misheaded'
+    version, when = entries[0]
+    assert version == project_version()
+    assert (when == 'unreleased') == ('.dev' in version)
+    dated = [w for _, w in entries if w != 'unreleased']
+    assert dated == sorted(dated, reverse=True)
+    assert '{include} ../CHANGELOG.md' in (DOCS / 'changelog.md').read_text()

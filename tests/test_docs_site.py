@@ -161,3 +161,11 @@ def test_the_nitpicky_build_ignores_only_modules_it_does_not_render():
     hidden = sorted(r for r in rendered for name in ignored
                     if r == name or r.startswith(name + '.'))
     assert not hidden, f'rendered, yet ignored by nitpick_ignore_regex: {hidden}'
+
+
+def test_the_site_shows_the_checkouts_version():
+    '''The site's title was the installed package's version (that of the
+    last make setup); it is pyproject.toml's, which the changelog names.'''
+    version = re.search(r'^version = "([^"]+)"$',
+                        (REPO / 'pyproject.toml').read_text(), re.M)[1]
+    assert conf()['release'] == version
