@@ -75,7 +75,7 @@ INTERNAL_MODULES = [
     'memory_estimate', 'flops', 'state_size', 'container', 'container_launch',
     'inputs', 'device_check', 'energy', 'provenance', 'errors', 'sessions',
     'var_full', 'triage', 'parsers', 'history_refs', 'report', 'caraml',
-    'registry.megatron',
+    'registry.megatron', 'answers',
 ]
 nitpick_ignore_regex = [
     (r'py:(mod|func|data|class|attr|meth)',
