@@ -5,8 +5,11 @@
     HPCML_SCHEDULER           ReFrame scheduler: slurm (default; needs
                               sacct) or squeue (no accounting needed)
     HPCML_GPUS_PER_NODE       GPUs per node; 0 or unset: a CPU partition
-    HPCML_GPU_MODEL           GPU model for MFU: A100, H100-SXM, H100-PCIe,
-                              GH200, H200, MI250-GCD, MI300X
+    HPCML_GPU_MODEL           GPU model for MFU (a key of the peak table,
+                              hpctestlib_ml/constants.py): A100, H100-SXM,
+                              H100-PCIe, H100-NVL, GH200, H200, H200-NVL,
+                              V100, V100-PCIe, MI250X-GCD, MI250-GCD,
+                              MI300X
     HPCML_GPU_RESOURCE        how to ask for GPUs; default
                               '--gpus-per-node={num_gpus_per_node}'
                               ('--gres=gpu:{num_gpus_per_node}' elsewhere)

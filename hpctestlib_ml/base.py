@@ -77,9 +77,8 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
     valid_prog_environs = ['+torch']
 
     #: ReFrame's own performance check runs non-strict so that
-    #: :meth:`~hpctestlib_ml.plugins.references.References.
-    #: fail_on_references` runs after it and raises its failures with the
-    #: reference's source.
+    #: :meth:`~hpctestlib_ml.plugins.references.References.fail_on_references`
+    #: runs after it and raises its failures with the reference's source.
     strict_check = False
 
     @run_after('setup')
@@ -117,12 +116,11 @@ class ComponentTest(MLTrainingTest):
 
     A component sets ``workload``, declares its program, parser and sizes
     (with ``steps``: the timed iterations) in the registry (the parser
-    read by ``extract_metrics``: a :class:`~hpctestlib_ml.metrics.
-    TrainingLog` with ``steps`` its iterations, ``world_size``,
-    ``figures``), and implements ``program_args`` and ``case_settings`` (what makes another case of it in
-    ``reference_case``); :meth:`log_problems` checks the ranks and
-    iterations and asks the component for its own problems
-    (:meth:`component_problems`).
+    read by ``extract_metrics``: a :class:`~hpctestlib_ml.metrics.TrainingLog`
+    with ``steps`` its iterations, ``world_size``, ``figures``), and implements
+    ``program_args`` and ``case_settings`` (what makes another case of it in
+    ``reference_case``); :meth:`log_problems` checks the ranks and iterations
+    and asks the component for its own problems (:meth:`component_problems`).
 
     .. list-table:: Summary (beside MLTrainingTest's)
        :header-rows: 0

@@ -1,33 +1,8 @@
-"""``hpcml``: the suite's command line.
-
-    hpcml suite [REFRAME OPTION...]     run the suite (reframe -C config/local.py
-                                        -c checks -r --performance-report ...);
-                                        fails if no test case ran
-    hpcml extract WORKLOAD LOGFILE...   metrics of training logs, as JSON
-    hpcml cpu-peak                      this CPU's measured fp32 matmul FLOP/s
-    hpcml model-info WORKLOAD [--size S] [--json] [--memory [--layout
-                       TPxPPxDP --batch B --precision P]]
-                                        parameters and forward FLOPs of the
-                                        model a workload's program builds
-    hpcml compliance LOGFILE...         MLPerf's compliance checker on
-                                        MLLOG logs; exit 1 on a violation
-    hpcml prepare [WORKLOAD...] [--dir DIR]
-                                        fetch what workloads would take
-                                        from a hub (run where it is reachable)
-    hpcml report [--perflogs DIR...]    the history: each case's figures,
-                                        what changed and since when, slow
-                                        nodes, failures (text, HTML)
-    hpcml references --system S         ReFrame references from the site's
-                                        own history
-    hpcml changes FILE.csv...           the report's change detector on any
-                                        series: shifts, changes of spread,
-                                        outliers, silences (JSON per event)
-    hpcml triage LOGFILE...             why training runs failed: category,
-                                        reason, rank, node (JSON per file)
-    hpcml new-workload NAME [--check C] a new workload from the template, as
-                                        new files (docs: adding a workload)
-    hpcml image [--base IMAGE]          build the suite's container image
-                                        (make image): Podman, else Apptainer
+"""``hpcml``: the suite's command line, one subcommand per module of
+:mod:`hpctestlib_ml.commands` (:data:`COMMANDS`). ``hpcml --help`` lists
+them from :data:`COMMANDS`, each with its module's ``HELP``, so that a
+command added there is listed; ``hpcml COMMAND --help`` gives its
+options (``hpcml suite --help`` is ReFrame's).
 """
 import argparse
 import importlib
@@ -52,10 +27,17 @@ def command(name):
     return importlib.import_module(f'hpctestlib_ml.commands.{COMMANDS[name]}')
 
 
+#: ``hpcml --help``'s text above the commands (which it lists from
+#: :data:`COMMANDS`).
+DESCRIPTION = ("hpcml: the suite's command line. Each command has its own "
+               'options: hpcml COMMAND --help (hpcml suite passes every '
+               "option after it to ReFrame: hpcml suite --help is ReFrame's).")
+
+
 def parser():
-    top = argparse.ArgumentParser(prog='hpcml', description=__doc__,
-                                  formatter_class=argparse.RawTextHelpFormatter)
-    subparsers = top.add_subparsers(dest='command', required=True)
+    top = argparse.ArgumentParser(prog='hpcml', description=DESCRIPTION)
+    subparsers = top.add_subparsers(dest='command', required=True,
+                                    title='commands', metavar='COMMAND')
     for name in COMMANDS:
         module = command(name)
         sub = subparsers.add_parser(name, help=module.HELP)

@@ -93,7 +93,8 @@ class TrainingLog:
 
 
 def losses_finite(losses):
-    ''':attr:`TrainingLog.losses_finite` of *losses*: None for none.'''
+    '''``losses_finite`` of a :class:`TrainingLog` with *losses*: None
+    for none.'''
     return all(math.isfinite(v) for v in losses) if losses else None
 
 

@@ -15,7 +15,7 @@ its role says who reads it:
     identifies a case beside its display name (the report's keys);
 ``provenance``
     what ran and with what: compared before and after a change, in
-    :attr:`Column.cause_rank` order where two differ as cleanly
+    ``Column.cause_rank`` order where two differ as cleanly
     (:mod:`hpctestlib_ml.report.causes`);
 ``result``
     of one run beside its figures (loss curve, slowest rank, noise floor,

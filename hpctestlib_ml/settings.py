@@ -41,6 +41,7 @@ EXTRAS = 'extras'
 #: the others is found, never a site's setting.
 INTERNAL = 'internal'
 
+#: The kinds of setting, in the order the settings page lists them.
 KINDS = (VARIABLE, ENVIRONMENT, EXTRAS, INTERNAL)
 
 #: Who reads the test variables every check has.
@@ -57,7 +58,7 @@ class Setting:
     '''One setting.'''
     #: Its name (``batch_size``, ``HPCML_GPUS_PER_NODE``, ``max_nodes``).
     name: str
-    #: One of :data:`KINDS`.
+    #: One of :data:`~hpctestlib_ml.settings.KINDS`.
     kind: str
     #: ``int``, ``float``, ``bool``, ``str``, ``word`` (text without
     #: blanks: a name that one shell word holds), ``list`` (comma- or
@@ -337,9 +338,10 @@ def extras_keys(reader, table):
 
 #: The test variables every check has, which a user sets (``-S
 #: NAME=VALUE``), by (name, reader): reader ``every check``. A workload's
-#: own are its declaration's (:attr:`hpctestlib_ml.registry.Workload.
-#: variables`). A check's value is checked at setup against the
-#: declaration of its workload, else of every check.
+#: own are its declaration's
+#: (:attr:`hpctestlib_ml.registry.Workload.variables`). A check's value is
+#: checked at setup against the declaration of its workload, else of every
+#: check.
 VARIABLES = {
     **_declare(VARIABLE, ALL_CHECKS, [
         ('size', 'str', 'auto', 'what a case trains: tiny (runs anywhere), '

@@ -139,8 +139,9 @@ def podman_image_exists(reference, run=subprocess.run):
 
 
 def local_container_platform(which=shutil.which, exists=podman_image_exists,
-                             environ=os.environ):
-    '''(platform, images) of this machine's ``*Container`` checks: Podman
+                             environ=None):
+    '''(platform, images) of this machine's ``*Container`` checks (*environ*:
+    the ``HPCML_*`` variables, default the process's): Podman
     where it is on PATH and its storage holds the image
     (``HPCML_CONTAINER_IMAGE``, else the suite's: ``make image``), so that
     ``make suite`` runs the container cases once the image is built and
@@ -169,7 +170,7 @@ def system_dirs():
     ReFrame's defaults under it (``<prefix>/stage``, ``<prefix>/output``),
     so ``--prefix``, ``--stage`` and ``--output`` move them as ReFrame
     users expect; a session that finds another one running on VAR_DIR gets
-    its own (:func:`sessions.claim_var_dir`)."""
+    its own (:func:`~hpctestlib_ml.sessions.claim_var_dir`)."""
     return {'prefix': VAR_DIR, **sessions.session_dirs(VAR_DIR)}
 
 

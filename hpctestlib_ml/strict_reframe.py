@@ -161,7 +161,7 @@ def variable_problems(external_vars, checks, loaded=()):
             problems.append(
                 f'-S {key}: {name} is a parameter of {", ".join(owners)}, '
                 f'not a variable: select its value with -n '
-                f"'{owners[0]}%{name}={value}'")
+                f"'^{owners[0]}%.*{name}={value}'")
         else:
             names = {n for cls in chosen for n in cls.var_space
                      if not n.startswith('_')}

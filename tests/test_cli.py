@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -166,3 +167,19 @@ def test_triage_of_a_file_it_cannot_read(tmp_path):
     assert 'hpcml triage: cannot read' in proc.stderr
     assert 'Traceback' not in proc.stderr
     assert json.loads(proc.stdout)['category'] == 'out_of_memory'
+
+
+def test_help_lists_the_registered_commands(monkeypatch):
+    '''hpcml --help lists cli.COMMANDS, each with its HELP, and no list
+    written by hand (one once left out report and references); no RST
+    markup in a terminal's text.'''
+    from hpctestlib_ml import cli
+    text = cli.parser().format_help()
+    for name in cli.COMMANDS:
+        assert re.search(rf'^ +{re.escape(name)}\s', text, re.M), name
+    assert '``' not in text
+    monkeypatch.setattr(cli, 'COMMANDS', {'triage': 'triage'})
+    text = cli.parser().format_help()
+    assert 'triage' in text
+    assert not any(name in text for name in ('references', 'report',
+                                             'new-workload'))

@@ -3,10 +3,15 @@ copy, the commands README and the docs mark runnable run, their links
 lead somewhere, and the generated pages cover every declaration.
 
 A Markdown code block that follows ``<!-- runnable -->`` is run from the
-repository root, line by line, each line a command that must exit 0;
-``<!-- runnable: integration -->`` marks the slow ones (ReFrame's
-listings and dry-runs). The site itself is built by ``make docs`` (in
-``.ci/run``), with warnings as errors."""
+repository root: a ``sh`` block line by line, each line a command that
+must exit 0 (and a listing or dry-run must select something); a
+``console`` block's ``$ `` lines are its commands and the lines after each
+what it must print (in order; ``...`` stands for anything), whatever its
+exit status. ``<!-- runnable: integration -->`` marks the slow ones
+(ReFrame's listings and dry-runs). A command of a guide's code block that
+can run here (a listing, a dry-run, a help) must be in such a block. The
+site itself is built by ``make docs`` (in ``.ci/run``), with warnings as
+errors."""
 import importlib.util
 import os
 import pathlib
@@ -29,59 +34,183 @@ hpcml_docs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hpcml_docs)
 
 MARKER = re.compile(r'^<!-- runnable(?:: (?P<kind>[\w-]+))? -->\n'
-                    r'```(?:sh|bash|console)\n(?P<body>.*?)^```$',
+                    r'```(?P<lang>sh|bash|console)\n(?P<body>.*?)^```$',
                     re.M | re.S)
 
 
+def steps_of(lang, body):
+    '''[(command, [the lines it must print])] of a block's *body*: a
+    ``console`` block's ``$ `` lines and the output shown after each, or
+    each line of a shell block (comments left out), continuations
+    joined.'''
+    body = body.replace('\\\n', ' ')
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    if lang != 'console':
+        return [(line, []) for line in lines if not line.startswith('#')]
+    steps = []
+    for line in lines:
+        if line.startswith('$ '):
+            steps.append((line[2:], []))
+        else:
+            assert steps, f'output before a command: {line!r}'
+            steps[-1][1].append(line)
+    return steps
+
+
 def runnable_blocks(path):
-    '''(kind, commands) of each block *path* marks runnable: kind is ''
-    or ``integration``; commands are its lines, continuations joined.'''
-    blocks = []
-    for match in MARKER.finditer(path.read_text()):
-        body = match['body'].replace('\\\n', ' ')
-        commands = [line.strip() for line in body.splitlines()
-                    if line.strip() and not line.lstrip().startswith('#')]
-        blocks.append((match['kind'] or '', commands))
-    return blocks
+    '''(kind, lang, steps) of each block *path* marks runnable: kind is
+    '' or ``integration``; steps are :func:`steps_of` its body.'''
+    return [(match['kind'] or '', match['lang'],
+             steps_of(match['lang'], match['body']))
+            for match in MARKER.finditer(path.read_text())]
 
 
 def block_params():
     params = []
     for path in PAGES:
-        for i, (kind, commands) in enumerate(runnable_blocks(path)):
+        for i, (kind, lang, steps) in enumerate(runnable_blocks(path)):
             marks = [pytest.mark.integration] if kind == 'integration' else []
             params.append(pytest.param(
-                commands, marks=marks,
+                lang, steps, marks=marks,
                 id=f'{path.relative_to(REPO)}[{i}]'))
     return params
+
+
+ANSI = re.compile(r'\x1b\[[0-9;]*m')
+
+
+def shows(output, expected):
+    '''Whether *output* holds the lines *expected*, in order, each a
+    whole line (surrounding blanks aside) where ``...`` stands for
+    anything; a line of ``...`` alone for any lines.'''
+    lines = [line.strip() for line in ANSI.sub('', output).splitlines()]
+    at = 0
+    for want in expected:
+        if want == '...':
+            continue
+        pattern = re.compile('.*'.join(map(re.escape, want.split('...'))))
+        while at < len(lines) and not pattern.fullmatch(lines[at]):
+            at += 1
+        if at == len(lines):
+            return False
+        at += 1
+    return True
+
+
+def test_console_output_is_matched_line_by_line():
+    out = 'a\nFound 3 check(s)\n  total    74.32 GiB\nz\n'
+    assert shows(out, ['...', 'Found 3 check(s)', 'total    74.32 GiB'])
+    assert shows(out, ['Found ... check(s)', '...', 'z'])
+    assert not shows(out, ['Found 0 check(s)'])
+    assert not shows(out, ['total    74.32 GiB', 'Found 3 check(s)'])
+    assert not shows(out, ['Found 3'])             # whole lines
 
 
 def test_marked_blocks_are_found():
     '''The marker's pattern finds the blocks the pages mark (a typo in a
     marker would make a block silently untested).'''
     for path in PAGES:
-        markers = re.findall(r'^<!-- runnable', path.read_text(), re.M)
+        markers = re.findall(r'^\s*<!-- runnable', path.read_text(), re.M)
         assert len(markers) == len(runnable_blocks(path)), (
             f'{path.relative_to(REPO)}: a runnable marker is not directly '
-            'above a ```sh block')
+            'above a ```sh or ```console block at the start of a line')
     assert sum(len(runnable_blocks(p)) for p in PAGES) >= 5
 
 
-@pytest.mark.parametrize('commands', block_params())
-def test_runnable_commands_run(commands, tmp_path, cache_dir):
+@pytest.mark.parametrize('lang, steps', block_params())
+def test_runnable_commands_run(lang, steps, tmp_path, cache_dir):
     env = {**os.environ, 'HPCML_VAR_DIR': str(tmp_path / 'var'),
            'HPCML_CACHE_DIR': str(cache_dir),
            'PATH': f'{BIN}{os.pathsep}{os.environ["PATH"]}'}
     env.pop('RFM_CONFIG_FILES', None)
-    for command in commands:
+    for command, expected in steps:
         # The pages name the project's .venv; the tests run in theirs.
         command = re.sub(r'(^|\s)\.venv/bin/', rf'\g<1>{BIN}/', command)
         proc = subprocess.run(['bash', '-c', command], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=600,
                               stdin=subprocess.DEVNULL)
+        said = f'{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}'
+        if lang == 'console':
+            assert shows(proc.stdout + proc.stderr, expected), (
+                f'{command!r} (exit {proc.returncode}) did not print what '
+                f'the page shows, {expected}:\n{said}')
+            continue
         assert proc.returncode == 0, (
-            f'{command!r} exited {proc.returncode}:\n{proc.stdout[-2000:]}'
-            f'\n{proc.stderr[-2000:]}')
+            f'{command!r} exited {proc.returncode}:\n{said}')
+        # A listing or dry-run that selects nothing exits 0 too: the page's
+        # selection would be wrong (-n 'MegatronGPT%model_size=13B' was).
+        assert not re.search(r'^Found 0 check\(s\)', proc.stdout, re.M), (
+            f'{command!r} selects no test case:\n{proc.stdout[-2000:]}')
+
+
+#: Any fenced code block, indented or not.
+CODE = re.compile(r'^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)\n(?P<body>.*?)'
+                  r'^(?P=indent)```$', re.M | re.S)
+#: The marker of a block that cannot run here, with its reason.
+NOT_HERE = re.compile(r'<!-- not runnable here: \S.* -->\n[ \t]*$')
+#: What runs here whatever the machine: a listing, a dry-run, a help.
+LISTS_OR_HELPS = re.compile(r'(^|\s)(-l|--dry-run|--help|--version|--plan)'
+                            r'(\s|$)')
+#: hpcml's tools that read the files they are given.
+FILE_TOOLS = ('extract', 'triage', 'compliance', 'changes')
+
+
+def can_run_here(command):
+    '''Whether *command* needs nothing this machine lacks: it lists,
+    dry-runs or prints a help (ReFrame queues nothing), or it is one of
+    hpcml's tools on files of the repository.'''
+    if LISTS_OR_HELPS.search(command):
+        return True
+    words = [w for w in command.split() if '=' not in w or w.startswith('-')]
+    if len(words) > 2 and words[0].endswith('hpcml') and \
+            words[1] in FILE_TOOLS:
+        paths = [w for w in words[2:] if '/' in w]
+        return bool(paths) and all((REPO / w).exists() for w in paths)
+    return False
+
+
+def guide_commands(path):
+    '''(command, marked) of every shell or console command in the code
+    blocks of *path*: marked where its block is run by
+    :func:`test_runnable_commands_run` or says why it cannot be.'''
+    text = path.read_text()
+    found = []
+    for match in CODE.finditer(text):
+        if match['lang'] not in ('sh', 'bash', 'console'):
+            continue
+        before = text[:match.start()]
+        marked = bool(re.search(r'<!-- runnable(: [\w-]+)? -->\n[ \t]*$',
+                                before) or NOT_HERE.search(before))
+        found += [(command, marked) for command, _ in
+                  steps_of(match['lang'], match['body'])]
+    return found
+
+
+def test_every_command_that_can_run_here_is_run():
+    '''A command in a guide that lists, dry-runs, prints a help or reads
+    the repository's own files is run by the tests (in a runnable block),
+    so that a wrong selection or a renamed option fails here, not for a
+    reader; a block that cannot run here says why (``<!-- not runnable
+    here: REASON -->``).'''
+    unrun = [f'{path.relative_to(REPO)}: {command}' for path in PAGES
+             for command, marked in guide_commands(path)
+             if not marked and can_run_here(command)]
+    assert not unrun, unrun
+    every = [c for path in PAGES for c, marked in guide_commands(path)
+             if marked and can_run_here(c)]
+    assert len(every) >= 10
+
+
+def test_what_can_run_here_is_told_from_what_cannot():
+    assert can_run_here(".venv/bin/hpcml suite -n '^MMoCLIP%' -l")
+    assert can_run_here('HPCML_ACCOUNT=x reframe -C c.py -c checks '
+                        '--dry-run')
+    assert can_run_here('.venv/bin/hpcml triage tests/data/triage/public/'
+                        'hafs101_srun_oom_kill_task4.log')
+    assert not can_run_here('hpcml triage slurm-8.out')
+    assert not can_run_here('.venv/bin/reframe -C config/slurm.py -c '
+                            'checks -r --mode smoke')
+    assert not can_run_here('hpcml references --system mysite:gpu --write')
 
 
 def quick_start():
@@ -112,7 +241,7 @@ def test_readme_quick_start_works_from_a_fresh_copy(tmp_path):
     assert "-e '.[pytorch,tensorflow,test,docs]'" in plan
     assert '.venv/bin/hpcml suite' in plan
     assert '.venv/bin/python -m pytest' in plan
-    assert '.venv/bin/sphinx-build -W' in plan
+    assert '.venv/bin/sphinx-build -n -W' in plan     # nitpicky, as CI
 
 
 LINK = re.compile(r'\]\(([^)\s#]+)(?:#[^)]*)?\)')
@@ -191,3 +320,55 @@ def test_the_workloads_toctrees_list_the_registry():
     index = (REPO / 'docs' / 'workloads' / 'index.md').read_text()
     assert '{hpcml-workload-pages} workload' in index
     assert not any(f'\n{n}\n' in index for n in registered)
+
+
+def test_the_numbers_pages_state_are_the_configurations():
+    '''Statements the review found stale: the cluster page's noise (40 %)
+    against its example file's (30), the regression page's sample failure
+    (a floor of 30 % of local:cpu, which declares 50), config/slurm.py's
+    list of GPU models (5 of the peak table's keys missing).'''
+    from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS
+
+    def number(pattern, path):
+        found = re.findall(pattern, (REPO / path).read_text(), re.S)
+        assert len(found) == 1, (path, pattern, found)
+        return int(found[0])
+
+    cluster = number(r'how far figures move from night to night \| (\d+) %',
+                     'docs/guide/cluster.md')
+    assert cluster == number(r"'reference_noise_pct': (\d+)",
+                             'docs/examples/site_config.py')
+    assert cluster == number(r'export HPCML_REFERENCE_NOISE_PCT=(\d+)',
+                             'tests/slurm/cluster.sh')
+    local = number(r'\nCPU_NOISE_PCT = (\d+)\n', 'config/local.py')
+    assert local == number(r"the site's floor (\d+) %\s+\(extras "
+                           r"\['reference_noise_pct'\] of local:cpu\)",
+                           'docs/guide/regression.md')
+    assert local == number(r"partition's noise floor for references is "
+                           r'(\d+) %', 'docs/guide/getting_started.md')
+    doc = (REPO / 'config' / 'slurm.py').read_text().split('"""')[1]
+    listed = re.search(r'HPCML_GPU_MODEL .*?:(.*?)\n    HPCML_', doc, re.S)[1]
+    assert sorted(re.findall(r'[\w-]+', listed)) == sorted(DEVICE_PEAK_FLOPS)
+
+
+def project_version():
+    return re.search(r'^version = "([^"]+)"$',
+                     (REPO / 'pyproject.toml').read_text(), re.M)[1]
+
+
+def test_the_changelogs_newest_entry_is_the_version():
+    '''CHANGELOG.md's entries are headed "## VERSION (DATE)", newest
+    first, "(unreleased)" for a .devN; the newest names pyproject.toml's
+    version, so that the version moves with the changelog.'''
+    text = (REPO / 'CHANGELOG.md').read_text()
+    entries = re.findall(r'^## (\S+) \((unreleased|\d{4}-\d{2}-\d{2})\)$',
+                         text, re.M)
+    assert len(entries) >= 2
+    assert re.findall(r'^## .*$', text, re.M)[0] == (
+        f'## {entries[0][0]} ({entries[0][1]})'), 'an entry is misheaded'
+    version, when = entries[0]
+    assert version == project_version()
+    assert (when == 'unreleased') == ('.dev' in version)
+    dated = [w for _, w in entries if w != 'unreleased']
+    assert dated == sorted(dated, reverse=True)
+    assert '{include} ../CHANGELOG.md' in (DOCS / 'changelog.md').read_text()

@@ -3,6 +3,7 @@ the nvidia-smi trace's integral, the table's verdicts, its errors, and
 that ReFrame accepts what the GPU phases pass it. (CI runs the whole
 validation on this CPU: .ci/run, `validate.sh run all --cpu .venv`.)"""
 import math
+import re
 import os
 import subprocess
 import sys
@@ -378,3 +379,22 @@ def test_the_phases_run_every_check_and_precision_once():
     assert set(seen) == expected
     called = [p for call in phases.CALLS for p in call]
     assert sorted(called) == sorted(phases.PHASES)
+
+
+def test_the_usage_and_the_guide_name_the_phases_there_are():
+    '''validate.sh's usage listed the seven phases of an old layout, and
+    the guide a phase, ``other``, that no longer existed: both name
+    phases.py's.'''
+    proc = subprocess.run(['bash', str(VALIDATE)], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    listed = [line.split(':', 1)[1].split() for line in
+              proc.stderr.splitlines() if line.strip().startswith('Phases:')]
+    assert listed == [list(phases.PHASES)], proc.stderr
+    guide = (REPO / 'docs' / 'guide' / 'gpu_validation.md').read_text()
+    table = {name for row in re.findall(
+        r'^\| `([\w-]+)`(?:, `([\w-]+)`)? \|', guide, re.M)
+        for name in row if name}
+    assert table == set(phases.PHASES)
+    named = set(re.findall(r'`([\w-]+)` phase', guide))
+    assert named <= set(phases.PHASES), named

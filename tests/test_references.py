@@ -565,3 +565,25 @@ def test_a_figure_that_cannot_be_is_never_a_reference(bad, said):
     (ref,), notes = derive.derive(runs)
     assert ref.metrics["samples_per_second"][0] == 101.0
     assert ref.runs == 10 and any('1 of 10 runs logged' in n for n in notes)
+
+
+def test_a_written_file_names_no_path_of_this_machine(tmp_path):
+    '''--write put the perflogs' absolute directory (a home, a scratch
+    path) into the references file a site commits: now their place under
+    the results directory (--prefix), and nothing for perflogs elsewhere.'''
+    results = tmp_path / 'results'
+    perflog(results / 'perflogs' / 'local' / 'cpu',
+            [run(1.8e9 + i, 100.0 + i) for i in range(6)])
+    elsewhere = tmp_path / 'copy'
+    perflog(elsewhere, [run(1.8e9 + i, 100.0 + i) for i in range(6)])
+    for options, said in (
+            (['--prefix', results], '(perflogs/local/cpu), from 6 ReFrame'),
+            (['--perflogs', elsewhere], ' UTC, from 6 ReFrame')):
+        refs_dir = tmp_path / f'refs{len(said)}'
+        refs_dir.mkdir()
+        out = hpcml('references', '--system', 'local', *options,
+                    '--write', refs_dir)
+        assert out.returncode == 0, out.stderr
+        text = (refs_dir / 'cosmoflow.yaml').read_text()
+        assert said in text
+        assert str(tmp_path) not in text

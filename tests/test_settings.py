@@ -61,7 +61,7 @@ def reason(proc):
     # logged fp32, whatever -S said.
     ('GPT2FineTune', 'precision=fp16', "precision is the parameter "
      "train_precision of GPT2FineTune: select it with -n "
-     "'GPT2FineTune%train_precision=fp16', not -S precision"),
+     "'^GPT2FineTune%.*train_precision=fp16', not -S precision"),
     # Rows 19-21: a traceback, then 0 dropped and -1 exported as
     # OMP_NUM_THREADS=-1 into the case's history.
     ('CosmoFlow', 'threads_per_rank=abc', "threads_per_rank must be an "
@@ -456,7 +456,7 @@ MEGATRON = ['-c', REPO / 'checks/megatron.py', '-n',
     # Row 13: a warning, then model_size=tiny ran and passed.
     ([*MEGATRON, '-S', 'model_size=7B', '-l'], "-S model_size: model_size is "
      "a parameter of MegatronGPT, not a variable: select its value with -n "
-     "'MegatronGPT%model_size=7B'"),
+     "'^MegatronGPT%.*model_size=7B'"),
     # Row 18: a warning, then the default ran and passed.
     ([*COSMOFLOW, '-S', 'batchsize=4', '-l'], '-S batchsize: no variable '
      'batchsize in any selected test (did you mean batch_size?)'),
@@ -485,6 +485,26 @@ def test_suite_refuses_what_reframe_only_warns_of(run_reframe, tmp_path,
         cwd=tmp_path, repo=REPO)), said
     assert not (var / 'stage').exists() or not list(
         (var / 'stage').rglob('rfm_job.sh'))
+
+
+@pytest.mark.integration
+def test_the_hint_for_a_parameter_selects_its_cases(run_reframe):
+    """hpcml suite's advice for a parameter given to -S, and the docs',
+    was -n 'MegatronGPT%model_size=13B': ReFrame matches -n against the
+    whole display name (MegatronGPT%scale=...%launch_mode=...%model_size=
+    13B), so it selected nothing. The advice's pattern, given to reframe
+    -l, lists that value's cases of that test, and only those."""
+    proc, _ = suite(run_reframe, *MEGATRON[:2], '-n', '^MegatronGPT%',
+                    '-S', 'model_size=tiny', '-l')
+    said, = suite_error(proc)
+    pattern, = re.findall(r"select its value with -n '([^']+)'", said)
+    proc, _ = run_reframe(BIN / 'reframe', '-C', REPO / 'config/local.py',
+                          *MEGATRON[:2], '-n', pattern, '-l')
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    listed = re.findall(r'^- (\S+) (.*) /\w+$', proc.stdout, re.M)
+    assert len(listed) == 3, proc.stdout[-2000:]
+    assert all(test == 'MegatronGPT' and case.endswith('%model_size=tiny')
+               for test, case in listed), listed
 
 
 def test_suite_says_a_config_files_syntax_error_in_one_line(run_reframe,

@@ -11,8 +11,8 @@
 #       phases.txt}, ..., DIR/sets.json (bench/gpu/wheelsets.py).
 #
 #   bench/gpu/validate.sh run PHASE[,PHASE...]|all [options] DIR OUT [-- REFRAME_OPTIONS]
-#       Phases: probes binding mlperf lm mlperf-precision lm-precision
-#       (bench/gpu/phases.py says what each runs).
+#       Phases: PHASES
+#       (bench/gpu/phases.py --list; phases.py says what each runs).
 #       DIR: a wheel set (DIR/requirements.txt), a wheelhouse (DIR/sets.json)
 #       or a virtual environment to use as it is (DIR/bin/python: CI's
 #       .venv). A set is installed offline into var/gpuval/venv, made with
@@ -37,8 +37,10 @@ START=$(date +%s)
 
 die() { echo "validate.sh: $*" >&2; exit 2; }
 
+# The comment above, with the phases bench/gpu/phases.py has.
 usage() {
-    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' \
+        | sed "s/^\( *Phases: \)PHASES\$/\1${PHASES[*]}/" >&2
     exit 2
 }
 

@@ -15,6 +15,13 @@ one home of its facts, so that no page copies them by hand:
   its test class with its variables and Summary (autodoc) and its
   references file.
 
+Each generated page records the files it is made from, so that ``make
+docs`` rebuilds it when one changes (Sphinx rebuilds a page only when its
+source or a noted dependency is newer): the CLI page (sphinx-argparse's
+``argparse`` directive, wrapped) every module of the library, whose help
+texts and defaults the parser reads; the settings and workload pages the
+settings' and registry's modules.
+
 At the start of a build, a registered workload without its page
 (``docs/workloads/<name>.md`` or ``.rst``) is a warning, so that
 ``sphinx-build -W`` fails until it has one.
@@ -114,6 +121,13 @@ def declaration_file(workload):
     module = importlib.import_module(f'hpctestlib_ml.registry.'
                                      f'{workload.name}')
     return pathlib.Path(module.__file__).relative_to(REPO)
+
+
+def library_files(*parts):
+    '''Every Python file under ``hpctestlib_ml/<parts>``: what a generated
+    page depends on.'''
+    return sorted(str(p) for p in REPO.joinpath('hpctestlib_ml', *parts)
+                  .rglob('*.py'))
 
 
 def page_of(name):
@@ -244,6 +258,7 @@ def setup(app):
     from sphinx.directives.other import TocTree
     from sphinx.util import logging
     from sphinx.util.docutils import SphinxDirective
+    from sphinxarg.ext import ArgParseDirective
 
     logger = logging.getLogger(__name__)
 
@@ -264,17 +279,23 @@ def setup(app):
             Parser().parse('\n'.join(self.lines()), doc)
             return doc.children
 
+    def note(env, files):
+        for path in files:
+            env.note_dependency(path)
+
     class Settings(Generated):
         required_arguments = 1
 
         def lines(self):
-            self.env.note_dependency(str(REPO / 'hpctestlib_ml/settings.py'))
+            note(self.env, [str(REPO / 'hpctestlib_ml/settings.py'),
+                            *library_files('registry')])
             return settings_rst(self.arguments[0])
 
     class Workloads(Generated):
         required_arguments = 0
 
         def lines(self):
+            note(self.env, library_files('registry'))
             return workloads_rst()
 
     class OneWorkload(Generated):
@@ -282,9 +303,18 @@ def setup(app):
 
         def lines(self):
             name = self.arguments[0]
-            self.env.note_dependency(str(REPO / declaration_file(
-                _workloads()[name])))
+            note(self.env, [str(REPO / declaration_file(_workloads()[name])),
+                            *library_files('registry')])
             return workload_rst(name)
+
+    class CommandLine(ArgParseDirective):
+        '''sphinx-argparse's ``argparse``, rebuilt when any module of the
+        library changes: the parser's help texts and defaults come from
+        the commands' modules and what they import.'''
+
+        def run(self):
+            note(self.env, library_files())
+            return super().run()
 
     class WorkloadPages(TocTree):
         '''A toctree of the registered workloads of one kind (its
@@ -308,5 +338,6 @@ def setup(app):
     app.add_directive('hpcml-workloads', Workloads)
     app.add_directive('hpcml-workload', OneWorkload)
     app.add_directive('hpcml-workload-pages', WorkloadPages)
+    app.add_directive('argparse', CommandLine, override=True)
     app.connect('builder-inited', check_pages)
     return {'parallel_read_safe': True, 'parallel_write_safe': True}

@@ -52,8 +52,10 @@ PARTITION = {
         # host names (n1): as JUWELS' jwb0001 -> jwb0001i.
         'rendezvous_address': 'nodeaddr',
         # How far the figures move from night to night with nothing
-        # changed: no history reference is narrower.
-        'reference_noise_pct': 30,
+        # changed: no history reference is narrower (this cluster's nodes
+        # are the vCPUs of one shared VM; tests/slurm/cluster.sh's env.sh
+        # declares the same).
+        'reference_noise_pct': 40,
     },
 }
 

@@ -5,7 +5,8 @@ import os
 import sys
 
 from hpctestlib_ml.commands import counting
-from hpctestlib_ml.commands.report import add_history_arguments, load
+from hpctestlib_ml.commands.report import (add_history_arguments, load,
+                                          with_prefix)
 from hpctestlib_ml.history_refs import ReferencesError
 from hpctestlib_ml.history_refs.derive import (DEFAULT_LAST,
                                                DEFAULT_MIN_RUNS, derive)
@@ -41,7 +42,7 @@ def run(args, out=print):
     '''``hpcml references``; returns the exit status (2 on bad input,
     named on stderr).'''
     try:
-        return _references(args, out)
+        return _references(with_prefix(args), out)
     except (ReferencesError, ReportError) as err:
         print(f'hpcml references: error: {err}', file=sys.stderr)
         return 2
@@ -57,6 +58,29 @@ def single_session_advice(ref):
                 f'runs on several nights')
     return (f'its thresholds are no narrower than {ref.floor_from}; '
             f'derive them again after runs on several nights')
+
+
+def committed_source(files, results_dir):
+    '''Where the runs of *files* (perflogs, results databases, database
+    URLs) came from, as a references file that a site commits may say
+    it: each perflog directory or database under *results_dir* (the
+    ``--prefix``), relative to it (``perflogs/local/cpu``, the same on
+    every machine that runs the suite); what lies elsewhere, or a
+    time-series database's URL, is left out: it names one machine's paths
+    (a home, a scratch directory) or one service, which mean nothing in a
+    shared repository, and the runs' dates and sessions, which the
+    references file keeps, identify them. '' where nothing is left.'''
+    root = os.path.realpath(results_dir)
+    kept = set()
+    for name in files:
+        if '://' in name:
+            continue
+        if history.is_perflog(name):
+            name = os.path.dirname(name)
+        real = os.path.realpath(name)
+        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+            kept.add(os.path.relpath(real, root))
+    return ', '.join(sorted(kept))
 
 
 def _targets(references, write):
@@ -99,8 +123,7 @@ def _references(args, out):
             f'no runs of {args.system} in {", ".join(data.files) or "the input"}'
             f' (--system takes system or system:partition as the perflogs '
             f'name them; check --since and --workload){skipped}')
-    source = ', '.join(sorted({os.path.dirname(f) if history.is_perflog(f)
-                               else f for f in data.files}))
+    source = committed_source(data.files, args.prefix)
     refs, notes = derive(runs, args.last, args.min_runs, source,
                          selected.totals, selected.unkeyed)
     for note in notes:

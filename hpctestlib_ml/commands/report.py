@@ -29,7 +29,9 @@ def add_history_arguments(parser, system_required=False):
     parser.add_argument('--perflogs', nargs='+', metavar='PATH',
                         help='perflog files or directories (default: '
                              'PREFIX/perflogs)')
-    parser.add_argument('--prefix', metavar='DIR', default=paths.VAR_DIR,
+    # No default here: it would be the checkout's absolute path, on the
+    # CLI page too (with_prefix sets it when the command runs).
+    parser.add_argument('--prefix', metavar='DIR',
                         help="where the suite wrote: reframe's --prefix "
                              'DIR, else $HPCML_VAR_DIR, else var/ in the '
                              'repository (its perflogs and baselines)')
@@ -45,6 +47,14 @@ def add_history_arguments(parser, system_required=False):
     parser.add_argument('--workload')
     parser.add_argument('--since', metavar='WHEN',
                         help='7d, 12h, 30m ago, or an ISO date')
+
+
+def with_prefix(args):
+    '''*args* with ``--prefix`` where it was not given: the suite's
+    ``var/`` (:data:`~hpctestlib_ml.paths.VAR_DIR`).'''
+    if getattr(args, 'prefix', None) is None:
+        args.prefix = paths.VAR_DIR
+    return args
 
 
 def add_arguments(parser):
@@ -250,7 +260,7 @@ def run(args, out=print):
     run failed, or a run in the node window named a wrong answer, so CI
     can gate on it; 2 on bad input, named on stderr).'''
     try:
-        return _report(args, out)
+        return _report(with_prefix(args), out)
     except ReportError as err:
         print(f'hpcml report: error: {err}', file=sys.stderr)
         return 2

@@ -200,7 +200,7 @@ class CaseReference:
     passing: int            # passing runs of the case in the history
     first: float            # time of the first and last run used
     last: float
-    source: str             # where the runs came from (files)
+    source: str             # where the runs came from ('' unsaid)
     loss_curve: dict = None  # {'losses': [...], 'tolerance': [...], 'runs': n}
     workload: str = ''      # the references file it goes to
     sessions: int = 0       # ReFrame sessions the runs span (known ones)
@@ -261,10 +261,10 @@ class CaseReference:
         '''One line: the runs, their sessions and what set each
         threshold (the YAML's comment and ``sources``, and the message of
         a check that fails on it).'''
+        where = f' ({self.source})' if self.source else ''
         return (f'median of the last {self.runs} of {self.passing} passing '
-                f'runs, {_when(self.first)} .. {_when(self.last)} '
-                f'({self.source}), {self.sessions_text()}; '
-                f'{self.thresholds_text()}')
+                f'runs, {_when(self.first)} .. {_when(self.last)}{where}, '
+                f'{self.sessions_text()}; {self.thresholds_text()}')
 
 
 def _when(seconds):

@@ -63,8 +63,8 @@ class Launching(RegressionTestPlugin):
         itself) and, on GPUs, NCCL's own account of its version and
         transport (``NCCL_DEBUG=INFO`` for its INIT and NET subsystems,
         unless the site sets NCCL_DEBUG); on CPUs, malloc settings that
-        keep freed memory (:data:`~hpctestlib_ml.constants.
-        CPU_ALLOCATOR_ENV`).'''
+        keep freed memory
+        (:data:`~hpctestlib_ml.constants.CPU_ALLOCATOR_ENV`).'''
         self.env_vars['HPCML_DEVICE_KIND'] = 'gpu' if self.uses_gpus else 'cpu'
         self.env_vars['HPCML_GPUS_PER_NODE'] = str(self.layout.gpus_per_node)
         if self.launch_mode == 'per_task':

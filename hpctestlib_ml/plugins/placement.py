@@ -56,8 +56,8 @@ def partition_facts(part):
 
 class Placement(RegressionTestPlugin):
     '''The scale and launch mode of a case, the partitions they fit, and
-    the job's layout (:attr:`layout`, a :class:`~hpctestlib_ml.layout.
-    Layout`, from setup on).'''
+    the job's layout (``layout``, a :class:`~hpctestlib_ml.layout.Layout`,
+    from setup on).'''
 
     #: Named scale (:data:`~hpctestlib_ml.constants.SCALES`): nodes and
     #: ranks per node. Partitions run those in their ``extras['scales']``,
@@ -151,9 +151,10 @@ class Placement(RegressionTestPlugin):
         return gpus[0].model if gpus else None
 
     def resolve_layout(self):
-        ''':attr:`layout` of the scale on this partition, with the user's
-        ``num_nodes``/``procs_per_node``; a :class:`~hpctestlib_ml.errors.
-        BadInputError` naming the fix where it does not fit.'''
+        '''``layout`` of the scale on this partition, with the user's
+        ``num_nodes``/``procs_per_node``; a
+        :class:`~hpctestlib_ml.errors.BadInputError` naming the fix where it
+        does not fit.'''
         facts = partition_facts(self.current_partition)
         nodes, ppn = (None if value is None else positive_int(name, value)
                       for name, value in (('num_nodes', self.num_nodes),

@@ -158,8 +158,9 @@ class References(RegressionTestPlugin):
 
 def numerics_message(departure, runs, references_file, case):
     '''The failure of a run whose loss curve departs from its history's
-    (*departure*, :func:`~hpctestlib_ml.history_refs.lookup.
-    loss_curve_departure`): a numerics regression, its category first.'''
+    (*departure*,
+    :func:`~hpctestlib_ml.history_refs.lookup.loss_curve_departure`): a
+    numerics regression, its category first.'''
     return (f'numerics: {departure} (a numerics regression: reference curve '
             f'of {runs} runs in {references_file}, {case!r})')
 

@@ -30,7 +30,7 @@ class Settings(RegressionTestPlugin):
             name = type(self).__name__
             raise BadInputError(
                 f'precision is the parameter {param} of {name}: select it '
-                f"with -n '{name}%{param}={self.precision}', not -S "
+                f"with -n '^{name}%.*{param}={self.precision}', not -S "
                 f'precision')
         for name in type(self).var_space:
             declared = self.declaration().variable(name)

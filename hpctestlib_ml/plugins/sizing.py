@@ -138,10 +138,10 @@ class Sizing(RegressionTestPlugin):
 
         ``extras['device_memory_gib']`` of the partition (ReFrame's
         ``devices`` have no memory field), else on GPU partitions the
-        model's size where it has one (:data:`~hpctestlib_ml.constants.
-        DEVICE_MEMORY_GIB`). On CPU partitions the CPU is the device: the
-        extras' figure is the node's memory, shared by its ranks
-        (``config/local.py`` sets it from MemTotal).'''
+        model's size where it has one
+        (:data:`~hpctestlib_ml.constants.DEVICE_MEMORY_GIB`). On CPU partitions
+        the CPU is the device: the extras' figure is the node's memory, shared
+        by its ranks (``config/local.py`` sets it from MemTotal).'''
         part = self.current_partition
         extras = part.extras.get('device_memory_gib')
         if not self.uses_gpus:

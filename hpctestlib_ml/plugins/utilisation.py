@@ -25,10 +25,11 @@ class Utilisation(RegressionTestPlugin):
 
     #: The slowest rank and its node where the ranks' own compute per step
     #: (their ``[hpcml] rank_compute`` records) spreads by more than the
-    #: measured noise (:data:`~hpctestlib_ml.device_check.
-    #: RANK_SPREAD_NOISE_PCT`), e.g. ``rank 3 on n2, +27 %`` (27 % above the
-    #: median rank); '' where the spread is within it, or the case has one
-    #: rank or no such records. Logged with every result.
+    #: measured noise
+    #: (:data:`~hpctestlib_ml.device_check.RANK_SPREAD_NOISE_PCT`), e.g. ``rank
+    #: 3 on n2, +27 %`` (27 % above the median rank); '' where the spread is
+    #: within it, or the case has one rank or no such records. Logged with
+    #: every result.
     #:
     #: :type: :class:`str`
     #: :default: ``''``

@@ -123,9 +123,9 @@ class WorkloadInterface(RegressionTestPlugin):
         return {}
 
     def memory_estimate(self):
-        '''The case's :class:`~hpctestlib_ml.memory_estimate.
-        MemoryEstimate` per device (at setup, after
-        :meth:`finalize_settings`), or None where the workload has none.'''
+        '''The case's :class:`~hpctestlib_ml.memory_estimate.MemoryEstimate`
+        per device (at setup, after :meth:`finalize_settings`), or None where
+        the workload has none.'''
         return None
 
     def prints_device_records(self):
@@ -159,7 +159,8 @@ class WorkloadInterface(RegressionTestPlugin):
     def model_flops_per_sample(self):
         '''Analytic training FLOPs per sample (no recomputation). Called
         after the run, so it may read the model's shape from the log
-        (:meth:`metrics`); raise LookupError where no FLOPs are known.'''
+        (:meth:`~hpctestlib_ml.plugins.log.JobLog.metrics`); raise
+        LookupError where no FLOPs are known.'''
         raise NotImplementedError
 
     def check_flops_known(self):

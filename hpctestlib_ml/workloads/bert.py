@@ -40,7 +40,8 @@ class BERTLargeTraining(MLLogTraining):
     #: :default: ``'lamb'``
     optimizer = variable(str, value='lamb')
 
-    #: WordPiece tokenizer directory for a text :attr:`data` file.
+    #: WordPiece tokenizer directory for a text
+    #: :attr:`~hpctestlib_ml.workloads.mlperf.MLLogTraining.data` file.
     #:
     #: :type: :class:`str` or :obj:`None`
     #: :default: :obj:`None` (``extras['bert_data']['tokenizer']``)

@@ -15,9 +15,10 @@ PRECISIONS = gpt2_finetune.WORKLOAD.precisions
 
 
 def log_problems(log, world_size):
-    '''One-line reasons why a Trainer log (a :class:`~hpctestlib_ml.
-    metrics.TrainingLog` of :func:`~hpctestlib_ml.parsers.hf_trainer.
-    training_log`) shows a bad run on *world_size* ranks; [] if none.
+    '''One-line reasons why a Trainer log (a
+    :class:`~hpctestlib_ml.metrics.TrainingLog` of
+    :func:`~hpctestlib_ml.parsers.hf_trainer.training_log`) shows a bad run on
+    *world_size* ranks; [] if none.
 
     The steps expected are those the run planned (its step lines'
     ``max_steps``): at benchmark size the epochs, not ``-S steps``, decide

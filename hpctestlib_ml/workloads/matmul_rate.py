@@ -138,7 +138,8 @@ class MatmulRateBenchmark(ComponentTest):
 
     def finalize_settings(self):
         '''The precisions of the device, the figures of each and the
-        peaks they are set against (:attr:`mfu_peak`).'''
+        peaks they are set against
+        (:attr:`~hpctestlib_ml.plugins.utilisation.Utilisation.mfu_peak`).'''
         self.precisions = list(self.precisions or
                                DEVICE_PRECISIONS[self.device])
         for precision in KNOWN:
@@ -150,8 +151,8 @@ class MatmulRateBenchmark(ComponentTest):
 
     def peaks_per_rank(self):
         '''Precision -> the peak FLOP/s one rank's rate is set against,
-        and :attr:`mfu_peak` naming them; {} (and a warning) where none is
-        known.'''
+        and :attr:`~hpctestlib_ml.plugins.utilisation.Utilisation.mfu_peak`
+        naming them; {} (and a warning) where none is known.'''
         extras = self.current_partition.extras
         if not self.uses_gpus:
             node = extras.get('cpu_peak_flops')

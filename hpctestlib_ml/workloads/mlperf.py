@@ -11,12 +11,12 @@ from hpctestlib_ml.parsers import mllog as parser
 
 
 def log_problems(log, steps, world_size):
-    '''One-line reasons why an MLPerf log (a :class:`~hpctestlib_ml.
-    metrics.TrainingLog` of :func:`~hpctestlib_ml.parsers.mllog.
-    training_log`) shows a bad run of *steps* steps on *world_size* ranks;
-    [] if none. Beyond the common checks, the suite's MLPerf programs log
-    a loss every step, and MLPerf's ``run_stop`` says whether the run
-    succeeded.'''
+    '''One-line reasons why an MLPerf log (a
+    :class:`~hpctestlib_ml.metrics.TrainingLog` of
+    :func:`~hpctestlib_ml.parsers.mllog.training_log`) shows a bad run of
+    *steps* steps on *world_size* ranks; [] if none. Beyond the common checks,
+    the suite's MLPerf programs log a loss every step, and MLPerf's
+    ``run_stop`` says whether the run succeeded.'''
     if not log.figures['events']:
         return ['no :::MLLOG event in the log']
     problems = common_problems(log, steps, world_size, loss_required=True)

@@ -103,8 +103,8 @@ class SilentDataCorruptionBenchmark(ComponentTest):
 
     def component_problems(self, log):
         '''A rank whose answer was wrong, or answers that cannot be
-        compared (:meth:`~hpctestlib_ml.plugins.answers.Answers.
-        answer_problems`).'''
+        compared
+        (:meth:`~hpctestlib_ml.plugins.answers.Answers.answer_problems`).'''
         return self.answer_problems()
 
     @performance_function('s')

@@ -10,9 +10,10 @@ from hpctestlib_ml.registry import torchvision_resnet50
 
 
 def log_problems(log, steps, world_size):
-    '''One-line reasons why a log of the program (a :class:`~hpctestlib_ml.
-    metrics.TrainingLog` of :func:`~hpctestlib_ml.parsers.
-    torchvision_bench.training_log`) shows a bad run; [] if none.'''
+    '''One-line reasons why a log of the program (a
+    :class:`~hpctestlib_ml.metrics.TrainingLog` of
+    :func:`~hpctestlib_ml.parsers.torchvision_bench.training_log`) shows a bad
+    run; [] if none.'''
     if log.figures['images_per_second'] is None:
         return ['no "Total img/sec" line in the log']
     return common_problems(log, steps, world_size, loss_required=True)

@@ -45,11 +45,11 @@ JUBENCH_TOKENS = 20_000_000
 
 
 def log_problems(log, train_iters, world_size):
-    '''One-line reasons why a Megatron log (a :class:`~hpctestlib_ml.
-    metrics.TrainingLog` of :func:`~hpctestlib_ml.parsers.megatron.
-    training_log`) shows a bad run of *train_iters* iterations on
-    *world_size* ranks; [] if none: the common checks, once Megatron's
-    iteration lines are there at all.'''
+    '''One-line reasons why a Megatron log (a
+    :class:`~hpctestlib_ml.metrics.TrainingLog` of
+    :func:`~hpctestlib_ml.parsers.megatron.training_log`) shows a bad run of
+    *train_iters* iterations on *world_size* ranks; [] if none: the common
+    checks, once Megatron's iteration lines are there at all.'''
     if not log.figures['iterations']:
         return ['no Megatron iteration line in the log']
     return common_problems(log, train_iters, world_size)
@@ -62,8 +62,8 @@ class MegatronGPTTraining(ParallelLayout, MLTrainingTest):
        :header-rows: 0
 
        * - Parameters
-         - ``model_size`` (:data:`~hpctestlib_ml.registry.megatron.models.
-           MODELS`)
+         - ``model_size``
+           (:data:`~hpctestlib_ml.registry.megatron.models.MODELS`)
        * - Variables
          - ``global_batch_size``, ``tensor_parallel``, ``pipeline_parallel``
            (:class:`~.parallel.ParallelLayout`), ``megatron_lm``,
@@ -233,9 +233,9 @@ class MegatronGPTTraining(ParallelLayout, MLTrainingTest):
     def tflops_per_gpu(self):
         '''Model TFLOP/s per GPU, computed by the suite: tokens/s x
         Megatron-LM's analytic FLOPs per token (the full s x s attention,
-        no recomputation: :func:`hpctestlib_ml.flops.
-        megatron_gpt_flops_per_token`, whose docstring compares the
-        conventions) / GPUs. MFU uses the same FLOPs.'''
+        no recomputation:
+        :func:`hpctestlib_ml.flops.megatron_gpt_flops_per_token`, whose
+        docstring compares the conventions) / GPUs. MFU uses the same FLOPs.'''
         return self.metric('tflops_per_gpu')
 
     @performance_function('TFLOP/s')

@@ -45,8 +45,10 @@ def parallel_layout(model_size, world, micro_batch, tensor_parallel=None,
                     pipeline_parallel=None, global_batch=None):
     '''(TP, PP, data parallel, global batch) of *model_size* on *world*
     ranks: the model's TP and PP unless set, the default global batch
-    (:func:`default_global_batch`) unless set; a :class:`~hpctestlib_ml.
-    errors.BadInputError` naming the fix where they do not fit.'''
+    (:func:`~hpctestlib_ml.registry.megatron.default_global_batch`) unless
+    set; a
+    :class:`~hpctestlib_ml.errors.BadInputError` naming the fix where they do
+    not fit.'''
     model = MODELS[model_size]
     tp = positive_int('tensor_parallel', tensor_parallel or model['tp'])
     pp = positive_int('pipeline_parallel', pipeline_parallel or model['pp'])
@@ -99,8 +101,8 @@ class ParallelLayout(RegressionTestPlugin):
     #: :default: :obj:`None`
     data_parallel = variable(int, type(None), value=None)
 
-    #: The model size's shape (its entry of :data:`~hpctestlib_ml.
-    #: registry.megatron.models.MODELS`), set at setup.
+    #: The model size's shape (its entry of
+    #: :data:`~hpctestlib_ml.registry.megatron.models.MODELS`), set at setup.
     #:
     #: :type: :class:`dict`
     #: :default: ``{}``
