@@ -5,8 +5,13 @@
     HPCML_SCHEDULER           ReFrame scheduler: slurm (default; needs
                               sacct) or squeue (no accounting needed)
     HPCML_GPUS_PER_NODE       GPUs per node; 0 or unset: a CPU partition
-    HPCML_GPU_MODEL           GPU model for MFU: A100, H100-SXM, H100-PCIe,
-                              GH200, H200, MI250-GCD, MI300X
+    HPCML_GPU_MODEL           GPU model: a key of the GPU model table
+                              (docs: Settings, GPU models; an unknown one
+                              is refused naming the nearest keys)
+    HPCML_DEVICE_MEMORY_GIB   GiB of one GPU's memory; default: the
+                              model's where it has one size (A100, V100
+                              and GH200 come in two: a GPU partition of
+                              them fails to load without it)
     HPCML_GPU_RESOURCE        how to ask for GPUs; default
                               '--gpus-per-node={num_gpus_per_node}'
                               ('--gres=gpu:{num_gpus_per_node}' elsewhere)
@@ -90,6 +95,8 @@ if env('HPCML_STORAGE_DIR'):
     _extras['storage_dir'] = env('HPCML_STORAGE_DIR')
 if env('HPCML_REFERENCE_NOISE_PCT'):
     _extras['reference_noise_pct'] = env('HPCML_REFERENCE_NOISE_PCT')
+if env('HPCML_DEVICE_MEMORY_GIB'):
+    _extras['device_memory_gib'] = env('HPCML_DEVICE_MEMORY_GIB')
 
 _part = {
     'name': _partition or 'default',

@@ -89,6 +89,9 @@ class Setting:
     #: Of a ``template``: the ``{name}`` fields it must hold, and the only
     #: ones it may (ReFrame drops a resource whose field it cannot fill).
     placeholders: tuple = ()
+    #: Of a setting with choices: a function giving the choices nearest a
+    #: refused value (default: those spelt most alike, :func:`closest`).
+    near: object = None
 
     def choice_list(self):
         '''The allowed values, or None where any value of the type is.'''
@@ -255,6 +258,11 @@ def closest(name, names, prefix=''):
     return f' (did you mean {" or ".join(best)}?)'
 
 
+def did_you_mean(names):
+    '''`` (did you mean X or Y?)`` of *names*, or '' of none.'''
+    return f' (did you mean {" or ".join(names)}?)' if names else ''
+
+
 def convert(setting, value, fix, choices=None, label=None):
     '''*value* (of the setting's type, or text) as the setting's type,
     checked: a number against its minimum, a choice (or each item of a
@@ -301,7 +309,8 @@ def convert(setting, value, fix, choices=None, label=None):
         items = converted if setting.type == 'list' else [converted]
         for item in items:
             if item not in choices:
-                refuse(near=closest(item, choices))
+                refuse(near=(did_you_mean(setting.near(item))
+                             if setting.near else closest(item, choices)))
     return converted
 
 
@@ -386,6 +395,19 @@ RECORDED = tuple(
     'program', 'framework', 'runs_in_container', 'device', 'references_file')
 
 _SLURM = 'config/slurm.py'
+
+
+def _gpu_models():
+    '''The GPU model keys (of the peak table).'''
+    from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS
+    return tuple(DEVICE_PEAK_FLOPS)
+
+
+def _nearest_models(name):
+    from hpctestlib_ml import peaks
+    return peaks.nearest_models(name)
+
+
 def _container_platforms():
     '''The container platforms' names.'''
     from hpctestlib_ml.constants import CONTAINER_PLATFORMS
@@ -460,9 +482,14 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          "(needs sacct) or squeue", {'choices': ('slurm', 'squeue')}),
         ('HPCML_GPUS_PER_NODE', 'int', 0, 'GPUs per node; 0: a CPU '
          'partition', {'minimum': 0}),
-        ('HPCML_GPU_MODEL', 'str', None, "GPU model, for MFU's peak "
-         "(a key of hpctestlib_ml.constants.DEVICE_PEAK_FLOPS)",
-         {'allowed': 'a GPU model such as A100 or H100-SXM'}),
+        ('HPCML_GPU_MODEL', 'str', None, "GPU model: its peak for MFU, its "
+         "memory where it has one size, its vendor (the table of GPU models "
+         "below)", {'choices': _gpu_models, 'near': _nearest_models,
+                    'allowed': 'a GPU model key'}),
+        ('HPCML_DEVICE_MEMORY_GIB', 'float', None, "GiB of one GPU's memory "
+         "(extras['device_memory_gib']); default: the GPU model's where it "
+         "has one size (a GPU partition needs one or the other)",
+         {'minimum': 0, 'exclusive': True}),
         ('HPCML_GPU_RESOURCE', 'template',
          '--gpus-per-node={num_gpus_per_node}', "how jobs ask for GPUs",
          {'allowed': 'an sbatch option with {num_gpus_per_node}',
@@ -565,7 +592,9 @@ EXTRAS_KEYS = {name: setting for (name, _), setting in {
          {'allowed': 'a template with {hostname}, nodeaddr or an address'}),
         ('device_memory_gib', 'float', None, "GiB of one device's memory "
          "(on CPU partitions the node's, shared by its ranks); default: "
-         "the GPU model's", {'minimum': 0, 'exclusive': True}),
+         "the GPU model's where it has one size (a GPU partition on a batch "
+         "scheduler without either does not load)",
+         {'minimum': 0, 'exclusive': True}),
         ('device_peak_flops', 'float', None, "one GPU's peak FLOP/s for "
          "MFU; default: the GPU model's, for the precision that ran",
          {'minimum': 0, 'exclusive': True}),

@@ -193,6 +193,7 @@ def test_generic_slurm_asks_slurm_for_the_cpus(monkeypatch, tmp_path):
     sinfo_on_path(monkeypatch, tmp_path, f"cat <<'EOF'\n{SINFO}EOF\n")
     monkeypatch.setenv('HPCML_SLURM_PARTITION', 'gpus')
     monkeypatch.setenv('HPCML_GPUS_PER_NODE', '4')
+    monkeypatch.setenv('HPCML_DEVICE_MEMORY_GIB', '80')
     monkeypatch.delenv('HPCML_CPUS_PER_NODE', raising=False)
     part, = load('config/slurm.py', 'slurm').get('systems/0/partitions')
     assert part['processor']['num_cpus'] == 64
@@ -658,6 +659,21 @@ CONTRADICTIONS = [
     ({'HPCML_REFERENCES_DIR': '{empty}'}, 'HPCML_REFERENCES_DIR {empty} '
      'holds no reference file (<workload>.yaml), so every check would run '
      'without references and pass'),
+    # Issue 40: config/slurm.py could not say its A100s' memory, and the
+    # memory check turned itself off: 13B and Llama 3 8B were queued on
+    # one node of 80 GB GPUs, to die out of memory.
+    ({'HPCML_DEVICE_MEMORY_GIB': ''}, 'partition slurm:default: the memory '
+     'of its GPUs is unknown (A100 comes with 40 or 80 GB), so the memory '
+     "check could not skip a case that cannot fit, which would wait in the "
+     "queue to die out of memory: set extras['device_memory_gib'] to one "
+     "GPU's GiB (HPCML_DEVICE_MEMORY_GIB for config/slurm.py)"),
+    # Issue 40: a product name for a model key loaded, and gave no MFU.
+    ({'HPCML_GPU_MODEL': 'A100-SXM4-80GB'}, 'HPCML_GPU_MODEL must be one '
+     'of A100, H100-SXM, H100-PCIe, H100-NVL, GH200, H200, H200-NVL, V100, '
+     "V100-PCIe, MI250X-GCD, MI250-GCD, MI300X, got 'A100-SXM4-80GB' (did "
+     'you mean A100?)'),
+    ({'HPCML_GPU_MODEL': 'MI250X', 'HPCML_GPUS_PER_NODE': '8'},
+     "got 'MI250X' (did you mean MI250X-GCD?)"),
 ]
 
 
@@ -677,7 +693,8 @@ def test_settings_that_contradict_or_do_nothing_stop_the_config(
     env = dict(env)
     config = env.pop('config', 'config/slurm.py')
     for name, value in {'HPCML_GPUS_PER_NODE': '4', 'HPCML_CPUS_PER_NODE':
-                        '64', 'HPCML_GPU_MODEL': 'A100', **env}.items():
+                        '64', 'HPCML_GPU_MODEL': 'A100',
+                        'HPCML_DEVICE_MEMORY_GIB': '80', **env}.items():
         monkeypatch.setenv(name, placed(value))
     with pytest.raises(ConfigError) as err:
         load(config, config.split('/')[-1][:-3])
@@ -703,6 +720,48 @@ def test_a_hand_written_gpu_partition_is_checked_too(tmp_path):
     local = {**part, 'scheduler': 'local', 'processor': {'num_cpus': 2},
              'resources': []}
     assert siteconfig.contradiction('local:gpu', local, 'local.py') is None
+
+
+def test_a_gpu_partition_names_a_known_model_and_its_memory():
+    '''Issue 40: any site configuration's GPUs are of a model key (the
+    nearest named where not, with what a GCD is), and a batch partition's
+    have a known memory: its extras', else its model's where the model
+    has one size.'''
+    part = {'name': 'gpu', 'scheduler': 'slurm', 'launcher': 'srun',
+            'processor': {'num_cpus': 56},
+            'devices': [{'type': 'gpu', 'num_devices': 4,
+                         'model': 'MI250X'}]}
+    why = siteconfig.unknown_gpu('site:gpu', part, 'site.py')
+    assert why.startswith("partition site:gpu has GPUs of model 'MI250X', "
+                          "which is no GPU model key (did you mean "
+                          "MI250X-GCD?): MI250X-GCD is one of the two "
+                          "compute dies (GCDs) of an MI250X: ROCm and "
+                          "Slurm count each as a GPU, so a node of 4 "
+                          "MI250X has 8 devices: name one of A100, ")
+    assert why.endswith("or give extras['device_peak_flops'] and "
+                        "extras['device_memory_gib'] for another, in "
+                        "site.py (HPCML_GPU_MODEL for config/slurm.py)")
+    # Another model, its figures given: a label.
+    part['devices'][0]['model'] = 'Gaudi3'
+    part['extras'] = {'device_peak_flops': 1.8e15, 'device_memory_gib': 128}
+    assert siteconfig.unknown_gpu('site:gpu', part, 'site.py') is None
+    # A model of one size says its memory; of two, it does not.
+    part['devices'][0]['model'] = 'MI250X-GCD'
+    part['extras'] = {}
+    assert siteconfig.unknown_gpu('site:gpu', part, 'site.py') is None
+    part['devices'][0]['model'] = 'GH200'
+    assert '(GH200 comes with 96 or 144 GB)' in siteconfig.unknown_gpu(
+        'site:gpu', part, 'site.py')
+    part['extras'] = {'device_memory_gib': 96}
+    assert siteconfig.unknown_gpu('site:gpu', part, 'site.py') is None
+    # No model: its memory, at least.
+    del part['devices'][0]['model']
+    part['extras'] = {}
+    assert '(no GPU model named)' in siteconfig.unknown_gpu(
+        'site:gpu', part, 'site.py')
+    # A local machine's memory is found there (nvidia-smi).
+    part['scheduler'] = 'local'
+    assert siteconfig.unknown_gpu('local:gpu', part, 'local.py') is None
 
 
 def test_a_blank_directory_variable_is_unset(monkeypatch, tmp_path):

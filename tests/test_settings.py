@@ -260,9 +260,10 @@ def test_rows_for_the_settings_page():
 # Site settings: HPCML_* variables and partition extras, as the
 # configuration loads
 
-#: config/slurm.py as the review ran it (SL): a GPU partition of 4 A100s.
+#: config/slurm.py as the review ran it (SL): a GPU partition of 4 A100s
+#: (of 80 GB: docs-review-2026-11-28.md).
 SLURM_ENV = {'HPCML_GPUS_PER_NODE': '4', 'HPCML_CPUS_PER_NODE': '64',
-             'HPCML_GPU_MODEL': 'A100'}
+             'HPCML_GPU_MODEL': 'A100', 'HPCML_DEVICE_MEMORY_GIB': '80'}
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 
@@ -394,7 +395,7 @@ def test_bad_partition_extras_stop_the_config_in_one_line(run_reframe,
     {'HPCML_RENDEZVOUS_ADDRESS': '{hostname}-ib'},
     {'HPCML_SCALES': '1_node', 'HPCML_MAX_NODES': '4'},
     {'HPCML_GPUS_PER_NODE': '0', 'HPCML_CPUS_PER_NODE': '',
-     'HPCML_GPU_MODEL': ''},
+     'HPCML_GPU_MODEL': '', 'HPCML_DEVICE_MEMORY_GIB': ''},
     {'HPCML_GPU_RESOURCE': '--gres=gpu:{num_gpus_per_node}',
      'HPCML_ACCOUNT': 'proj-123', 'HPCML_CPUS_PER_NODE': '4'},
 ])
