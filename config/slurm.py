@@ -19,6 +19,8 @@
                               default: sinfo's count for the partition (a GPU
                               partition without either fails to load)
     HPCML_MAX_NODES           most nodes one test may use (default 2)
+    HPCML_MAX_TIME_LIMIT      the partition's MaxTime, e.g. '2h' or
+                              '24:00:00': no case asks for more
     HPCML_SCALES              scales to run, e.g. '1_node,2_nodes' (default:
                               all that fit)
     HPCML_RENDEZVOUS_ADDRESS  how ranks reach the first node: '{hostname}'
@@ -95,8 +97,10 @@ if env('HPCML_STORAGE_DIR'):
     _extras['storage_dir'] = env('HPCML_STORAGE_DIR')
 if env('HPCML_REFERENCE_NOISE_PCT'):
     _extras['reference_noise_pct'] = env('HPCML_REFERENCE_NOISE_PCT')
-if env('HPCML_DEVICE_MEMORY_GIB'):
-    _extras['device_memory_gib'] = env('HPCML_DEVICE_MEMORY_GIB')
+for _key, _name in (('device_memory_gib', 'HPCML_DEVICE_MEMORY_GIB'),
+                    ('max_time_limit', 'HPCML_MAX_TIME_LIMIT')):
+    if env(_name) not in (None, []):
+        _extras[_key] = env(_name)
 
 _part = {
     'name': _partition or 'default',

@@ -63,7 +63,9 @@ class Setting:
     #: blanks: a name that one shell word holds), ``list`` (comma- or
     #: space-separated words), ``path``, ``dict``, ``assignments``
     #: (shell words ``NAME=value``), ``url`` (``http://`` or ``https://``
-    #: and a host) or ``template`` (text with :attr:`placeholders`).
+    #: and a host), ``template`` (text with :attr:`placeholders`) or
+    #: ``duration`` (``2h``, ``1d12h``, ``90m``, or Slurm's
+    #: ``[D-]HH:MM:SS``: seconds once read).
     type: str
     #: Its value where unset; None where unset means something the reader
     #: decides (said in :attr:`doc`: ``default: ...``).
@@ -121,6 +123,8 @@ class Setting:
                 if bounds else noun
         if self.type == 'bool':
             return 'true or false'
+        if self.type == 'duration' and not self.allowed:
+            return "a time such as 2h, 90m, 1d12h or Slurm's 24:00:00"
         return self.allowed or f'a {self.type}'
 
 
@@ -220,11 +224,73 @@ def _as_assignments(value):
     return pairs
 
 
+_DURATION_UNITS = re.compile(r'(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?')
+
+
+def _slurm_seconds(text):
+    '''Seconds of Slurm's ``--time`` forms with a colon or a day:
+    ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``; None
+    otherwise.'''
+    days, dash, rest = text.rpartition('-')
+    if dash and not days.isdigit():
+        return None
+    parts = rest.split(':')
+    if not all(p.isdigit() for p in parts) or len(parts) > 3 or \
+            (not dash and len(parts) == 1):
+        return None
+    numbers = [int(p) for p in parts]
+    if dash:                        # D-HH[:MM[:SS]]
+        hours, minutes, seconds = (numbers + [0, 0])[:3]
+    elif len(numbers) == 2:         # MM:SS
+        hours, (minutes, seconds) = 0, numbers
+    else:                           # HH:MM:SS
+        hours, minutes, seconds = numbers
+    return ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def _as_duration(value):
+    '''Seconds of a duration: ReFrame's ``1d2h3m4s`` form or Slurm's
+    (``HH:MM:SS``, ``MM:SS``, ``D-HH[:MM[:SS]]``), or a number of seconds
+    (a Python number, as ReFrame reads one); text that is a bare number is
+    refused (seconds to ReFrame, minutes to Slurm).'''
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, (int, float)):
+        if value <= 0 or value != value:
+            raise ValueError('not a time')
+        return float(value)
+    text = str(value).strip()
+    if re.fullmatch(r'\d+', text):
+        raise ValueError('a bare number: give its unit')
+    units = _DURATION_UNITS.fullmatch(text)
+    if text and units and any(units.groups()):
+        days, hours, minutes, seconds = (int(g or 0) for g in units.groups())
+        total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    else:
+        total = _slurm_seconds(text)
+        if total is None:
+            raise ValueError
+    if total <= 0:
+        raise ValueError('not a time')
+    return float(total)
+
+
+def duration_text(seconds):
+    '''``2h15m`` of *seconds* (ReFrame's form, the largest units).'''
+    seconds = int(round(seconds))
+    parts = []
+    for unit, size in (('d', 86400), ('h', 3600), ('m', 60), ('s', 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f'{count}{unit}')
+    return ''.join(parts) or '0s'
+
+
 _CONVERT = {'int': _as_int, 'float': _as_float, 'bool': _as_bool,
             'str': _as_text, 'word': _as_word, 'path': _as_text,
             'list': _as_list, 'dict': _as_dict,
             'assignments': _as_assignments, 'url': _as_url,
-            'template': _as_text}
+            'template': _as_text, 'duration': _as_duration}
 
 
 def _edits(a, b):
@@ -500,6 +566,9 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          {'minimum': 1, 'maximum': 4096}),
         ('HPCML_MAX_NODES', 'int', 2, 'most nodes one test may use',
          {'minimum': 1}),
+        ('HPCML_MAX_TIME_LIMIT', 'duration', None, "the partition's longest "
+         "job (Slurm's MaxTime, extras['max_time_limit']): a case asking "
+         "more is capped to it; default: none"),
         ('HPCML_SCALES', 'list', None, 'scales to run; default: all that '
          'fit', {'choices': tuple(SCALES)}),
         ('HPCML_RENDEZVOUS_ADDRESS', 'str', '{hostname}', 'how ranks reach '
@@ -595,6 +664,9 @@ EXTRAS_KEYS = {name: setting for (name, _), setting in {
          "the GPU model's where it has one size (a GPU partition on a batch "
          "scheduler without either does not load)",
          {'minimum': 0, 'exclusive': True}),
+        ('max_time_limit', 'duration', None, "the partition's longest job "
+         "(Slurm's MaxTime): a case whose size asks more is capped to it, "
+         "its own limit said beside; default: none"),
         ('device_peak_flops', 'float', None, "one GPU's peak FLOP/s for "
          "MFU; default: the GPU model's, for the precision that ran",
          {'minimum': 0, 'exclusive': True}),

@@ -674,6 +674,10 @@ CONTRADICTIONS = [
      'you mean A100?)'),
     ({'HPCML_GPU_MODEL': 'MI250X', 'HPCML_GPUS_PER_NODE': '8'},
      "got 'MI250X' (did you mean MI250X-GCD?)"),
+    # Slurm reads a bare number as minutes, ReFrame as seconds.
+    ({'HPCML_MAX_TIME_LIMIT': '120'}, 'HPCML_MAX_TIME_LIMIT must be a time '
+     "such as 2h, 90m, 1d12h or Slurm's 24:00:00, got '120' (a bare "
+     'number: give its unit)'),
 ]
 
 

@@ -162,6 +162,31 @@ def test_convert_names_what_is_allowed_and_the_fix():
         settings.convert(size, 'tinny', '')
 
 
+@pytest.mark.parametrize('text, seconds', [
+    ('2h', 7200), ('1d12h', 129600), ('90m', 5400), ('1h30m15s', 5415),
+    ('24:00:00', 86400), ('1-12:00:00', 129600), ('30:00', 1800),
+    (3600, 3600),
+])
+def test_durations_in_reframes_or_slurms_form(text, seconds):
+    '''A partition's MaxTime as ReFrame or Slurm writes it (a Python
+    number: seconds, as ReFrame reads one).'''
+    from hpctestlib_ml import settings
+    setting = settings.EXTRAS_KEYS['max_time_limit']
+    assert settings.convert(setting, text, 'fix') == seconds
+    assert settings.convert(setting, settings.duration_text(seconds),
+                            'fix') == seconds
+
+
+@pytest.mark.parametrize('text', ['120', '2 hours', '0h', '', '-1h',
+                                  '1-2:3:4:5', 'x-12'])
+def test_what_is_no_duration_is_refused(text):
+    from hpctestlib_ml import settings
+    with pytest.raises(settings.SettingError, match="must be a time such "
+                       "as 2h, 90m, 1d12h or Slurm's 24:00:00"):
+        settings.convert(settings.EXTRAS_KEYS['max_time_limit'], text,
+                         'fix it')
+
+
 def test_every_variable_of_every_check_is_declared_or_recorded():
     '''One declaration each: every variable of the suite's checks (beyond
     ReFrame's own) is a declared setting or a value the suite records,
