@@ -21,6 +21,12 @@
     HPCML_MAX_NODES           most nodes one test may use (default 2)
     HPCML_MAX_TIME_LIMIT      the partition's MaxTime, e.g. '2h' or
                               '24:00:00': no case asks for more
+    HPCML_EXCLUSIVE           whole nodes per job (--exclusive); default:
+                              true with GPUs
+    HPCML_RANK_BINDING        srun options binding each rank where a task
+                              is one rank, e.g. '--gpus-per-task=1'
+    HPCML_SBATCH_OPTIONS      sbatch options of every job, e.g.
+                              '--mem=0 --export=NONE' (shell words)
     HPCML_SCALES              scales to run, e.g. '1_node,2_nodes' (default:
                               all that fit)
     HPCML_RENDEZVOUS_ADDRESS  how ranks reach the first node: '{hostname}'
@@ -98,7 +104,9 @@ if env('HPCML_STORAGE_DIR'):
 if env('HPCML_REFERENCE_NOISE_PCT'):
     _extras['reference_noise_pct'] = env('HPCML_REFERENCE_NOISE_PCT')
 for _key, _name in (('device_memory_gib', 'HPCML_DEVICE_MEMORY_GIB'),
-                    ('max_time_limit', 'HPCML_MAX_TIME_LIMIT')):
+                    ('max_time_limit', 'HPCML_MAX_TIME_LIMIT'),
+                    ('exclusive', 'HPCML_EXCLUSIVE'),
+                    ('rank_binding', 'HPCML_RANK_BINDING')):
     if env(_name) not in (None, []):
         _extras[_key] = env(_name)
 
@@ -109,7 +117,8 @@ _part = {
     'scheduler': env('HPCML_SCHEDULER'),
     'launcher': 'srun',
     'access': ([f'--partition={_partition}'] if _partition else []) +
-              ([f'--account={_account}'] if _account else []),
+              ([f'--account={_account}'] if _account else []) +
+              env('HPCML_SBATCH_OPTIONS'),
     'environs': ['python'],
     'max_jobs': 8,
     'features': ['gpu'] if _gpus else ['cpu'],

@@ -61,7 +61,8 @@ class Setting:
     kind: str
     #: ``int``, ``float``, ``bool``, ``str``, ``word`` (text without
     #: blanks: a name that one shell word holds), ``list`` (comma- or
-    #: space-separated words), ``path``, ``dict``, ``assignments``
+    #: space-separated words), ``words`` (shell words: options whose
+    #: values hold commas), ``path``, ``dict``, ``assignments``
     #: (shell words ``NAME=value``), ``url`` (``http://`` or ``https://``
     #: and a host), ``template`` (text with :attr:`placeholders`) or
     #: ``duration`` (``2h``, ``1d12h``, ``90m``, or Slurm's
@@ -196,6 +197,16 @@ def template_fields(value):
         raise ValueError(f'not a template: {err}') from None
 
 
+def _as_words(value):
+    '''Shell words (a list is taken as its words).'''
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    try:
+        return shlex.split(str(value))
+    except ValueError as err:
+        raise ValueError(f'not shell words ({err})') from None
+
+
 def _as_url(value):
     text = _as_text(value).strip()
     if not re.fullmatch(r'https?://[^/\s:]+(:\d+)?(/\S*)?', text):
@@ -290,7 +301,8 @@ _CONVERT = {'int': _as_int, 'float': _as_float, 'bool': _as_bool,
             'str': _as_text, 'word': _as_word, 'path': _as_text,
             'list': _as_list, 'dict': _as_dict,
             'assignments': _as_assignments, 'url': _as_url,
-            'template': _as_text, 'duration': _as_duration}
+            'template': _as_text, 'duration': _as_duration,
+            'words': _as_words}
 
 
 def _edits(a, b):
@@ -569,6 +581,15 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
         ('HPCML_MAX_TIME_LIMIT', 'duration', None, "the partition's longest "
          "job (Slurm's MaxTime, extras['max_time_limit']): a case asking "
          "more is capped to it; default: none"),
+        ('HPCML_EXCLUSIVE', 'bool', None, "jobs take whole nodes "
+         "(--exclusive, extras['exclusive']); default: true on a GPU "
+         "partition"),
+        ('HPCML_RANK_BINDING', 'words', [], "srun options binding each rank "
+         "where a task is one rank (extras['rank_binding']), e.g. "
+         "'--gpus-per-task=1'", {'allowed': 'srun options (shell words)'}),
+        ('HPCML_SBATCH_OPTIONS', 'words', [], "sbatch options every job of "
+         "the partition gets (its access), e.g. '--mem=0 --export=NONE'",
+         {'allowed': 'sbatch options (shell words)'}),
         ('HPCML_SCALES', 'list', None, 'scales to run; default: all that '
          'fit', {'choices': tuple(SCALES)}),
         ('HPCML_RENDEZVOUS_ADDRESS', 'str', '{hostname}', 'how ranks reach '
@@ -667,6 +688,14 @@ EXTRAS_KEYS = {name: setting for (name, _), setting in {
         ('max_time_limit', 'duration', None, "the partition's longest job "
          "(Slurm's MaxTime): a case whose size asks more is capped to it, "
          "its own limit said beside; default: none"),
+        ('exclusive', 'bool', None, "jobs take whole nodes (--exclusive: "
+         "no other job's traffic in the figures); default: true on a "
+         "partition with GPUs and a batch scheduler, else false"),
+        ('rank_binding', 'words', [], "launcher options binding each rank "
+         "to its CPUs and GPU where a task is one rank (launch mode "
+         "per_task), e.g. ['--gpus-per-task=1']; default: none (every rank "
+         "sees its node's GPUs and takes its local rank's)",
+         {'allowed': 'launcher options'}),
         ('device_peak_flops', 'float', None, "one GPU's peak FLOP/s for "
          "MFU; default: the GPU model's, for the precision that ran",
          {'minimum': 0, 'exclusive': True}),

@@ -28,6 +28,10 @@ REVIEW_SITE = {
     'HPCML_SCALES': '1_node,2_nodes,4_nodes',
     'HPCML_GPU_RESOURCE': '--gres=gpu:{num_gpus_per_node}',
     'HPCML_MAX_TIME_LIMIT': '2h',
+    # What the review asked where to put: all of a node's memory, a job
+    # that starts clean of the submitting shell, a GPU bound to each rank.
+    'HPCML_SBATCH_OPTIONS': '--mem=0 --export=NONE',
+    'HPCML_RANK_BINDING': '--gpus-per-task=1',
 }
 
 
@@ -82,3 +86,29 @@ def test_the_partitions_time_limit_caps_the_request(review_site, mode):
     assert '--time=2:0:0' in sbatch(text)
     assert ("# hpcml: time limit 2h, the partition's max_time_limit; the "
             "case asks 2h15m\n") in text
+
+
+def run_line(text):
+    return text.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize('mode', ['per_task', 'torchrun'])
+def test_whole_nodes_memory_and_a_clean_start(review_site, mode):
+    '''Issue 40: --exclusive by default on a GPU partition; --mem and
+    --export where the site says them (its access, HPCML_SBATCH_OPTIONS);
+    with --export=NONE the job passes its own environment to its tasks
+    (sbatch sets SLURM_EXPORT_ENV=NONE, which srun reads).'''
+    text = script(review_site[0], mode)
+    lines = sbatch(text)
+    assert {'--exclusive', '--mem=0', '--export=NONE'} <= set(lines)
+    body = text.splitlines()
+    assert body.index('export SLURM_EXPORT_ENV=ALL') < body.index(
+        run_line(text))
+
+
+def test_a_gpu_bound_to_each_rank_where_a_task_is_one(review_site):
+    '''extras['rank_binding'] on srun where each task is a rank; not
+    under torchrun, whose one task a node forks the node's ranks.'''
+    assert run_line(script(review_site[0], 'per_task')).startswith(
+        'srun --cpus-per-task=32 --kill-on-bad-exit=1 --gpus-per-task=1 ')
+    assert '--gpus-per-task' not in script(review_site[0], 'torchrun')

@@ -30,8 +30,11 @@ class Launching(RegressionTestPlugin):
     python_path = variable(typ.List[str], value=[])
 
     def set_launch_command(self):
-        '''The rendezvous and thread variables, the launcher's options and
-        the program's command line in the chosen launch mode.'''
+        '''The rendezvous and thread variables, the launcher's options
+        (with the partition's ``extras['rank_binding']`` where a task is one
+        rank), the job's environment passed to its tasks where the
+        partition's ``access`` exports none to the job (``--export=NONE``),
+        and the program's command line in the chosen launch mode.'''
         part = self.current_partition
         scheduler = part.scheduler.registered_name
         address = part.extras.get('rendezvous_address', '{hostname}')
@@ -41,8 +44,11 @@ class Launching(RegressionTestPlugin):
             raise BadInputError(f'{part.fullname}: {err}') from None
         self.prerun_cmds += launch.thread_env(self.threads_per_rank or
                                               self.layout.cpus_per_proc)
+        self.prerun_cmds += launch.export_lines(part.access, scheduler)
         self.job.launcher.options += launch.launcher_options(
             part.launcher_type.registered_name)
+        self.job.launcher.options += launch.binding_options(
+            part.extras.get('rank_binding'), self.launch_mode)
         path = ':'.join([*map(str, self.python_path), str(SRC_DIR)])
         self.env_vars['PYTHONPATH'] = f'{path}${{PYTHONPATH:+:$PYTHONPATH}}'
         args = launch.quote_args(self.program_args())

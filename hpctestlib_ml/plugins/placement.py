@@ -11,6 +11,7 @@ from hpctestlib_ml.constants import (CONTAINER_FEATURE, LAUNCH_MODES,
                                      SCALES)
 from hpctestlib_ml.container_launch import PLATFORMS
 from hpctestlib_ml.errors import BadInputError, positive_int
+from hpctestlib_ml.launch import takes_whole_nodes
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
 
@@ -206,7 +207,15 @@ class Placement(RegressionTestPlugin):
 
     def set_job_layout(self):
         '''The job's tasks, CPUs per task and GPUs per node: one task per
-        rank (``per_task``) or per node (``torchrun``).'''
+        rank (``per_task``) or per node (``torchrun``); whole nodes
+        (``--exclusive``) where the partition's ``extras['exclusive']``
+        says, by default on a batch scheduler's GPU partition
+        (:func:`hpctestlib_ml.launch.takes_whole_nodes`).'''
+        part = self.current_partition
+        self.exclusive_access = takes_whole_nodes(
+            part.extras.get('exclusive'),
+            partition_facts(part).gpus_per_node,
+            part.scheduler.registered_name)
         layout = self.layout
         torchrun = self.launch_mode == 'torchrun'
         tasks_per_node = 1 if torchrun else layout.procs_per_node
