@@ -27,6 +27,8 @@
                               is one rank, e.g. '--gpus-per-task=1'
     HPCML_SBATCH_OPTIONS      sbatch options of every job, e.g.
                               '--mem=0 --export=NONE' (shell words)
+    HPCML_LOADER_WORKERS      data-loader workers per rank (default: the
+                              rank's CPUs, never more)
     HPCML_SCALES              scales to run, e.g. '1_node,2_nodes' (default:
                               all that fit)
     HPCML_RENDEZVOUS_ADDRESS  how ranks reach the first node: '{hostname}'
@@ -106,7 +108,8 @@ if env('HPCML_REFERENCE_NOISE_PCT'):
 for _key, _name in (('device_memory_gib', 'HPCML_DEVICE_MEMORY_GIB'),
                     ('max_time_limit', 'HPCML_MAX_TIME_LIMIT'),
                     ('exclusive', 'HPCML_EXCLUSIVE'),
-                    ('rank_binding', 'HPCML_RANK_BINDING')):
+                    ('rank_binding', 'HPCML_RANK_BINDING'),
+                    ('loader_workers', 'HPCML_LOADER_WORKERS')):
     if env(_name) not in (None, []):
         _extras[_key] = env(_name)
 

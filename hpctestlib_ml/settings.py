@@ -590,6 +590,9 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
         ('HPCML_SBATCH_OPTIONS', 'words', [], "sbatch options every job of "
          "the partition gets (its access), e.g. '--mem=0 --export=NONE'",
          {'allowed': 'sbatch options (shell words)'}),
+        ('HPCML_LOADER_WORKERS', 'int', None, "data-loader workers per rank "
+         "(extras['loader_workers']); default: the rank's CPUs",
+         {'minimum': 0}),
         ('HPCML_SCALES', 'list', None, 'scales to run; default: all that '
          'fit', {'choices': tuple(SCALES)}),
         ('HPCML_RENDEZVOUS_ADDRESS', 'str', '{hostname}', 'how ranks reach '
@@ -696,6 +699,10 @@ EXTRAS_KEYS = {name: setting for (name, _), setting in {
          "per_task), e.g. ['--gpus-per-task=1']; default: none (every rank "
          "sees its node's GPUs and takes its local rank's)",
          {'allowed': 'launcher options'}),
+        ('loader_workers', 'int', None, "data-loader worker processes per "
+         "rank (MMoCLIP, GPT2FineTune) on GPU partitions, never more than "
+         "the rank's CPUs; default: the rank's CPUs (jubench-mmoclip's "
+         "--workers is its --cpus-per-task)", {'minimum': 0}),
         ('device_peak_flops', 'float', None, "one GPU's peak FLOP/s for "
          "MFU; default: the GPU model's, for the precision that ran",
          {'minimum': 0, 'exclusive': True}),

@@ -80,6 +80,9 @@ def reason(proc):
     ('TorchvisionResNet50', 'image_size=0', 'image_size must be an integer '
      '>= 1'),
     ('MMoCLIP', 'workers=-2', 'workers must be an integer >= 0'),
+    # Issue 40: more loader processes than CPUs, each a copy of the rank.
+    ('MMoCLIP', 'workers=4096', '-S workers=4096: more data-loader workers '
+     'than the CPUs a rank has'),
     ('GPT2FineTune', 'epochs=abc', 'epochs must be a number > 0'),
     ('BERTLarge', 'optimizer=adam', "optimizer must be one of lamb, adamw, "
      "got 'adam' (did you mean adamw?)"),

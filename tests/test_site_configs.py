@@ -32,6 +32,7 @@ REVIEW_SITE = {
     # that starts clean of the submitting shell, a GPU bound to each rank.
     'HPCML_SBATCH_OPTIONS': '--mem=0 --export=NONE',
     'HPCML_RANK_BINDING': '--gpus-per-task=1',
+    'HPCML_LOADER_WORKERS': '8',
 }
 
 
@@ -112,3 +113,14 @@ def test_a_gpu_bound_to_each_rank_where_a_task_is_one(review_site):
     assert run_line(script(review_site[0], 'per_task')).startswith(
         'srun --cpus-per-task=32 --kill-on-bad-exit=1 --gpus-per-task=1 ')
     assert '--gpus-per-task' not in script(review_site[0], 'torchrun')
+
+
+@pytest.mark.parametrize('mode', ['per_task', 'torchrun'])
+def test_loader_workers_are_the_sites_at_most_the_ranks_cpus(review_site,
+                                                             mode):
+    '''Issue 40: CLIP ran 32 loader processes a rank (the rank's CPUs,
+    as jubench-mmoclip's --workers=$threadspertask) with no way for the
+    site to say fewer: extras['loader_workers'].'''
+    text = script(review_site[0], mode)
+    assert ' --workers 8 ' in run_line(text)
+    assert 'export OMP_NUM_THREADS=32' in text

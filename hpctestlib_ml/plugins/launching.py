@@ -60,6 +60,29 @@ class Launching(RegressionTestPlugin):
             self.executable, self.executable_opts = launch.per_task_command(
                 self.python, self.program, args)
 
+    def loader_workers(self, asked=None):
+        '''Data-loader worker processes per rank: *asked* (a workload's
+        ``-S workers``), else the partition's ``extras['loader_workers']``,
+        else the rank's CPUs on GPUs (jubench-mmoclip passes
+        ``--workers=$threadspertask``, its ``--cpus-per-task``: 24 on JUWELS
+        Booster's 96 CPUs and 4 GPUs a node) and 0 on CPUs (the ranks are
+        the compute there). Never more than the rank's CPUs
+        (``processor.num_cpus`` over the node's ranks): a site's value is
+        capped to them, a ``-S workers`` above them refused.'''
+        cpus = self.layout.cpus_per_proc or 1
+        if asked is not None:
+            if asked > cpus:
+                raise BadInputError(
+                    f'-S workers={asked}: more data-loader workers than the '
+                    f'CPUs a rank has ({cpus}: processor.num_cpus over the '
+                    f'node\'s {self.layout.procs_per_node} ranks): at most '
+                    f'{cpus}')
+            return asked
+        if not self.uses_gpus:
+            return 0
+        site = self.current_partition.extras.get('loader_workers')
+        return cpus if site is None else min(site, cpus)
+
     def set_device_env(self):
         '''What the programs need to know of their devices: the kind the
         partition has (``HPCML_DEVICE_KIND``: a GPU case whose torch sees
