@@ -42,8 +42,9 @@
                               (default: the one running ReFrame)
     HPCML_CPU_PEAK_FLOPS      a node's fp32 peak FLOP/s, for MFU on CPUs
     HPCML_CONTAINER_PLATFORM  the *Container checks' platform: Apptainer,
-                              Podman, PodmanHPC, Pyxis, ContainerEngine or
-                              Sarus (hpctestlib_ml/container_launch.py);
+                              Podman, PodmanHPC, Pyxis, ContainerEngine,
+                              Sarus or Singularity
+                              (hpctestlib_ml/container_launch.py);
                               default Apptainer where HPCML_CONTAINER_DIR
                               or HPCML_APPTAINER_MODULES is set or
                               apptainer is on PATH, else none

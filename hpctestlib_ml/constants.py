@@ -193,7 +193,7 @@ FRAMEWORKS = ('pytorch', 'tensorflow')
 #: ``HPCML_CONTAINER_PLATFORM``); how each starts a run:
 #: :data:`hpctestlib_ml.container_launch.PLATFORMS`.
 CONTAINER_PLATFORMS = ('Apptainer', 'Podman', 'PodmanHPC', 'Pyxis',
-                       'ContainerEngine', 'Sarus')
+                       'ContainerEngine', 'Sarus', 'Singularity')
 
 #: Environment feature of the programming environment that container runs
 #: use: the image brings the framework, the host only the runtime.

@@ -717,6 +717,9 @@ EXTRAS_KEYS = {name: setting for (name, _), setting in {
         ('container_options', 'list', [], "the site's own options of the "
          "container runtime (e.g. --security-opt label=disable)",
          {'allowed': 'runtime options'}),
+        ('container_gpu_options', 'words', None, "the runtime's options "
+         "that give the container its GPUs, in place of the platform's "
+         "(--nv, --rocm, ...); [] for none", {'allowed': 'runtime options'}),
         ('container_annotations', 'dict', None, "CSCS's Container "
          "Engine: the EDF's [annotations] (hooks, e.g. "
          "com.hooks.aws_ofi_nccl.enabled)",
