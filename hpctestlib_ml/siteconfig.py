@@ -130,6 +130,28 @@ def one_image(reference):
     return {fw: reference for fw in FRAMEWORKS} if reference else None
 
 
+def site_images(where, kind, suffix=None):
+    '''{framework: image} of a site whose partitions run the suite in
+    containers only (a centre that runs PyTorch so): ``HPCML_CONTAINER_IMAGE``
+    for both frameworks, else ``HPCML_CONTAINER_DIR``'s
+    ``<framework><suffix>``; a :class:`SiteConfigError` naming both
+    where neither is set (*kind*: what the image must be, for the
+    line).'''
+    images = one_image(env('HPCML_CONTAINER_IMAGE'))
+    directory = env('HPCML_CONTAINER_DIR')
+    if not images and directory and suffix:
+        images = {fw: os.path.join(directory, f'{fw}{suffix}')
+                  for fw in FRAMEWORKS}
+    if not images:
+        raise SiteConfigError(
+            f'{where} runs the suite in containers only: set '
+            f'HPCML_CONTAINER_IMAGE to {kind} with the suite\'s packages '
+            f'(docs/guide/cluster.md, real sites)' +
+            (f', or HPCML_CONTAINER_DIR to the directory of '
+             f'<framework>{suffix}' if suffix else ''))
+    return images
+
+
 def podman_image_exists(reference, run=subprocess.run):
     '''Whether Podman's storage holds *reference*.'''
     try:

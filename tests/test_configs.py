@@ -768,6 +768,38 @@ def test_a_gpu_partition_names_a_known_model_and_its_memory():
     assert siteconfig.unknown_gpu('local:gpu', part, 'local.py') is None
 
 
+@pytest.mark.parametrize('path, system', [
+    ('config/systems/alps_daint.py', 'alps-daint'),
+    ('config/systems/lumi_g.py', 'lumi'),
+    ('config/systems/perlmutter.py', 'perlmutter'),
+])
+def test_real_sites_validate(monkeypatch, path, system):
+    '''The real centres' configurations (their job scripts:
+    tests/test_site_configs.py) validate against ReFrame's schema and the
+    suite's checks of every partition.'''
+    monkeypatch.setenv('HPCML_CONTAINER_IMAGE', '/images/hpcml.img')
+    site = load(path, system)
+    for part in site.get('systems/0/partitions'):
+        assert siteconfig.unknown_gpu(part['name'], part, path) is None
+        assert part['extras']['max_time_limit'] > 0
+
+
+@pytest.mark.parametrize('path', ['config/systems/alps_daint.py',
+                                  'config/systems/lumi_g.py'])
+def test_a_container_only_site_without_an_image_does_not_load(monkeypatch,
+                                                              path):
+    '''CSCS and LUMI run PyTorch in containers: without the image's
+    name, one line naming the settings, before anything is queued.'''
+    monkeypatch.delenv('HPCML_CONTAINER_IMAGE', raising=False)
+    monkeypatch.delenv('HPCML_CONTAINER_DIR', raising=False)
+    with pytest.raises(ConfigError) as err:
+        load(path, 'x')
+    assert str(err.value).startswith(
+        f'{path} runs the suite in containers only: set '
+        f'HPCML_CONTAINER_IMAGE to ')
+    assert '\n' not in str(err.value)
+
+
 def test_a_blank_directory_variable_is_unset(monkeypatch, tmp_path):
     '''Row 36: HPCML_VAR_DIR='   ' wrote the session into a directory
     named three spaces; a blank is unset, as every setting's is.'''
