@@ -113,7 +113,8 @@ DEVICE_MEMORY_SIZES = {
 #: settings reference's table of GPU models shows it; a refused model
 #: that matches the key says it).
 GPU_MODEL_NOTES = {
-    'A100': 'the SXM4 and PCIe boards alike (dense bf16: 312 TFLOP/s)',
+    'A100': ('the SXM4 and PCIe boards alike: the data sheet gives both '
+             'the same peaks'),
     'GH200': "the Grace Hopper superchip's H100 (as H100-SXM)",
     'MI250X-GCD': ('one of the two compute dies (GCDs) of an MI250X: ROCm '
                    'and Slurm count each as a GPU, so a node of 4 MI250X '

@@ -772,11 +772,13 @@ def test_a_gpu_partition_names_a_known_model_and_its_memory():
     ('config/systems/alps_daint.py', 'alps-daint'),
     ('config/systems/lumi_g.py', 'lumi'),
     ('config/systems/perlmutter.py', 'perlmutter'),
+    ('docs/examples/gpu_site_config.py', 'mycentre'),
 ])
 def test_real_sites_validate(monkeypatch, path, system):
     '''The real centres' configurations (their job scripts:
-    tests/test_site_configs.py) validate against ReFrame's schema and the
-    suite's checks of every partition.'''
+    tests/test_site_configs.py), and the guide's GPU example, validate
+    against ReFrame's schema and the suite's checks of every
+    partition.'''
     monkeypatch.setenv('HPCML_CONTAINER_IMAGE', '/images/hpcml.img')
     site = load(path, system)
     for part in site.get('systems/0/partitions'):
