@@ -149,7 +149,7 @@ if _container_platform:
     _part = with_container_platform(
         _part, _container_platform,
         one_image(env('HPCML_CONTAINER_IMAGE')) or
-        apptainer_images(_image_dir), _container_modules)
+        apptainer_images(_image_dir))
 
 site_configuration = make_site_configuration(
     systems=[{
@@ -169,5 +169,5 @@ site_configuration = make_site_configuration(
         # The suite's .venv has both frameworks (pyproject extras).
         'features': ['torch', 'tensorflow'],
         'target_systems': ['slurm'],
-    }, container_environment('slurm')],
+    }, container_environment('slurm', _container_modules)],
 )

@@ -181,11 +181,19 @@ def local_container_platform(which=shutil.which, exists=podman_image_exists,
     return None, None
 
 
-def container_environment(system):
+def container_environment(system, modules=()):
     '''The programming environment of container runs on *system*: nothing
-    from the host but the runtime (the image brings the framework).'''
-    return {'name': 'container', 'features': [CONTAINER_FEATURE],
-            'target_systems': [system]}
+    from the host but the runtime (the image brings the framework), with
+    *modules*, which provide it, loaded by the job's own ``module load``:
+    a system whose ``modules_system`` is ``nomod``, as the suite's are
+    (module loads are the environments' ``prepare_cmds``, so that job
+    scripts can be written where Lmod is not), drops a platform's
+    ``modules`` with a warning.'''
+    found = {'name': 'container', 'features': [CONTAINER_FEATURE],
+             'target_systems': [system]}
+    if modules:
+        found['prepare_cmds'] = [f'module load {" ".join(modules)}']
+    return found
 
 
 def system_dirs():

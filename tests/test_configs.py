@@ -214,6 +214,26 @@ def test_generic_slurm_gpus_without_cpus_fail_naming_the_variable(
         load('config/slurm.py', 'slurm')
 
 
+@pytest.mark.parametrize('name', ['HPCML_CONTAINER_MODULES',
+                                  'HPCML_APPTAINER_MODULES'])
+def test_container_runtime_modules_are_loaded_in_the_job(monkeypatch, name):
+    '''The modules that provide the container runtime went to the
+    platform's ReFrame 'modules', which config/slurm.py's 'nomod' modules
+    system drops with a warning ("module 'apptainer' will not be loaded"):
+    every container job then found no runtime. They are the container
+    environment's prepare_cmds now, as HPCML_MODULES are the python
+    environment's.'''
+    monkeypatch.setenv('HPCML_CPUS_PER_NODE', '4')
+    monkeypatch.setenv(name, 'apptainer/1.3.4 squashfs-tools')
+    site = load('config/slurm.py', 'slurm')
+    container, = [e for e in site.get('environments')
+                  if e['name'] == 'container']
+    assert container['prepare_cmds'] == [
+        'module load apptainer/1.3.4 squashfs-tools']
+    part, = site.get('systems/0/partitions')
+    assert part['container_platforms'][0]['modules'] == []
+
+
 def test_generic_slurm_exports_hpcml_env(monkeypatch):
     monkeypatch.setenv('HPCML_ENV', "NCCL_SOCKET_IFNAME=ib0 "
                        "GLOO_SOCKET_IFNAME=ib0 NCCL_IB_HCA='mlx5_0 mlx5_1'")
