@@ -788,6 +788,26 @@ def test_a_gpu_partition_names_a_known_model_and_its_memory():
     assert siteconfig.unknown_gpu('local:gpu', part, 'local.py') is None
 
 
+@pytest.mark.parametrize('model, gib, peak', [
+    ('MI250X-GCD', 64, 191.5e12), ('MI300X', 192, 1307.4e12),
+])
+def test_rocm_partitions_are_known(model, gib, peak):
+    '''No ROCm machine runs here: what the suite knows of AMD's GPUs,
+    held without one (an MI250X counted by its GCDs, as ROCm and Slurm
+    count it; its memory and bf16 peak per GCD), and their containers
+    given AMD's GPU options.'''
+    from hpctestlib_ml import container, peaks
+    from hpctestlib_ml.constants import DEVICE_MEMORY_GIB
+    part = {'name': 'gpu', 'scheduler': 'slurm', 'launcher': 'srun',
+            'processor': {'num_cpus': 56},
+            'devices': [{'type': 'gpu', 'num_devices': 8, 'model': model}]}
+    assert siteconfig.unknown_gpu('site:gpu', part, 'site.py') is None
+    assert DEVICE_MEMORY_GIB[model] == gib
+    assert peaks.device_peak(model, 'amp_bf16', None) == (peak, 'bf16')
+    assert container.gpu_vendor([model] * 8, {}) == 'amd'
+    assert peaks.model_key('AMD Instinct ' + model.split('-')[0]) == model
+
+
 @pytest.mark.parametrize('path, system', [
     ('config/systems/alps_daint.py', 'alps-daint'),
     ('config/systems/lumi_g.py', 'lumi'),
