@@ -156,7 +156,11 @@ SITES = {
 @pytest.fixture(scope='module')
 def site_scripts(tmp_path_factory, cache_dir):
     '''{site: ({case: normalized job script}, stdout)}, one reframe
-    session each.'''
+    session each: 11-50 s for the three here (2 cores shared with other
+    work), borne by the first test that asks. Over 30 s because each real site is a
+    ReFrame session of its own (a configuration is one file, loaded once
+    a session); each writes all of its cases' scripts at once, and every
+    test of the sites reads them.'''
     return {site: dry_run(tmp_path_factory.mktemp(site), cache_dir,
                           f'config/systems/{site}.py', pattern, *options,
                           **SITE_ENV, HPCML_CONTAINER_IMAGE=IMAGES[site])

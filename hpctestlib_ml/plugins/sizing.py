@@ -7,7 +7,6 @@ from reframe.core.pipeline import RegressionTestPlugin
 
 from hpctestlib_ml import memory_estimate, peaks, sizes
 from hpctestlib_ml.constants import DEVICE_MEMORY_GIB
-from hpctestlib_ml.settings import duration_text
 
 #: The variables every size may set, beside a workload's own.
 SIZED = ('batch_size', 'precision', 'steps')
@@ -101,24 +100,6 @@ class Sizing(RegressionTestPlugin):
             self.skip(resolved.skip)
         self.finalize_settings()
         self.use_precision_the_device_has(resolved.sized_precision)
-        self.cap_time_limit()
-
-    def cap_time_limit(self):
-        '''The case's time limit at most the partition's
-        ``extras['max_time_limit']`` (its MaxTime: sbatch refuses a job
-        that asks more, and ReFrame's ``time_limit`` of a partition is only
-        the default of a case that sets none, which none of the suite's
-        does), the size's own limit said beside it: a comment at the top of
-        the job script and a line of the log.'''
-        cap = self.current_partition.extras.get('max_time_limit')
-        asked = self.time_limit
-        if not cap or asked is None or asked <= cap:
-            return
-        self.time_limit = cap
-        note = (f"hpcml: time limit {duration_text(cap)}, the partition's "
-                f"max_time_limit; the case asks {duration_text(asked)}")
-        self.prerun_cmds = [f'# {note}', *self.prerun_cmds]
-        getlogger().info(f'{self.display_name}: {note}')
 
     def use_precision_the_device_has(self, sized_precision):
         '''bf16 on GPUs without bf16 hardware (V100) is emulated, many
