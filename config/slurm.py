@@ -5,11 +5,13 @@
     HPCML_SCHEDULER           ReFrame scheduler: slurm (default; needs
                               sacct) or squeue (no accounting needed)
     HPCML_GPUS_PER_NODE       GPUs per node; 0 or unset: a CPU partition
-    HPCML_GPU_MODEL           GPU model for MFU (a key of the peak table,
-                              hpctestlib_ml/constants.py): A100, H100-SXM,
-                              H100-PCIe, H100-NVL, GH200, H200, H200-NVL,
-                              V100, V100-PCIe, MI250X-GCD, MI250-GCD,
-                              MI300X
+    HPCML_GPU_MODEL           GPU model: a key of the GPU model table
+                              (docs: Settings, GPU models; an unknown one
+                              is refused naming the nearest keys)
+    HPCML_DEVICE_MEMORY_GIB   GiB of one GPU's memory; default: the
+                              model's where it has one size (A100, V100
+                              and GH200 come in two: a GPU partition of
+                              them fails to load without it)
     HPCML_GPU_RESOURCE        how to ask for GPUs; default
                               '--gpus-per-node={num_gpus_per_node}'
                               ('--gres=gpu:{num_gpus_per_node}' elsewhere)
@@ -17,6 +19,16 @@
                               default: sinfo's count for the partition (a GPU
                               partition without either fails to load)
     HPCML_MAX_NODES           most nodes one test may use (default 2)
+    HPCML_MAX_TIME_LIMIT      the partition's MaxTime, e.g. '2h' or
+                              '24:00:00': no case asks for more
+    HPCML_EXCLUSIVE           whole nodes per job (--exclusive); default:
+                              true with GPUs
+    HPCML_RANK_BINDING        srun options binding each rank where a task
+                              is one rank, e.g. '--gpus-per-task=1'
+    HPCML_SBATCH_OPTIONS      sbatch options of every job, e.g.
+                              '--mem=0 --export=NONE' (shell words)
+    HPCML_LOADER_WORKERS      data-loader workers per rank (default: the
+                              rank's CPUs, never more)
     HPCML_SCALES              scales to run, e.g. '1_node,2_nodes' (default:
                               all that fit)
     HPCML_RENDEZVOUS_ADDRESS  how ranks reach the first node: '{hostname}'
@@ -30,8 +42,9 @@
                               (default: the one running ReFrame)
     HPCML_CPU_PEAK_FLOPS      a node's fp32 peak FLOP/s, for MFU on CPUs
     HPCML_CONTAINER_PLATFORM  the *Container checks' platform: Apptainer,
-                              Podman, PodmanHPC, Pyxis, ContainerEngine or
-                              Sarus (hpctestlib_ml/container_launch.py);
+                              Podman, PodmanHPC, Pyxis, ContainerEngine,
+                              Sarus or Singularity
+                              (hpctestlib_ml/container_launch.py);
                               default Apptainer where HPCML_CONTAINER_DIR
                               or HPCML_APPTAINER_MODULES is set or
                               apptainer is on PATH, else none
@@ -93,6 +106,13 @@ if env('HPCML_STORAGE_DIR'):
     _extras['storage_dir'] = env('HPCML_STORAGE_DIR')
 if env('HPCML_REFERENCE_NOISE_PCT'):
     _extras['reference_noise_pct'] = env('HPCML_REFERENCE_NOISE_PCT')
+for _key, _name in (('device_memory_gib', 'HPCML_DEVICE_MEMORY_GIB'),
+                    ('max_time_limit', 'HPCML_MAX_TIME_LIMIT'),
+                    ('exclusive', 'HPCML_EXCLUSIVE'),
+                    ('rank_binding', 'HPCML_RANK_BINDING'),
+                    ('loader_workers', 'HPCML_LOADER_WORKERS')):
+    if env(_name) not in (None, []):
+        _extras[_key] = env(_name)
 
 _part = {
     'name': _partition or 'default',
@@ -101,7 +121,8 @@ _part = {
     'scheduler': env('HPCML_SCHEDULER'),
     'launcher': 'srun',
     'access': ([f'--partition={_partition}'] if _partition else []) +
-              ([f'--account={_account}'] if _account else []),
+              ([f'--account={_account}'] if _account else []) +
+              env('HPCML_SBATCH_OPTIONS'),
     'environs': ['python'],
     'max_jobs': 8,
     'features': ['gpu'] if _gpus else ['cpu'],
@@ -128,7 +149,7 @@ if _container_platform:
     _part = with_container_platform(
         _part, _container_platform,
         one_image(env('HPCML_CONTAINER_IMAGE')) or
-        apptainer_images(_image_dir), _container_modules)
+        apptainer_images(_image_dir))
 
 site_configuration = make_site_configuration(
     systems=[{
@@ -148,5 +169,5 @@ site_configuration = make_site_configuration(
         # The suite's .venv has both frameworks (pyproject extras).
         'features': ['torch', 'tensorflow'],
         'target_systems': ['slurm'],
-    }, container_environment('slurm')],
+    }, container_environment('slurm', _container_modules)],
 )

@@ -88,13 +88,40 @@ DEVICE_PEAK_FLOPS = {
 #: GCD, MI300X 192 GB; nominal sizes, read as GiB: an H100 SXM's
 #: nvidia-smi memory.total is 81559 MiB, 79.6 GiB, and the fit check's
 #: reserve, :data:`hpctestlib_ml.memory_estimate.RESERVE_FRACTION`, covers
-#: the difference). Not here, as they come in
-#: two sizes: A100 (40 or 80 GB), V100 (16 or 32 GB) and GH200 (96 GB HBM3
-#: or 144 GB HBM3e): a partition with those says
-#: ``extras['device_memory_gib']``, which overrides this table anyway.
+#: the difference). A model that comes in more than one size is in
+#: :data:`DEVICE_MEMORY_SIZES` instead: its partition says which in
+#: ``extras['device_memory_gib']`` (which overrides this table anyway).
 DEVICE_MEMORY_GIB = {
     'H100-SXM': 80, 'H100-PCIe': 80, 'H100-NVL': 94, 'H200': 141,
     'H200-NVL': 141, 'MI250X-GCD': 64, 'MI250-GCD': 64, 'MI300X': 192,
+}
+
+#: The sizes, in GB, of the models of :data:`DEVICE_PEAK_FLOPS` that come
+#: in more than one (data sheets: A100 40 or 80 GB, V100 16 or 32 GB,
+#: GH200 96 GB HBM3 or 144 GB HBM3e): the suite cannot tell which a
+#: partition has, so a batch partition of them declares
+#: ``extras['device_memory_gib']`` or does not load
+#: (:func:`hpctestlib_ml.siteconfig.check_site`). Guessing the larger
+#: would queue cases that die out of memory on the smaller; the smaller,
+#: skip cases the larger runs.
+DEVICE_MEMORY_SIZES = {
+    'A100': (40, 80), 'V100': (16, 32), 'V100-PCIe': (16, 32),
+    'GH200': (96, 144),
+}
+
+#: What a site should know of a model key beside its figures (the
+#: settings reference's table of GPU models shows it; a refused model
+#: that matches the key says it).
+GPU_MODEL_NOTES = {
+    'A100': ('the SXM4 and PCIe boards alike: the data sheet gives both '
+             'the same peaks'),
+    'GH200': "the Grace Hopper superchip's H100 (as H100-SXM)",
+    'MI250X-GCD': ('one of the two compute dies (GCDs) of an MI250X: ROCm '
+                   'and Slurm count each as a GPU, so a node of 4 MI250X '
+                   'has 8 devices'),
+    'MI250-GCD': ('one of the two compute dies (GCDs) of an MI250: count '
+                  '2 devices per MI250'),
+    'MI300X': 'one OAM (one device to ROCm, unless partitioned)',
 }
 
 #: Product names (as ``nvidia-smi``, ``amd-smi``, ``rocm-smi`` and
@@ -167,7 +194,7 @@ FRAMEWORKS = ('pytorch', 'tensorflow')
 #: ``HPCML_CONTAINER_PLATFORM``); how each starts a run:
 #: :data:`hpctestlib_ml.container_launch.PLATFORMS`.
 CONTAINER_PLATFORMS = ('Apptainer', 'Podman', 'PodmanHPC', 'Pyxis',
-                       'ContainerEngine', 'Sarus')
+                       'ContainerEngine', 'Sarus', 'Singularity')
 
 #: Environment feature of the programming environment that container runs
 #: use: the image brings the framework, the host only the runtime.

@@ -19,6 +19,10 @@ starting it (:data:`PLATFORMS`), as centres run ML training:
     ``srun --environment=<EDF> COMMAND``.
 ``Sarus``
     ``sarus run --mount=... -w ... IMAGE COMMAND`` (ReFrame's backend).
+``Singularity``
+    ``singularity exec -B... --pwd ... IMAGE COMMAND``: SingularityCE, the
+    runtime of HPE Cray systems such as LUMI, which has no ``apptainer``
+    command (ReFrame's backend).
 
 A partition picks its platform with ReFrame's ``container_platforms``
 setting (its ``type``: one of these names; the ``default`` one, else the
@@ -35,7 +39,8 @@ import dataclasses
 import json
 import shlex
 
-from reframe.core.containers import Apptainer, ContainerPlatform, Sarus
+from reframe.core.containers import (Apptainer, ContainerPlatform, Sarus,
+                                     Singularity)
 
 from hpctestlib_ml.constants import CONTAINER_PLATFORMS
 from hpctestlib_ml.errors import ContainerError
@@ -62,6 +67,9 @@ _SARUS_GPU = ('https://github.com/eth-cscs/sarus/blob/master/doc/config/'
 _ENROOT_HOOKS = ('https://github.com/NVIDIA/enroot/blob/master/doc/'
                  'standard-hooks.md')
 _CE_HOOKS = 'https://docs.cscs.ch/software/container-engine/resource-hook/'
+_SINGULARITY_EXEC = ('https://docs.sylabs.io/guides/latest/user-guide/cli/'
+                     'singularity_exec.html')
+_SINGULARITY_GPU = 'https://docs.sylabs.io/guides/latest/user-guide/gpu.html'
 _PODMAN_OPTIONS = {
     'run': _PODMAN_RUN, '--rm': _PODMAN_RUN, '--init': _PODMAN_RUN,
     '--network': _PODMAN_RUN, '--ipc': _PODMAN_RUN, '--uts': _PODMAN_RUN,
@@ -80,6 +88,9 @@ DOCUMENTED = {
                         'mounts': _CE_EDF, 'workdir': _CE_EDF,
                         'annotations': _CE_EDF},
     'Sarus': {'run': _SARUS_RUN, '--mount': _SARUS_RUN, '-w': _SARUS_RUN},
+    'Singularity': {'exec': _SINGULARITY_EXEC, '-B': _SINGULARITY_EXEC,
+                    '--pwd': _SINGULARITY_EXEC, '--nv': _SINGULARITY_GPU,
+                    '--rocm': _SINGULARITY_GPU},
 }
 
 #: The options that give a container a vendor's GPUs, per platform, and
@@ -98,6 +109,8 @@ GPU_OPTIONS = {
     'Pyxis': {'nvidia': ([], _ENROOT_HOOKS)},
     'ContainerEngine': {'nvidia': ([], _CE_HOOKS)},
     'Sarus': {'nvidia': ([], _SARUS_GPU)},
+    'Singularity': {'nvidia': (['--nv'], _SINGULARITY_GPU),
+                    'amd': (['--rocm'], _SINGULARITY_GPU)},
 }
 
 #: Variables a container started by Podman (which, unlike the others, does
@@ -141,7 +154,10 @@ class ContainerRun:
     *gpu_vendor* (``nvidia``, ``amd`` or None), passing *env* (the names
     the job sets) where the runtime does not pass the host's environment;
     *options* are the site's own for the runtime, *annotations* the
-    Container Engine's (hooks, e.g. ``com.hooks.aws_ofi_nccl.enabled``).'''
+    Container Engine's (hooks, e.g. ``com.hooks.aws_ofi_nccl.enabled``);
+    *gpu_options*, where not None, the site's options that give the
+    container its GPUs in place of the platform's (LUMI's images bring
+    their own ROCm and run without ``--rocm``).'''
     image: str
     command: str
     mounts: tuple = ()
@@ -150,6 +166,7 @@ class ContainerRun:
     env: tuple = ()
     options: tuple = ()
     annotations: tuple = ()
+    gpu_options: tuple = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,10 +178,13 @@ class Launch:
     prepare: tuple = ()
 
 
-def gpu_options(platform_name, vendor):
-    '''*platform_name*'s options for *vendor*'s GPUs (none without GPUs).'''
+def gpu_options(platform_name, vendor, site=None):
+    '''*platform_name*'s options for *vendor*'s GPUs (none without GPUs);
+    *site*, where not None, the site's own in their place.'''
     if vendor is None:
         return []
+    if site is not None:
+        return list(site)
     try:
         return list(GPU_OPTIONS[platform_name][vendor][0])
     except KeyError:
@@ -204,7 +224,7 @@ def podman_launch(run, program='podman'):
     words += [f'--env={name}' for name in run.env]
     words += [f"--env='{prefix}*'" for prefix in PASSED_ENV_PREFIXES]
     name = 'PodmanHPC' if program == 'podman-hpc' else 'Podman'
-    words += _words(gpu_options(name, run.gpu_vendor))
+    words += _words(gpu_options(name, run.gpu_vendor, run.gpu_options))
     words += _words(run.options)
     return Launch((), ' '.join([*words, shlex.quote(run.image),
                                 run.command]))
@@ -217,7 +237,7 @@ def podman_hpc_launch(run):
 
 def pyxis_launch(run):
     '''srun's Pyxis options (the job's environment passes through).'''
-    gpu_options('Pyxis', run.gpu_vendor)
+    gpu_options('Pyxis', run.gpu_vendor, run.gpu_options)
     options = [f'--container-image={shlex.quote(run.image)}']
     if run.mounts:
         mounts = ','.join(f'{_mount_path(h)}:{_mount_path(c)}'
@@ -253,7 +273,7 @@ def container_engine_launch(run, stagedir):
     '''The EDF, written by the job into *stagedir* (its shell expands the
     mounts' variables there: the EDF's own ${VAR} expansion is a
     technical preview, :data:`_CE_EDF`), and srun's ``--environment``.'''
-    gpu_options('ContainerEngine', run.gpu_vendor)
+    gpu_options('ContainerEngine', run.gpu_vendor, run.gpu_options)
     if run.options:
         raise ContainerError(
             "the Container Engine takes no runtime options: put them in "
@@ -263,18 +283,24 @@ def container_engine_launch(run, stagedir):
     return Launch((f'--environment="{edf}"',), run.command, (write,))
 
 
-def apptainer_platform(run):
-    '''ReFrame's Apptainer backend, given *run*.'''
-    platform = Apptainer()
-    platform.options = (gpu_options('Apptainer', run.gpu_vendor) +
+def apptainer_platform(run, platform_class=Apptainer, name='Apptainer'):
+    '''ReFrame's Apptainer backend (or its parent, Singularity), given
+    *run*.'''
+    platform = platform_class()
+    platform.options = (gpu_options(name, run.gpu_vendor, run.gpu_options) +
                         list(run.options))
     return platform
+
+
+def singularity_platform(run):
+    '''ReFrame's Singularity backend, given *run*.'''
+    return apptainer_platform(run, Singularity, 'Singularity')
 
 
 def sarus_platform(run):
     '''ReFrame's Sarus backend, given *run* (the image is the site's,
     pulled once: no ``sarus pull`` per job).'''
-    gpu_options('Sarus', run.gpu_vendor)
+    gpu_options('Sarus', run.gpu_vendor, run.gpu_options)
     platform = Sarus()
     platform.pull_image = False
     platform.options = list(run.options)
@@ -327,6 +353,7 @@ PLATFORMS = {
     'Podman': Podman, 'PodmanHPC': PodmanHPC, 'Pyxis': Pyxis,
     'ContainerEngine': ContainerEngine,
     'Sarus': lambda run, stagedir: sarus_platform(run),
+    'Singularity': lambda run, stagedir: singularity_platform(run),
 }
 assert tuple(PLATFORMS) == CONTAINER_PLATFORMS
 

@@ -103,6 +103,51 @@ def launcher_options(launcher):
     return list(FAIL_FAST_OPTIONS.get(launcher, []))
 
 
+def takes_whole_nodes(exclusive, gpus_per_node, scheduler):
+    '''Whether a case's job asks for its nodes whole (``--exclusive``,
+    ReFrame's ``exclusive_access``): the partition's
+    ``extras['exclusive']`` (*exclusive*) where it says, else on a batch
+    scheduler's partition with GPUs: another job's traffic on a node's
+    GPUs, NICs and memory moves the figures as a regression would, and
+    benchmark jobs on GPU nodes are whole-node jobs at most centres
+    anyway (their GPU partitions are often allocated by node).'''
+    if exclusive is not None:
+        return bool(exclusive)
+    return bool(gpus_per_node) and scheduler not in (None, 'local')
+
+
+def exports_nothing(access):
+    '''Whether the partition's sbatch options (*access*) say
+    ``--export`` other than ``ALL`` (``NONE``, ``NIL``, a list of names):
+    sbatch then sets ``SLURM_EXPORT_ENV`` to it in the job, and every
+    srun in the script reads it (sbatch(1) and srun(1), ``--export``), so
+    that the tasks would start without the job script's own exports.'''
+    for option in access:
+        words = option.replace('=', ' ').split()
+        if words and words[0] == '--export':
+            value = words[1] if len(words) > 1 else ''
+            return value.split(',')[0].upper() != 'ALL'
+    return False
+
+
+def export_lines(access, scheduler):
+    '''Shell lines that pass the job script's environment to its tasks
+    where *access* exports nothing to the job (:func:`exports_nothing`):
+    ``SLURM_EXPORT_ENV=ALL`` for srun (what NERSC's and Slurm's own
+    advice give): the job still starts clean, as the site asked.'''
+    if scheduler in SLURM_SCHEDULERS and exports_nothing(access):
+        return ['export SLURM_EXPORT_ENV=ALL']
+    return []
+
+
+def binding_options(rank_binding, launch_mode):
+    '''The partition's options binding each rank (its
+    ``extras['rank_binding']``, e.g. ``--gpus-per-task=1``) where a task is
+    one rank (*launch_mode* ``per_task``); none under torchrun, whose one
+    task a node forks all of the node's ranks.'''
+    return list(rank_binding or []) if launch_mode == 'per_task' else []
+
+
 def thread_env(cpus_per_proc):
     '''Shell lines giving each rank its share of the node's CPUs.'''
     if cpus_per_proc:

@@ -11,6 +11,8 @@ turns it off); where a program prints no record (Megatron-LM's own
 ``pretrain_gpt.py``), fp32 is taken at the TF32 peak, the higher one, so
 that MFU is never overstated, and the peak's description says so.
 """
+import difflib
+
 from hpctestlib_ml import program_tables
 from hpctestlib_ml.constants import (DEVICE_PEAK_FLOPS, FP16_FOR_BF16,
                                      GPU_BACKENDS, GPU_CAPABILITIES,
@@ -24,6 +26,19 @@ def model_key(product_name):
     name = product_name or ''
     return next((key for pattern, key in GPU_PRODUCT_NAMES
                  if pattern.lower() in name.lower()), None)
+
+
+def nearest_models(name, table=DEVICE_PEAK_FLOPS):
+    '''The keys of *table* nearest GPU model *name*, which is none of
+    them: the key whose product name *name* contains (``A100-SXM4-80GB``
+    -> ``A100``, ``MI250X`` -> ``MI250X-GCD``), else those spelt most
+    alike; [] where none is near.'''
+    key = model_key(name)
+    if key in table:
+        return [key]
+    by_lower = {k.lower(): k for k in table}
+    return [by_lower[near] for near in difflib.get_close_matches(
+        str(name).lower(), list(by_lower), n=3, cutoff=0.6)]
 
 
 def peak_key(precision, tf32):

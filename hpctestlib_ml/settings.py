@@ -62,9 +62,12 @@ class Setting:
     kind: str
     #: ``int``, ``float``, ``bool``, ``str``, ``word`` (text without
     #: blanks: a name that one shell word holds), ``list`` (comma- or
-    #: space-separated words), ``path``, ``dict``, ``assignments``
+    #: space-separated words), ``words`` (shell words: options whose
+    #: values hold commas), ``path``, ``dict``, ``assignments``
     #: (shell words ``NAME=value``), ``url`` (``http://`` or ``https://``
-    #: and a host) or ``template`` (text with :attr:`placeholders`).
+    #: and a host), ``template`` (text with :attr:`placeholders`) or
+    #: ``duration`` (``2h``, ``1d12h``, ``90m``, or Slurm's
+    #: ``[D-]HH:MM:SS``: seconds once read).
     type: str
     #: Its value where unset; None where unset means something the reader
     #: decides (said in :attr:`doc`: ``default: ...``).
@@ -90,6 +93,9 @@ class Setting:
     #: Of a ``template``: the ``{name}`` fields it must hold, and the only
     #: ones it may (ReFrame drops a resource whose field it cannot fill).
     placeholders: tuple = ()
+    #: Of a setting with choices: a function giving the choices nearest a
+    #: refused value (default: those spelt most alike, :func:`closest`).
+    near: object = None
 
     def choice_list(self):
         '''The allowed values, or None where any value of the type is.'''
@@ -119,6 +125,8 @@ class Setting:
                 if bounds else noun
         if self.type == 'bool':
             return 'true or false'
+        if self.type == 'duration' and not self.allowed:
+            return "a time such as 2h, 90m, 1d12h or Slurm's 24:00:00"
         return self.allowed or f'a {self.type}'
 
 
@@ -190,6 +198,16 @@ def template_fields(value):
         raise ValueError(f'not a template: {err}') from None
 
 
+def _as_words(value):
+    '''Shell words (a list is taken as its words).'''
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    try:
+        return shlex.split(str(value))
+    except ValueError as err:
+        raise ValueError(f'not shell words ({err})') from None
+
+
 def _as_url(value):
     text = _as_text(value).strip()
     if not re.fullmatch(r'https?://[^/\s:]+(:\d+)?(/\S*)?', text):
@@ -218,11 +236,74 @@ def _as_assignments(value):
     return pairs
 
 
+_DURATION_UNITS = re.compile(r'(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?')
+
+
+def _slurm_seconds(text):
+    '''Seconds of Slurm's ``--time`` forms with a colon or a day:
+    ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``; None
+    otherwise.'''
+    days, dash, rest = text.rpartition('-')
+    if dash and not days.isdigit():
+        return None
+    parts = rest.split(':')
+    if not all(p.isdigit() for p in parts) or len(parts) > 3 or \
+            (not dash and len(parts) == 1):
+        return None
+    numbers = [int(p) for p in parts]
+    if dash:                        # D-HH[:MM[:SS]]
+        hours, minutes, seconds = (numbers + [0, 0])[:3]
+    elif len(numbers) == 2:         # MM:SS
+        hours, (minutes, seconds) = 0, numbers
+    else:                           # HH:MM:SS
+        hours, minutes, seconds = numbers
+    return ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def _as_duration(value):
+    '''Seconds of a duration: ReFrame's ``1d2h3m4s`` form or Slurm's
+    (``HH:MM:SS``, ``MM:SS``, ``D-HH[:MM[:SS]]``), or a number of seconds
+    (a Python number, as ReFrame reads one); text that is a bare number is
+    refused (seconds to ReFrame, minutes to Slurm).'''
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, (int, float)):
+        if value <= 0 or value != value:
+            raise ValueError('not a time')
+        return float(value)
+    text = str(value).strip()
+    if re.fullmatch(r'\d+', text):
+        raise ValueError('a bare number: give its unit')
+    units = _DURATION_UNITS.fullmatch(text)
+    if text and units and any(units.groups()):
+        days, hours, minutes, seconds = (int(g or 0) for g in units.groups())
+        total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    else:
+        total = _slurm_seconds(text)
+        if total is None:
+            raise ValueError
+    if total <= 0:
+        raise ValueError('not a time')
+    return float(total)
+
+
+def duration_text(seconds):
+    '''``2h15m`` of *seconds* (ReFrame's form, the largest units).'''
+    seconds = int(round(seconds))
+    parts = []
+    for unit, size in (('d', 86400), ('h', 3600), ('m', 60), ('s', 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f'{count}{unit}')
+    return ''.join(parts) or '0s'
+
+
 _CONVERT = {'int': _as_int, 'float': _as_float, 'bool': _as_bool,
             'str': _as_text, 'word': _as_word, 'path': _as_text,
             'list': _as_list, 'dict': _as_dict,
             'assignments': _as_assignments, 'url': _as_url,
-            'template': _as_text}
+            'template': _as_text, 'duration': _as_duration,
+            'words': _as_words}
 
 
 def _edits(a, b):
@@ -254,6 +335,11 @@ def closest(name, names, prefix=''):
            for f in found}
     best = [prefix + f for f in found if key[f] == min(key.values())]
     return f' (did you mean {" or ".join(best)}?)'
+
+
+def did_you_mean(names):
+    '''`` (did you mean X or Y?)`` of *names*, or '' of none.'''
+    return f' (did you mean {" or ".join(names)}?)' if names else ''
 
 
 def convert(setting, value, fix, choices=None, label=None):
@@ -302,7 +388,8 @@ def convert(setting, value, fix, choices=None, label=None):
         items = converted if setting.type == 'list' else [converted]
         for item in items:
             if item not in choices:
-                refuse(near=closest(item, choices))
+                refuse(near=(did_you_mean(setting.near(item))
+                             if setting.near else closest(item, choices)))
     return converted
 
 
@@ -388,6 +475,19 @@ RECORDED = tuple(
     'program', 'framework', 'runs_in_container', 'device', 'references_file')
 
 _SLURM = 'config/slurm.py'
+
+
+def _gpu_models():
+    '''The GPU model keys (of the peak table).'''
+    from hpctestlib_ml.constants import DEVICE_PEAK_FLOPS
+    return tuple(DEVICE_PEAK_FLOPS)
+
+
+def _nearest_models(name):
+    from hpctestlib_ml import peaks
+    return peaks.nearest_models(name)
+
+
 def _container_platforms():
     '''The container platforms' names.'''
     from hpctestlib_ml.constants import CONTAINER_PLATFORMS
@@ -462,9 +562,14 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          "(needs sacct) or squeue", {'choices': ('slurm', 'squeue')}),
         ('HPCML_GPUS_PER_NODE', 'int', 0, 'GPUs per node; 0: a CPU '
          'partition', {'minimum': 0}),
-        ('HPCML_GPU_MODEL', 'str', None, "GPU model, for MFU's peak "
-         "(a key of hpctestlib_ml.constants.DEVICE_PEAK_FLOPS)",
-         {'allowed': 'a GPU model such as A100 or H100-SXM'}),
+        ('HPCML_GPU_MODEL', 'str', None, "GPU model: its peak for MFU, its "
+         "memory where it has one size, its vendor (the table of GPU models "
+         "below)", {'choices': _gpu_models, 'near': _nearest_models,
+                    'allowed': 'a GPU model key'}),
+        ('HPCML_DEVICE_MEMORY_GIB', 'float', None, "GiB of one GPU's memory "
+         "(extras['device_memory_gib']); default: the GPU model's where it "
+         "has one size (a GPU partition needs one or the other)",
+         {'minimum': 0, 'exclusive': True}),
         ('HPCML_GPU_RESOURCE', 'template',
          '--gpus-per-node={num_gpus_per_node}', "how jobs ask for GPUs",
          {'allowed': 'an sbatch option with {num_gpus_per_node}',
@@ -475,6 +580,21 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          {'minimum': 1, 'maximum': 4096}),
         ('HPCML_MAX_NODES', 'int', 2, 'most nodes one test may use',
          {'minimum': 1}),
+        ('HPCML_MAX_TIME_LIMIT', 'duration', None, "the partition's longest "
+         "job (Slurm's MaxTime, extras['max_time_limit']): a case asking "
+         "more is capped to it; default: none"),
+        ('HPCML_EXCLUSIVE', 'bool', None, "jobs take whole nodes "
+         "(--exclusive, extras['exclusive']); default: true on a GPU "
+         "partition"),
+        ('HPCML_RANK_BINDING', 'words', [], "srun options binding each rank "
+         "where a task is one rank (extras['rank_binding']), e.g. "
+         "'--gpus-per-task=1'", {'allowed': 'srun options (shell words)'}),
+        ('HPCML_SBATCH_OPTIONS', 'words', [], "sbatch options every job of "
+         "the partition gets (its access), e.g. '--mem=0 --export=NONE'",
+         {'allowed': 'sbatch options (shell words)'}),
+        ('HPCML_LOADER_WORKERS', 'int', None, "data-loader workers per rank "
+         "(extras['loader_workers']); default: the rank's CPUs",
+         {'minimum': 0}),
         ('HPCML_SCALES', 'list', None, 'scales to run; default: all that '
          'fit', {'choices': tuple(SCALES)}),
         ('HPCML_RENDEZVOUS_ADDRESS', 'str', '{hostname}', 'how ranks reach '
@@ -567,7 +687,24 @@ EXTRAS_KEYS = {name: setting for (name, _), setting in {
          {'allowed': 'a template with {hostname}, nodeaddr or an address'}),
         ('device_memory_gib', 'float', None, "GiB of one device's memory "
          "(on CPU partitions the node's, shared by its ranks); default: "
-         "the GPU model's", {'minimum': 0, 'exclusive': True}),
+         "the GPU model's where it has one size (a GPU partition on a batch "
+         "scheduler without either does not load)",
+         {'minimum': 0, 'exclusive': True}),
+        ('max_time_limit', 'duration', None, "the partition's longest job "
+         "(Slurm's MaxTime): a case whose size asks more is capped to it, "
+         "its own limit said beside; default: none"),
+        ('exclusive', 'bool', None, "jobs take whole nodes (--exclusive: "
+         "no other job's traffic in the figures); default: true on a "
+         "partition with GPUs and a batch scheduler, else false"),
+        ('rank_binding', 'words', [], "launcher options binding each rank "
+         "to its CPUs and GPU where a task is one rank (launch mode "
+         "per_task), e.g. ['--gpus-per-task=1']; default: none (every rank "
+         "sees its node's GPUs and takes its local rank's)",
+         {'allowed': 'launcher options'}),
+        ('loader_workers', 'int', None, "data-loader worker processes per "
+         "rank (MMoCLIP, GPT2FineTune) on GPU partitions, never more than "
+         "the rank's CPUs; default: the rank's CPUs (jubench-mmoclip's "
+         "--workers is its --cpus-per-task)", {'minimum': 0}),
         ('device_peak_flops', 'float', None, "one GPU's peak FLOP/s for "
          "MFU; default: the GPU model's, for the precision that ran",
          {'minimum': 0, 'exclusive': True}),
@@ -582,6 +719,9 @@ EXTRAS_KEYS = {name: setting for (name, _), setting in {
         ('container_options', 'list', [], "the site's own options of the "
          "container runtime (e.g. --security-opt label=disable)",
          {'allowed': 'runtime options'}),
+        ('container_gpu_options', 'words', None, "the runtime's options "
+         "that give the container its GPUs, in place of the platform's "
+         "(--nv, --rocm, ...); [] for none", {'allowed': 'runtime options'}),
         ('container_annotations', 'dict', None, "CSCS's Container "
          "Engine: the EDF's [annotations] (hooks, e.g. "
          "com.hooks.aws_ofi_nccl.enabled)",

@@ -18,10 +18,12 @@ import urllib.parse
 
 from reframe.core.exceptions import ConfigError
 
-from hpctestlib_ml import (perflog_fields, registry, sessions, settings,
-                           var_full)
+from hpctestlib_ml import (peaks, perflog_fields, registry, sessions,
+                           settings, var_full)
 from hpctestlib_ml.constants import (CONTAINER_FEATURE, CONTAINER_PLATFORMS,
-                                     FRAMEWORKS, LAUNCH_MODES, SCALES)
+                                     DEVICE_MEMORY_GIB, DEVICE_MEMORY_SIZES,
+                                     DEVICE_PEAK_FLOPS, FRAMEWORKS,
+                                     GPU_MODEL_NOTES, LAUNCH_MODES, SCALES)
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
 from hpctestlib_ml.paths import REPO_ROOT, VAR_DIR, user_path, writable_dir
@@ -128,6 +130,28 @@ def one_image(reference):
     return {fw: reference for fw in FRAMEWORKS} if reference else None
 
 
+def site_images(where, kind, suffix=None):
+    '''{framework: image} of a site whose partitions run the suite in
+    containers only (a centre that runs PyTorch so): ``HPCML_CONTAINER_IMAGE``
+    for both frameworks, else ``HPCML_CONTAINER_DIR``'s
+    ``<framework><suffix>``; a :class:`SiteConfigError` naming both
+    where neither is set (*kind*: what the image must be, for the
+    line).'''
+    images = one_image(env('HPCML_CONTAINER_IMAGE'))
+    directory = env('HPCML_CONTAINER_DIR')
+    if not images and directory and suffix:
+        images = {fw: os.path.join(directory, f'{fw}{suffix}')
+                  for fw in FRAMEWORKS}
+    if not images:
+        raise SiteConfigError(
+            f'{where} runs the suite in containers only: set '
+            f'HPCML_CONTAINER_IMAGE to {kind} with the suite\'s packages '
+            f'(docs/guide/cluster.md, real sites)' +
+            (f', or HPCML_CONTAINER_DIR to the directory of '
+             f'<framework>{suffix}' if suffix else ''))
+    return images
+
+
 def podman_image_exists(reference, run=subprocess.run):
     '''Whether Podman's storage holds *reference*.'''
     try:
@@ -158,11 +182,19 @@ def local_container_platform(which=shutil.which, exists=podman_image_exists,
     return None, None
 
 
-def container_environment(system):
+def container_environment(system, modules=()):
     '''The programming environment of container runs on *system*: nothing
-    from the host but the runtime (the image brings the framework).'''
-    return {'name': 'container', 'features': [CONTAINER_FEATURE],
-            'target_systems': [system]}
+    from the host but the runtime (the image brings the framework), with
+    *modules*, which provide it, loaded by the job's own ``module load``:
+    a system whose ``modules_system`` is ``nomod``, as the suite's are
+    (module loads are the environments' ``prepare_cmds``, so that job
+    scripts can be written where Lmod is not), drops a platform's
+    ``modules`` with a warning.'''
+    found = {'name': 'container', 'features': [CONTAINER_FEATURE],
+             'target_systems': [system]}
+    if modules:
+        found['prepare_cmds'] = [f'module load {" ".join(modules)}']
+    return found
 
 
 def system_dirs():
@@ -379,7 +411,8 @@ def check_site(systems, where):
                     fullname, part.get('extras', {}), where, extras_keys)
             except settings.SettingError as err:
                 raise SiteConfigError(str(err)) from None
-            why = contradiction(fullname, part, where)
+            why = (contradiction(fullname, part, where) or
+                   unknown_gpu(fullname, part, where))
             if why:
                 raise SiteConfigError(why)
             why = why_no_case_runs(facts_of(fullname, part))
@@ -487,6 +520,65 @@ def contradiction(fullname, part, where):
                 f"case's GPUs a node): write it so, as in {example}, in "
                 f"{where} (HPCML_GPU_RESOURCE for config/slurm.py)")
     return None
+
+
+def gpu_models(part):
+    '''The models the ``devices`` of type ``gpu`` of *part* name (None
+    where one names none).'''
+    return [d.get('model') for d in part.get('devices', [])
+            if d.get('type') == 'gpu']
+
+
+def unknown_gpu(fullname, part, where):
+    '''What the suite cannot know of a partition's GPUs, as the line that
+    refuses it (None where it knows enough): a model that is no key of the
+    peak table (:data:`~hpctestlib_ml.constants.DEVICE_PEAK_FLOPS`; a
+    site may name another where ``extras['device_peak_flops']`` and
+    ``['device_memory_gib']`` say its figures), and, on a batch
+    scheduler's partition, GPUs of unknown memory: without it the
+    memory-fit check cannot skip a case that does not fit, which would
+    wait in the queue to die out of memory. The memory is known from
+    ``extras['device_memory_gib']``, else from a model of one size
+    (:data:`~hpctestlib_ml.constants.DEVICE_MEMORY_GIB`); a model of two
+    (:data:`~hpctestlib_ml.constants.DEVICE_MEMORY_SIZES`) does not
+    say which. A local partition's memory is the machine's, as found
+    (``nvidia-smi``), else said by each case.'''
+    models = gpu_models(part)
+    if not models:
+        return None
+    extras = part.get('extras', {})
+    fix = (f"(HPCML_DEVICE_MEMORY_GIB for config/slurm.py) in {where}")
+    for model in models:
+        if model is None or model in DEVICE_PEAK_FLOPS or (
+                extras.get('device_peak_flops') and
+                extras.get('device_memory_gib')):
+            continue
+        near = peaks.nearest_models(model)
+        note = (f': {near[0]} is {GPU_MODEL_NOTES[near[0]]}'
+                if len(near) == 1 and near[0] in GPU_MODEL_NOTES else '')
+        return (f"partition {fullname} has GPUs of model {model!r}, which is "
+                f"no GPU model key{settings.did_you_mean(near)}{note}: name "
+                f"one of {', '.join(DEVICE_PEAK_FLOPS)}, or give "
+                f"extras['device_peak_flops'] and extras['device_memory_gib'] "
+                f"for another, in {where} (HPCML_GPU_MODEL for "
+                f"config/slurm.py)")
+    if part.get('scheduler') in (None, 'local') or \
+            extras.get('device_memory_gib'):
+        return None
+    model = models[0]
+    if model in DEVICE_MEMORY_GIB:
+        return None
+    if model in DEVICE_MEMORY_SIZES:
+        sizes = ' or '.join(map(str, DEVICE_MEMORY_SIZES[model]))
+        sizes = f' ({model} comes with {sizes} GB)'
+    else:
+        sizes = ' (no GPU model named)' if model is None else ''
+
+    return (f"partition {fullname}: the memory of its GPUs is unknown"
+            f"{sizes}, so the memory check could not skip a case that "
+            f"cannot fit, which would wait in the queue to die out of "
+            f"memory: set extras['device_memory_gib'] to one GPU's GiB "
+            f"{fix}")
 
 
 def facts_of(fullname, part):

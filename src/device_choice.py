@@ -50,14 +50,15 @@ SLURM_GPU_VARIABLES = ('SLURM_STEP_GPUS', 'SLURM_JOB_GPUS')
 def may_be_bound(env):
     '''Whether a launcher may have bound a device to each task, so that
     one device visible to each of several ranks can be a different one per
-    rank: ranks started one per task (not torchrun, which sets
-    ``LOCAL_WORLD_SIZE`` and forks all of a node's ranks from one task,
+    rank: ranks started one per task (not torchrun's workers, which it
+    marks with ``TORCHELASTIC_RUN_ID`` and forks from one task a node,
     every one seeing the task's devices) by Slurm with GPUs
     (:data:`SLURM_GPU_VARIABLES`: ``--gpus-per-task``, ``--gpu-bind`` or a
     site's wrapper binding them). Elsewhere (the local scheduler, a
     ``CUDA_VISIBLE_DEVICES`` the user exported) every rank sees the same
-    device.'''
-    return ('LOCAL_WORLD_SIZE' not in env and
+    device. (``LOCAL_WORLD_SIZE`` says nothing of this: torchrun sets it,
+    and so does the suite's per_task job for its ranks.)'''
+    return ('TORCHELASTIC_RUN_ID' not in env and
             any(env.get(name, '').strip() for name in SLURM_GPU_VARIABLES))
 
 

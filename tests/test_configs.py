@@ -193,6 +193,7 @@ def test_generic_slurm_asks_slurm_for_the_cpus(monkeypatch, tmp_path):
     sinfo_on_path(monkeypatch, tmp_path, f"cat <<'EOF'\n{SINFO}EOF\n")
     monkeypatch.setenv('HPCML_SLURM_PARTITION', 'gpus')
     monkeypatch.setenv('HPCML_GPUS_PER_NODE', '4')
+    monkeypatch.setenv('HPCML_DEVICE_MEMORY_GIB', '80')
     monkeypatch.delenv('HPCML_CPUS_PER_NODE', raising=False)
     part, = load('config/slurm.py', 'slurm').get('systems/0/partitions')
     assert part['processor']['num_cpus'] == 64
@@ -211,6 +212,26 @@ def test_generic_slurm_gpus_without_cpus_fail_naming_the_variable(
                        r'error: Unable to contact slurm controller \(connect '
                        r'failure\)\): set HPCML_CPUS_PER_NODE '):
         load('config/slurm.py', 'slurm')
+
+
+@pytest.mark.parametrize('name', ['HPCML_CONTAINER_MODULES',
+                                  'HPCML_APPTAINER_MODULES'])
+def test_container_runtime_modules_are_loaded_in_the_job(monkeypatch, name):
+    '''The modules that provide the container runtime went to the
+    platform's ReFrame 'modules', which config/slurm.py's 'nomod' modules
+    system drops with a warning ("module 'apptainer' will not be loaded"):
+    every container job then found no runtime. They are the container
+    environment's prepare_cmds now, as HPCML_MODULES are the python
+    environment's.'''
+    monkeypatch.setenv('HPCML_CPUS_PER_NODE', '4')
+    monkeypatch.setenv(name, 'apptainer/1.3.4 squashfs-tools')
+    site = load('config/slurm.py', 'slurm')
+    container, = [e for e in site.get('environments')
+                  if e['name'] == 'container']
+    assert container['prepare_cmds'] == [
+        'module load apptainer/1.3.4 squashfs-tools']
+    part, = site.get('systems/0/partitions')
+    assert part['container_platforms'][0]['modules'] == []
 
 
 def test_generic_slurm_exports_hpcml_env(monkeypatch):
@@ -658,6 +679,25 @@ CONTRADICTIONS = [
     ({'HPCML_REFERENCES_DIR': '{empty}'}, 'HPCML_REFERENCES_DIR {empty} '
      'holds no reference file (<workload>.yaml), so every check would run '
      'without references and pass'),
+    # Issue 40: config/slurm.py could not say its A100s' memory, and the
+    # memory check turned itself off: 13B and Llama 3 8B were queued on
+    # one node of 80 GB GPUs, to die out of memory.
+    ({'HPCML_DEVICE_MEMORY_GIB': ''}, 'partition slurm:default: the memory '
+     'of its GPUs is unknown (A100 comes with 40 or 80 GB), so the memory '
+     "check could not skip a case that cannot fit, which would wait in the "
+     "queue to die out of memory: set extras['device_memory_gib'] to one "
+     "GPU's GiB (HPCML_DEVICE_MEMORY_GIB for config/slurm.py)"),
+    # Issue 40: a product name for a model key loaded, and gave no MFU.
+    ({'HPCML_GPU_MODEL': 'A100-SXM4-80GB'}, 'HPCML_GPU_MODEL must be one '
+     'of A100, H100-SXM, H100-PCIe, H100-NVL, GH200, H200, H200-NVL, V100, '
+     "V100-PCIe, MI250X-GCD, MI250-GCD, MI300X, got 'A100-SXM4-80GB' (did "
+     'you mean A100?)'),
+    ({'HPCML_GPU_MODEL': 'MI250X', 'HPCML_GPUS_PER_NODE': '8'},
+     "got 'MI250X' (did you mean MI250X-GCD?)"),
+    # Slurm reads a bare number as minutes, ReFrame as seconds.
+    ({'HPCML_MAX_TIME_LIMIT': '120'}, 'HPCML_MAX_TIME_LIMIT must be a time '
+     "such as 2h, 90m, 1d12h or Slurm's 24:00:00, got '120' (a bare "
+     'number: give its unit)'),
 ]
 
 
@@ -677,7 +717,8 @@ def test_settings_that_contradict_or_do_nothing_stop_the_config(
     env = dict(env)
     config = env.pop('config', 'config/slurm.py')
     for name, value in {'HPCML_GPUS_PER_NODE': '4', 'HPCML_CPUS_PER_NODE':
-                        '64', 'HPCML_GPU_MODEL': 'A100', **env}.items():
+                        '64', 'HPCML_GPU_MODEL': 'A100',
+                        'HPCML_DEVICE_MEMORY_GIB': '80', **env}.items():
         monkeypatch.setenv(name, placed(value))
     with pytest.raises(ConfigError) as err:
         load(config, config.split('/')[-1][:-3])
@@ -703,6 +744,102 @@ def test_a_hand_written_gpu_partition_is_checked_too(tmp_path):
     local = {**part, 'scheduler': 'local', 'processor': {'num_cpus': 2},
              'resources': []}
     assert siteconfig.contradiction('local:gpu', local, 'local.py') is None
+
+
+def test_a_gpu_partition_names_a_known_model_and_its_memory():
+    '''Issue 40: any site configuration's GPUs are of a model key (the
+    nearest named where not, with what a GCD is), and a batch partition's
+    have a known memory: its extras', else its model's where the model
+    has one size.'''
+    part = {'name': 'gpu', 'scheduler': 'slurm', 'launcher': 'srun',
+            'processor': {'num_cpus': 56},
+            'devices': [{'type': 'gpu', 'num_devices': 4,
+                         'model': 'MI250X'}]}
+    why = siteconfig.unknown_gpu('site:gpu', part, 'site.py')
+    assert why.startswith("partition site:gpu has GPUs of model 'MI250X', "
+                          "which is no GPU model key (did you mean "
+                          "MI250X-GCD?): MI250X-GCD is one of the two "
+                          "compute dies (GCDs) of an MI250X: ROCm and "
+                          "Slurm count each as a GPU, so a node of 4 "
+                          "MI250X has 8 devices: name one of A100, ")
+    assert why.endswith("or give extras['device_peak_flops'] and "
+                        "extras['device_memory_gib'] for another, in "
+                        "site.py (HPCML_GPU_MODEL for config/slurm.py)")
+    # Another model, its figures given: a label.
+    part['devices'][0]['model'] = 'Gaudi3'
+    part['extras'] = {'device_peak_flops': 1.8e15, 'device_memory_gib': 128}
+    assert siteconfig.unknown_gpu('site:gpu', part, 'site.py') is None
+    # A model of one size says its memory; of two, it does not.
+    part['devices'][0]['model'] = 'MI250X-GCD'
+    part['extras'] = {}
+    assert siteconfig.unknown_gpu('site:gpu', part, 'site.py') is None
+    part['devices'][0]['model'] = 'GH200'
+    assert '(GH200 comes with 96 or 144 GB)' in siteconfig.unknown_gpu(
+        'site:gpu', part, 'site.py')
+    part['extras'] = {'device_memory_gib': 96}
+    assert siteconfig.unknown_gpu('site:gpu', part, 'site.py') is None
+    # No model: its memory, at least.
+    del part['devices'][0]['model']
+    part['extras'] = {}
+    assert '(no GPU model named)' in siteconfig.unknown_gpu(
+        'site:gpu', part, 'site.py')
+    # A local machine's memory is found there (nvidia-smi).
+    part['scheduler'] = 'local'
+    assert siteconfig.unknown_gpu('local:gpu', part, 'local.py') is None
+
+
+@pytest.mark.parametrize('model, gib, peak', [
+    ('MI250X-GCD', 64, 191.5e12), ('MI300X', 192, 1307.4e12),
+])
+def test_rocm_partitions_are_known(model, gib, peak):
+    '''No ROCm machine runs here: what the suite knows of AMD's GPUs,
+    held without one (an MI250X counted by its GCDs, as ROCm and Slurm
+    count it; its memory and bf16 peak per GCD), and their containers
+    given AMD's GPU options.'''
+    from hpctestlib_ml import container, peaks
+    from hpctestlib_ml.constants import DEVICE_MEMORY_GIB
+    part = {'name': 'gpu', 'scheduler': 'slurm', 'launcher': 'srun',
+            'processor': {'num_cpus': 56},
+            'devices': [{'type': 'gpu', 'num_devices': 8, 'model': model}]}
+    assert siteconfig.unknown_gpu('site:gpu', part, 'site.py') is None
+    assert DEVICE_MEMORY_GIB[model] == gib
+    assert peaks.device_peak(model, 'amp_bf16', None) == (peak, 'bf16')
+    assert container.gpu_vendor([model] * 8, {}) == 'amd'
+    assert peaks.model_key('AMD Instinct ' + model.split('-')[0]) == model
+
+
+@pytest.mark.parametrize('path, system', [
+    ('config/systems/alps_daint.py', 'alps-daint'),
+    ('config/systems/lumi_g.py', 'lumi'),
+    ('config/systems/perlmutter.py', 'perlmutter'),
+    ('docs/examples/gpu_site_config.py', 'mycentre'),
+])
+def test_real_sites_validate(monkeypatch, path, system):
+    '''The real centres' configurations (their job scripts:
+    tests/test_site_configs.py), and the guide's GPU example, validate
+    against ReFrame's schema and the suite's checks of every
+    partition.'''
+    monkeypatch.setenv('HPCML_CONTAINER_IMAGE', '/images/hpcml.img')
+    site = load(path, system)
+    for part in site.get('systems/0/partitions'):
+        assert siteconfig.unknown_gpu(part['name'], part, path) is None
+        assert part['extras']['max_time_limit'] > 0
+
+
+@pytest.mark.parametrize('path', ['config/systems/alps_daint.py',
+                                  'config/systems/lumi_g.py'])
+def test_a_container_only_site_without_an_image_does_not_load(monkeypatch,
+                                                              path):
+    '''CSCS and LUMI run PyTorch in containers: without the image's
+    name, one line naming the settings, before anything is queued.'''
+    monkeypatch.delenv('HPCML_CONTAINER_IMAGE', raising=False)
+    monkeypatch.delenv('HPCML_CONTAINER_DIR', raising=False)
+    with pytest.raises(ConfigError) as err:
+        load(path, 'x')
+    assert str(err.value).startswith(
+        f'{path} runs the suite in containers only: set '
+        f'HPCML_CONTAINER_IMAGE to ')
+    assert '\n' not in str(err.value)
 
 
 def test_a_blank_directory_variable_is_unset(monkeypatch, tmp_path):

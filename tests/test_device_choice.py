@@ -29,13 +29,31 @@ def test_a_gpu_bound_to_each_task_is_ordinal_0(local_rank):
         device_choice.may_be_bound(env)) == 0
 
 
+@pytest.mark.parametrize('local_rank', range(4))
+def test_a_gpu_bound_to_each_rank_of_a_per_task_job_is_ordinal_0(local_rank):
+    '''A per_task job exports LOCAL_WORLD_SIZE for its ranks (the suite's
+    job script does, launching.set_device_env), and a site binds a GPU to
+    each task (extras['rank_binding'] = ['--gpus-per-task=1']): task r
+    sees one GPU, its own. Taken for torchrun's ranks before, and
+    refused: "local rank 1 sees 1 device ... and so do the other 3".'''
+    env = {'CUDA_VISIBLE_DEVICES': str(local_rank), 'SLURM_LOCALID':
+           str(local_rank), 'LOCAL_WORLD_SIZE': '4',
+           'SLURM_STEP_TASKS_PER_NODE': '4(x2)', 'SLURM_STEP_GPUS': '0,1,2,3'}
+    assert device_choice.may_be_bound(env)
+    assert device_choice.device_index(
+        local_rank, 1, device_choice.local_world_size(env),
+        device_choice.visibility(env),
+        device_choice.may_be_bound(env)) == 0
+
+
 @pytest.mark.parametrize('env', [
     # The user exported CUDA_VISIBLE_DEVICES=0; the local scheduler's
     # 4-rank case runs torchrun, whose ranks all inherit it.
-    {'CUDA_VISIBLE_DEVICES': '0', 'LOCAL_WORLD_SIZE': '4'},
+    {'CUDA_VISIBLE_DEVICES': '0', 'LOCAL_WORLD_SIZE': '4',
+     'TORCHELASTIC_RUN_ID': '17'},
     # torchrun under Slurm with one GPU bound to its one task per node.
     {'CUDA_VISIBLE_DEVICES': '0', 'LOCAL_WORLD_SIZE': '4',
-     'SLURM_STEP_GPUS': '0'},
+     'TORCHELASTIC_RUN_ID': '17', 'SLURM_STEP_GPUS': '0'},
     # One task per rank, but Slurm gave the job no GPUs: nothing bound.
     {'CUDA_VISIBLE_DEVICES': '0', 'SLURM_NTASKS_PER_NODE': '4'},
 ])

@@ -291,6 +291,18 @@ def test_settings_text_is_shown_as_written():
         "HPCML\\_\\* and extras\\['a\\_b'\\]"
 
 
+def test_gpu_models_table_has_every_key_its_memory_and_note():
+    '''Issue 40: the keys were listed only in constants.py; the settings
+    page generates their table.'''
+    from hpctestlib_ml import constants
+    text = '\n'.join(hpcml_docs.gpu_models_rst())
+    for key in constants.DEVICE_PEAK_FLOPS:
+        assert f'* - ``{key}``' in text, key
+    assert '40 or 80: set ``device_memory_gib``' in text
+    assert 'one of the two compute dies (GCDs) of an MI250X' in text
+    assert '``MI250X``' in text       # the product name of MI250X-GCD
+
+
 def test_workloads_table_has_a_row_per_workload():
     text = '\n'.join(hpcml_docs.workloads_rst())
     for name in registry.registered():

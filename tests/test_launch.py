@@ -340,3 +340,39 @@ def test_task_env_gives_the_program_status_and_a_last_sample(tmp_path):
         assert proc.returncode == status
         rss = (tmp_path / 'hpcml_rss.n1.txt').read_text().split()
         assert rss[0] == 'max_rss_kib' and int(rss[1]) > 1000
+
+
+@pytest.mark.parametrize('access, exported', [
+    (['--partition=gpu', '--export=NONE'], False),
+    (['--export=None'], False),
+    (['--export=NIL'], False),
+    (['--export NONE'], False),
+    (['--export=HOME,PATH'], False),
+    (['--export=ALL,FOO=bar'], True),
+    (['--partition=gpu'], True),
+])
+def test_a_job_that_exports_nothing_passes_its_own_environment(access,
+                                                               exported):
+    '''sbatch --export=NONE sets SLURM_EXPORT_ENV=NONE in the job, which
+    srun reads: the job script's exports would not reach its tasks.'''
+    assert launch.exports_nothing(access) == (not exported)
+    assert launch.export_lines(access, 'slurm') == (
+        [] if exported else ['export SLURM_EXPORT_ENV=ALL'])
+    assert launch.export_lines(access, 'local') == []
+
+
+@pytest.mark.parametrize('exclusive, gpus, scheduler, whole', [
+    (None, 4, 'slurm', True), (None, 4, 'squeue', True),
+    (None, 0, 'slurm', False), (None, 1, 'local', False),
+    (False, 4, 'slurm', False), (True, 0, 'slurm', True),
+])
+def test_whole_nodes_by_default_on_a_batch_gpu_partition(exclusive, gpus,
+                                                          scheduler, whole):
+    assert launch.takes_whole_nodes(exclusive, gpus, scheduler) is whole
+
+
+def test_rank_binding_only_where_a_task_is_one_rank():
+    binding = ['--cpu-bind=mask_cpu:0xfe,0xfe00', '--gpus-per-task=1']
+    assert launch.binding_options(binding, 'per_task') == binding
+    assert launch.binding_options(binding, 'torchrun') == []
+    assert launch.binding_options(None, 'per_task') == []

@@ -80,6 +80,9 @@ def reason(proc):
     ('TorchvisionResNet50', 'image_size=0', 'image_size must be an integer '
      '>= 1'),
     ('MMoCLIP', 'workers=-2', 'workers must be an integer >= 0'),
+    # Issue 40: more loader processes than CPUs, each a copy of the rank.
+    ('MMoCLIP', 'workers=4096', '-S workers=4096: more data-loader workers '
+     'than the CPUs a rank has'),
     ('GPT2FineTune', 'epochs=abc', 'epochs must be a number > 0'),
     ('BERTLarge', 'optimizer=adam', "optimizer must be one of lamb, adamw, "
      "got 'adam' (did you mean adamw?)"),
@@ -160,6 +163,31 @@ def test_convert_names_what_is_allowed_and_the_fix():
     with pytest.raises(settings.SettingError, match=r"got 'tinny' \(did "
                        r"you mean tiny\?\)"):
         settings.convert(size, 'tinny', '')
+
+
+@pytest.mark.parametrize('text, seconds', [
+    ('2h', 7200), ('1d12h', 129600), ('90m', 5400), ('1h30m15s', 5415),
+    ('24:00:00', 86400), ('1-12:00:00', 129600), ('30:00', 1800),
+    (3600, 3600),
+])
+def test_durations_in_reframes_or_slurms_form(text, seconds):
+    '''A partition's MaxTime as ReFrame or Slurm writes it (a Python
+    number: seconds, as ReFrame reads one).'''
+    from hpctestlib_ml import settings
+    setting = settings.EXTRAS_KEYS['max_time_limit']
+    assert settings.convert(setting, text, 'fix') == seconds
+    assert settings.convert(setting, settings.duration_text(seconds),
+                            'fix') == seconds
+
+
+@pytest.mark.parametrize('text', ['120', '2 hours', '0h', '', '-1h',
+                                  '1-2:3:4:5', 'x-12'])
+def test_what_is_no_duration_is_refused(text):
+    from hpctestlib_ml import settings
+    with pytest.raises(settings.SettingError, match="must be a time such "
+                       "as 2h, 90m, 1d12h or Slurm's 24:00:00"):
+        settings.convert(settings.EXTRAS_KEYS['max_time_limit'], text,
+                         'fix it')
 
 
 def test_every_variable_of_every_check_is_declared_or_recorded():
@@ -260,9 +288,10 @@ def test_rows_for_the_settings_page():
 # Site settings: HPCML_* variables and partition extras, as the
 # configuration loads
 
-#: config/slurm.py as the review ran it (SL): a GPU partition of 4 A100s.
+#: config/slurm.py as the review ran it (SL): a GPU partition of 4 A100s
+#: (of 80 GB: docs-review-2026-11-28.md).
 SLURM_ENV = {'HPCML_GPUS_PER_NODE': '4', 'HPCML_CPUS_PER_NODE': '64',
-             'HPCML_GPU_MODEL': 'A100'}
+             'HPCML_GPU_MODEL': 'A100', 'HPCML_DEVICE_MEMORY_GIB': '80'}
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 
@@ -394,7 +423,7 @@ def test_bad_partition_extras_stop_the_config_in_one_line(run_reframe,
     {'HPCML_RENDEZVOUS_ADDRESS': '{hostname}-ib'},
     {'HPCML_SCALES': '1_node', 'HPCML_MAX_NODES': '4'},
     {'HPCML_GPUS_PER_NODE': '0', 'HPCML_CPUS_PER_NODE': '',
-     'HPCML_GPU_MODEL': ''},
+     'HPCML_GPU_MODEL': '', 'HPCML_DEVICE_MEMORY_GIB': ''},
     {'HPCML_GPU_RESOURCE': '--gres=gpu:{num_gpus_per_node}',
      'HPCML_ACCOUNT': 'proj-123', 'HPCML_CPUS_PER_NODE': '4'},
 ])

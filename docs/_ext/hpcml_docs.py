@@ -6,6 +6,10 @@ one home of its facts, so that no page copies them by hand:
 - ``hpcml-settings KIND``: the table of every setting of one kind
   (``variable``, ``environment``, ``extras``, ``internal``) from
   :func:`hpctestlib_ml.settings.rows`;
+- ``hpcml-gpu-models``: the table of GPU model keys (a partition's
+  ``devices`` model, ``HPCML_GPU_MODEL``) from
+  :mod:`hpctestlib_ml.constants`: peaks, memory, vendor, the product
+  names that map to each, what to know of it;
 - ``hpcml-workloads``: one row per workload of the registry
   (:func:`hpctestlib_ml.registry.registered`);
 - ``hpcml-workload-pages KIND``: the toctree of the registered workloads
@@ -98,6 +102,37 @@ def settings_rst(kind, rows=None):
     return list_table('', [first, 'type', 'default', 'allowed',
                               'read by', 'what it is'], table,
                       widths=[14, 7, 10, 20, 12, 37])
+
+
+def _tflops(rates, key):
+    rate = rates.get(key)
+    return '\\-' if rate is None else f'{rate / 1e12:g}'
+
+
+def gpu_models_rst():
+    '''The table of GPU model keys, as lines of RST: each key of
+    :data:`~hpctestlib_ml.constants.DEVICE_PEAK_FLOPS` with its vendor,
+    memory (one size, or the sizes a partition must choose from with
+    ``device_memory_gib``), dense peaks, the product names
+    (``nvidia-smi``, ``rocm-smi``) that map to it, and its note.'''
+    from hpctestlib_ml import constants as c
+    rows = []
+    for key, rates in c.DEVICE_PEAK_FLOPS.items():
+        if key in c.DEVICE_MEMORY_GIB:
+            memory = f'{c.DEVICE_MEMORY_GIB[key]}'
+        else:
+            sizes = ' or '.join(map(str, c.DEVICE_MEMORY_SIZES[key]))
+            memory = f'{sizes}: set ``device_memory_gib``'
+        names = ', '.join(f'``{pattern}``' for pattern, k in
+                          c.GPU_PRODUCT_NAMES if k == key)
+        rows.append([f'``{key}``', c.GPU_VENDORS[key], memory,
+                     _tflops(rates, 'fp32'), _tflops(rates, 'tf32'),
+                     _tflops(rates, 'bf16'), _tflops(rates, 'fp16'),
+                     names or '\\-', plain(c.GPU_MODEL_NOTES.get(key, ''))])
+    return list_table('GPU model keys', [
+        'key', 'vendor', 'memory (GB)', 'fp32', 'tf32', 'bf16', 'fp16',
+        'product names containing', 'note'], rows,
+        widths=[12, 7, 14, 7, 7, 7, 7, 15, 24])
 
 
 def _workloads():
@@ -291,6 +326,13 @@ def setup(app):
                             *library_files('registry')])
             return settings_rst(self.arguments[0])
 
+    class GpuModels(Generated):
+        required_arguments = 0
+
+        def lines(self):
+            self.env.note_dependency(str(REPO / 'hpctestlib_ml/constants.py'))
+            return gpu_models_rst()
+
     class Workloads(Generated):
         required_arguments = 0
 
@@ -335,6 +377,7 @@ def setup(app):
                            'index.md says what it holds)')
 
     app.add_directive('hpcml-settings', Settings)
+    app.add_directive('hpcml-gpu-models', GpuModels)
     app.add_directive('hpcml-workloads', Workloads)
     app.add_directive('hpcml-workload', OneWorkload)
     app.add_directive('hpcml-workload-pages', WorkloadPages)

@@ -7,7 +7,8 @@ Site settings read (for a declaration of the partition ``extras`` keys):
 
 ``container_platforms`` (ReFrame's partition setting, not an extras key)
     The platform: its entry's ``type``, one of ``Apptainer``, ``Podman``,
-    ``PodmanHPC``, ``Pyxis``, ``ContainerEngine``, ``Sarus``; the entry
+    ``PodmanHPC``, ``Pyxis``, ``ContainerEngine``, ``Sarus``,
+    ``Singularity``; the entry
     with ``default: True``, else the first. Without one, a partition runs
     no ``*Container`` case.
 ``extras['container_images']``
@@ -26,6 +27,13 @@ Site settings read (for a declaration of the partition ``extras`` keys):
         srun's for Pyxis), e.g. ``['--security-opt', 'label=disable']`` on
         SELinux hosts.
     :default: ``[]``
+``extras['container_gpu_options']``
+    :type: ``list`` of ``str``: the runtime's options that give the
+        container the partition's GPUs, in place of the platform's
+        (``--nv``, ``--rocm``, ...); ``[]``: none (an image that brings
+        its own ROCm on a runtime that mounts ``/dev``, as LUMI runs).
+    :default: :obj:`None`: the platform's
+        (:data:`hpctestlib_ml.container_launch.GPU_OPTIONS`)
 ``extras['container_annotations']``
     :type: ``dict`` of ``str`` to ``str``: the Container Engine's EDF
         ``[annotations]``, e.g. ``{'com.hooks.aws_ofi_nccl.enabled':
@@ -113,6 +121,9 @@ class Containers(RegressionTestPlugin):
                 workdir=self.stagedir, gpu_vendor=vendor,
                 env=tuple(self.job_environment_names()),
                 options=tuple(part.extras.get('container_options', [])),
+                gpu_options=(None if part.extras.get('container_gpu_options')
+                             is None else tuple(
+                                 part.extras['container_gpu_options'])),
                 annotations=tuple(sorted(part.extras.get(
                     'container_annotations', {}).items())))
             platform, launcher_options = container_launch.platform(

@@ -30,8 +30,11 @@ class Launching(RegressionTestPlugin):
     python_path = variable(typ.List[str], value=[])
 
     def set_launch_command(self):
-        '''The rendezvous and thread variables, the launcher's options and
-        the program's command line in the chosen launch mode.'''
+        '''The rendezvous and thread variables, the launcher's options
+        (with the partition's ``extras['rank_binding']`` where a task is one
+        rank), the job's environment passed to its tasks where the
+        partition's ``access`` exports none to the job (``--export=NONE``),
+        and the program's command line in the chosen launch mode.'''
         part = self.current_partition
         scheduler = part.scheduler.registered_name
         address = part.extras.get('rendezvous_address', '{hostname}')
@@ -40,8 +43,11 @@ class Launching(RegressionTestPlugin):
         except ValueError as err:
             raise BadInputError(f'{part.fullname}: {err}') from None
         self.prerun_cmds += launch.thread_env(self.rank_threads)
+        self.prerun_cmds += launch.export_lines(part.access, scheduler)
         self.job.launcher.options += launch.launcher_options(
             part.launcher_type.registered_name)
+        self.job.launcher.options += launch.binding_options(
+            part.extras.get('rank_binding'), self.launch_mode)
         path = ':'.join([*map(str, self.python_path), str(SRC_DIR)])
         self.env_vars['PYTHONPATH'] = f'{path}${{PYTHONPATH:+:$PYTHONPATH}}'
         args = launch.quote_args(self.program_args())
@@ -52,6 +58,29 @@ class Launching(RegressionTestPlugin):
         else:
             self.executable, self.executable_opts = launch.per_task_command(
                 self.python, self.program, args)
+
+    def loader_workers(self, asked=None):
+        '''Data-loader worker processes per rank: *asked* (a workload's
+        ``-S workers``), else the partition's ``extras['loader_workers']``,
+        else the rank's CPUs on GPUs (jubench-mmoclip passes
+        ``--workers=$threadspertask``, its ``--cpus-per-task``: 24 on JUWELS
+        Booster's 96 CPUs and 4 GPUs a node) and 0 on CPUs (the ranks are
+        the compute there). Never more than the rank's CPUs
+        (``processor.num_cpus`` over the node's ranks): a site's value is
+        capped to them, a ``-S workers`` above them refused.'''
+        cpus = self.layout.cpus_per_proc or 1
+        if asked is not None:
+            if asked > cpus:
+                raise BadInputError(
+                    f'-S workers={asked}: more data-loader workers than the '
+                    f'CPUs a rank has ({cpus}: processor.num_cpus over the '
+                    f'node\'s {self.layout.procs_per_node} ranks): at most '
+                    f'{cpus}')
+            return asked
+        if not self.uses_gpus:
+            return 0
+        site = self.current_partition.extras.get('loader_workers')
+        return cpus if site is None else min(site, cpus)
 
     def set_device_env(self):
         '''What the programs need to know of their devices: the kind the

@@ -11,6 +11,8 @@ from hpctestlib_ml.constants import (CONTAINER_FEATURE, LAUNCH_MODES,
                                      SCALES)
 from hpctestlib_ml.container_launch import PLATFORMS
 from hpctestlib_ml.errors import BadInputError, positive_int
+from hpctestlib_ml.launch import takes_whole_nodes
+from hpctestlib_ml.settings import duration_text
 from hpctestlib_ml.layout import (LayoutError, PartitionFacts, misfit,
                                   resolve_layout, runs_scale)
 
@@ -214,7 +216,17 @@ class Placement(RegressionTestPlugin):
 
     def set_job_layout(self):
         '''The job's tasks, CPUs per task and GPUs per node: one task per
-        rank (``per_task``) or per node (``torchrun``).'''
+        rank (``per_task``) or per node (``torchrun``); its time limit at
+        most the partition's (:meth:`cap_time_limit`); whole nodes
+        (``--exclusive``) where the partition's ``extras['exclusive']``
+        says, by default on a batch scheduler's GPU partition
+        (:func:`hpctestlib_ml.launch.takes_whole_nodes`).'''
+        part = self.current_partition
+        self.cap_time_limit()
+        self.exclusive_access = takes_whole_nodes(
+            part.extras.get('exclusive'),
+            partition_facts(part).gpus_per_node,
+            part.scheduler.registered_name)
         layout = self.layout
         torchrun = self.launch_mode == 'torchrun'
         tasks_per_node = 1 if torchrun else layout.procs_per_node
@@ -227,3 +239,21 @@ class Placement(RegressionTestPlugin):
             self.extra_resources = {
                 'gpu': {'num_gpus_per_node': layout.gpus_per_node}
             }
+
+    def cap_time_limit(self):
+        '''The case's time limit at most the partition's
+        ``extras['max_time_limit']`` (its MaxTime: sbatch refuses a job
+        that asks more, and ReFrame's ``time_limit`` of a partition is only
+        the default of a case that sets none, which none of the suite's
+        does), the size's own limit said beside it: a comment at the top of
+        the job script and a line of the log (after the size, which sets
+        the limit, has been resolved).'''
+        cap = self.current_partition.extras.get('max_time_limit')
+        asked = self.time_limit
+        if not cap or asked is None or asked <= cap:
+            return
+        self.time_limit = cap
+        note = (f"hpcml: time limit {duration_text(cap)}, the partition's "
+                f"max_time_limit; the case asks {duration_text(asked)}")
+        self.prerun_cmds = [f'# {note}', *self.prerun_cmds]
+        getlogger().info(f'{self.display_name}: {note}')

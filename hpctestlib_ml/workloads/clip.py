@@ -138,8 +138,10 @@ class MMoCLIPTraining(MLTrainingTest):
     #: :default: :obj:`None` (the size's)
     grad_checkpointing = variable(str, bool, type(None), value=None)
 
-    #: Data-loader workers per rank; default: the rank's CPUs (as MMoCLIP's
-    #: JUBE script), 0 on CPU partitions.
+    #: Data-loader workers per rank, at most the rank's CPUs; default: the
+    #: partition's ``extras['loader_workers']``, else the rank's CPUs (as
+    #: MMoCLIP's JUBE script), 0 on CPU partitions
+    #: (:meth:`~hpctestlib_ml.plugins.launching.Launching.loader_workers`).
     #:
     #: :type: :class:`int` or :obj:`None`
     #: :default: :obj:`None` (the rank's CPUs on GPUs, 0 on CPUs)
@@ -155,9 +157,8 @@ class MMoCLIPTraining(MLTrainingTest):
     def finalize_settings(self):
         if self.train_num_samples is None:
             self.train_num_samples = self.steps * self.global_batch()
-        if self.workers is None:
-            self.workers = (self.layout.cpus_per_proc or 1) if self.uses_gpus \
-                else 0
+        self.workers = self.loader_workers(
+            None if self.workers is None else int(self.workers))
         if self.resolved_size == 'benchmark' and self.time_limit is None:
             seconds = self.train_num_samples / (
                 _VIT_L_14_SAMPLES_PER_GPU * self.layout.world_size)

@@ -123,8 +123,7 @@ class GPT2FineTuneTraining(MLTrainingTest):
                 '--per-device-eval-batch-size', self.batch_size,
                 '--precision', self.precision,
                 '--output-dir', 'output',
-                '--workers', (self.layout.cpus_per_proc or 1)
-                if self.uses_gpus else 0]
+                '--workers', self.loader_workers()]
         if self.model == 'tiny':
             args += ['--tiny', '--max-steps', self.steps]
         else:

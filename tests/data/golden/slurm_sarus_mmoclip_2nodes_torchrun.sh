@@ -6,6 +6,7 @@
 #SBATCH --output=rfm_job.out
 #SBATCH --error=rfm_job.err
 #SBATCH --time=2:15:0
+#SBATCH --exclusive
 #SBATCH --partition=gpu
 #SBATCH --account=myproject
 #SBATCH --gpus-per-node=4

@@ -1,0 +1,38 @@
+#!/bin/bash
+#SBATCH --job-name="rfm_MMoCLIPContainer_<hash>"
+#SBATCH --ntasks=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --cpus-per-task=288
+#SBATCH --output=rfm_job.out
+#SBATCH --error=rfm_job.err
+#SBATCH --time=2:15:0
+#SBATCH --exclusive
+#SBATCH --partition=normal
+#SBATCH --mem=450G
+#SBATCH --account=proj1
+#SBATCH --gpus-per-node=4
+export CUDA_CACHE_DISABLE=1
+export TORCH_NCCL_ASYNC_ERROR_HANDLING=1
+export MPICH_GPU_SUPPORT_ENABLED=0
+export PYTHONPATH=$REPO/src${PYTHONPATH:+:$PYTHONPATH}
+export HPCML_DEVICE_KIND=gpu
+export HPCML_GPUS_PER_NODE=4
+export NCCL_DEBUG=${NCCL_DEBUG:-INFO}
+export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,NET}
+export HPCML_RENDEZVOUS_ADDRESS='{hostname}'
+hpcml_first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export HPCML_RENDEZVOUS_NODE="$hpcml_first_node"
+export MASTER_ADDR=$($REPO/src/node_address.sh "$hpcml_first_node")
+export MASTER_PORT=$(( 20000 + ${SLURM_JOB_ID} % 10000 ))
+export OMP_NUM_THREADS=72
+[ -r /capstor/scratch/cscs/me/ce-images/hpcml.sqsh ] || { echo "hpcml: container image /capstor/scratch/cscs/me/ce-images/hpcml.sqsh not found: put it where ContainerEngine finds it on the nodes (docs/guide/containers.md), or set -S container_image=" >&2; exit 1; }
+cat > "$VAR/stage/alps-daint/normal/container/MMoCLIPContainer_<hash>/hpcml-container.toml" <<EOF
+image = "/capstor/scratch/cscs/me/ce-images/hpcml.sqsh"
+mounts = ["$REPO:$REPO", "$VAR/stage/alps-daint/normal/container/MMoCLIPContainer_<hash>:$VAR/stage/alps-daint/normal/container/MMoCLIPContainer_<hash>"]
+workdir = "$VAR/stage/alps-daint/normal/container/MMoCLIPContainer_<hash>"
+
+[annotations]
+com.hooks.aws_ofi_nccl.enabled = "true"
+com.hooks.aws_ofi_nccl.variant = "cuda12"
+EOF
+srun --cpus-per-task=288 --kill-on-bad-exit=1 --environment="$VAR/stage/alps-daint/normal/container/MMoCLIPContainer_<hash>/hpcml-container.toml" $REPO/src/task_env.sh torchrun python3 -u -m torch.distributed.run --nnodes=2 --nproc-per-node=4 --rdzv-backend=c10d --rdzv-endpoint=$MASTER_ADDR:$MASTER_PORT --rdzv-id=${SLURM_JOB_ID} --max-restarts=0 -m clip_train -- --dataset-type synthetic --train-num-samples 3200000 --epochs 1 --batch-size=512 --model ViT-L-14 --local-loss --gather-with-grad --grad-checkpointing --log-every-n-steps 1 --workers 72 --device cuda --precision amp --dist-url env:// --save-frequency 0 --report-to '' --logs logs --name=clip-${SLURM_JOB_ID}

@@ -1,0 +1,28 @@
+#!/bin/bash
+#SBATCH --job-name="rfm_MMoCLIPContainer_<hash>"
+#SBATCH --ntasks=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --cpus-per-task=56
+#SBATCH --output=rfm_job.out
+#SBATCH --error=rfm_job.err
+#SBATCH --time=1:12:30
+#SBATCH --exclusive
+#SBATCH --partition=standard-g
+#SBATCH --mem=480G
+#SBATCH --account=proj1
+#SBATCH --gpus-per-node=8
+module use /appl/local/laifs/modules
+module load lumi-aif-singularity-bindings
+export PYTHONPATH=$REPO/src${PYTHONPATH:+:$PYTHONPATH}
+export HPCML_DEVICE_KIND=gpu
+export HPCML_GPUS_PER_NODE=8
+export NCCL_DEBUG=${NCCL_DEBUG:-INFO}
+export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,NET}
+export HPCML_RENDEZVOUS_ADDRESS='{hostname}'
+hpcml_first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export HPCML_RENDEZVOUS_NODE="$hpcml_first_node"
+export MASTER_ADDR=$($REPO/src/node_address.sh "$hpcml_first_node")
+export MASTER_PORT=$(( 20000 + ${SLURM_JOB_ID} % 10000 ))
+export OMP_NUM_THREADS=7
+[ -r /scratch/project_465000000/hpcml/hpcml-rocm.sif ] || { echo "hpcml: container image /scratch/project_465000000/hpcml/hpcml-rocm.sif not found: put it where Singularity finds it on the nodes (docs/guide/containers.md), or set -S container_image=" >&2; exit 1; }
+srun --cpus-per-task=56 --kill-on-bad-exit=1 singularity exec -B"$REPO:$REPO" -B"$VAR/stage/lumi/standard-g/container/MMoCLIPContainer_<hash>:$VAR/stage/lumi/standard-g/container/MMoCLIPContainer_<hash>" --pwd $VAR/stage/lumi/standard-g/container/MMoCLIPContainer_<hash> /scratch/project_465000000/hpcml/hpcml-rocm.sif $REPO/src/task_env.sh torchrun python3 -u -m torch.distributed.run --nnodes=2 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=$MASTER_ADDR:$MASTER_PORT --rdzv-id=${SLURM_JOB_ID} --max-restarts=0 -m clip_train -- --dataset-type synthetic --train-num-samples 3200000 --epochs 1 --batch-size=512 --model ViT-L-14 --local-loss --gather-with-grad --grad-checkpointing --log-every-n-steps 1 --workers 7 --device cuda --precision amp --dist-url env:// --save-frequency 0 --report-to '' --logs logs --name=clip-${SLURM_JOB_ID}

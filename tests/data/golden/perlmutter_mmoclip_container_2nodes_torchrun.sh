@@ -1,0 +1,30 @@
+#!/bin/bash
+#SBATCH --job-name="rfm_MMoCLIPContainer_<hash>"
+#SBATCH --ntasks=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --cpus-per-task=128
+#SBATCH --output=rfm_job.out
+#SBATCH --error=rfm_job.err
+#SBATCH --time=2:15:0
+#SBATCH --exclusive
+#SBATCH --constraint=gpu
+#SBATCH --qos=regular
+#SBATCH --account=proj1
+#SBATCH --gpus-per-node=4
+export NCCL_SOCKET_IFNAME=hsn
+export NCCL_CROSS_NIC=1
+export FI_CXI_DISABLE_HOST_REGISTER=1
+export PYTHONPATH=$REPO/src${PYTHONPATH:+:$PYTHONPATH}
+export HPCML_DEVICE_KIND=gpu
+export HPCML_GPUS_PER_NODE=4
+export NCCL_DEBUG=${NCCL_DEBUG:-INFO}
+export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,NET}
+export HPCML_RENDEZVOUS_ADDRESS='{hostname}'
+hpcml_first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export HPCML_RENDEZVOUS_NODE="$hpcml_first_node"
+export MASTER_ADDR=$($REPO/src/node_address.sh "$hpcml_first_node")
+export MASTER_PORT=$(( 20000 + ${SLURM_JOB_ID} % 10000 ))
+export OMP_NUM_THREADS=32
+podman-hpc image exists registry.nersc.gov/m0000/hpcml:1 || { echo "hpcml: container image registry.nersc.gov/m0000/hpcml:1 not found: put it where PodmanHPC finds it on the nodes (docs/guide/containers.md), or set -S container_image=" >&2; exit 1; }
+podman-hpc image inspect --format '{{.Digest}}' registry.nersc.gov/m0000/hpcml:1 > hpcml_container_image.txt || true
+srun --cpus-per-task=128 --kill-on-bad-exit=1 podman-hpc run --rm --init --network=host --ipc=host --uts=host --cpu-shares=262144 --volume="$REPO:$REPO" --volume="$VAR/stage/perlmutter/gpu/container/MMoCLIPContainer_<hash>:$VAR/stage/perlmutter/gpu/container/MMoCLIPContainer_<hash>" --workdir "$VAR/stage/perlmutter/gpu/container/MMoCLIPContainer_<hash>" --env=PYTHONPATH --env=HPCML_DEVICE_KIND --env=HPCML_GPUS_PER_NODE --env=NCCL_DEBUG --env=NCCL_DEBUG_SUBSYS --env=NCCL_SOCKET_IFNAME --env=NCCL_CROSS_NIC --env=FI_CXI_DISABLE_HOST_REGISTER --env=HPCML_RENDEZVOUS_ADDRESS --env=HPCML_RENDEZVOUS_NODE --env=MASTER_ADDR --env=MASTER_PORT --env=OMP_NUM_THREADS --env='SLURM*' --env='PALS_*' --env='OMPI_*' --env='PMI*' --env='MPI_*' --env='HPCML_*' --env='NCCL_*' --env='GLOO_*' --env='TORCH_*' --env='PYTORCH_*' --env='CUDA_*' --env='HIP_*' --env='ROCR_*' --env='OMP_*' --env='TF_*' --env='XLA_*' --env='NVIDIA_TF32_*' --env='MALLOC_*' --env='UCX_*' --env='FI_*' --gpu registry.nersc.gov/m0000/hpcml:1 $REPO/src/task_env.sh torchrun python3 -u -m torch.distributed.run --nnodes=2 --nproc-per-node=4 --rdzv-backend=c10d --rdzv-endpoint=$MASTER_ADDR:$MASTER_PORT --rdzv-id=${SLURM_JOB_ID} --max-restarts=0 -m clip_train -- --dataset-type synthetic --train-num-samples 3200000 --epochs 1 --batch-size=512 --model ViT-L-14 --local-loss --gather-with-grad --grad-checkpointing --log-every-n-steps 1 --workers 32 --device cuda --precision amp --dist-url env:// --save-frequency 0 --report-to '' --logs logs --name=clip-${SLURM_JOB_ID}
