@@ -91,6 +91,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
         self.check_settings()
         self.refuse_unused_image()
         self.resolve_layout()
+        self.refuse_overwritten()
         self.resolve_size()
         self.check_inputs()
         self.skip_if_it_cannot_fit()

@@ -359,8 +359,10 @@ def test_the_numbers_pages_state_are_the_configurations():
     assert local == number(r"partition's noise floor for references is "
                            r'(\d+) %', 'docs/guide/getting_started.md')
     doc = (REPO / 'config' / 'slurm.py').read_text().split('"""')[1]
-    listed = re.search(r'HPCML_GPU_MODEL .*?:(.*?)\n    HPCML_', doc, re.S)[1]
-    assert sorted(re.findall(r'[\w-]+', listed)) == sorted(DEVICE_PEAK_FLOPS)
+    # No hand list of the keys to go stale: the generated table.
+    said = re.search(r'HPCML_GPU_MODEL (.*?)\n    HPCML_', doc, re.S)[1]
+    assert 'a key of the GPU model table' in ' '.join(said.split())
+    assert not set(re.findall(r'[\w-]+', said)) & set(DEVICE_PEAK_FLOPS)
 
 
 def project_version():

@@ -48,6 +48,40 @@ class Settings(RegressionTestPlugin):
                 raise BadInputError(str(err)) from None
             setattr(self, name, value)
 
+    def refuse_overwritten(self):
+        '''A job-shape variable given with ``-S`` that the layout sets
+        itself (ReFrame's ``num_gpus_per_node``, ``num_tasks``,
+        ``num_tasks_per_node``, ``num_cpus_per_task``, the suite's
+        ``gpus_per_node``) and that disagrees with it: a
+        :class:`~hpctestlib_ml.errors.BadInputError` naming what sets it,
+        rather than a value dropped without a word.'''
+        layout = self.layout
+        torchrun = self.launch_mode == 'torchrun'
+        tasks_per_node = 1 if torchrun else layout.procs_per_node
+        given = {'num_gpus_per_node': (self.num_gpus_per_node, None),
+                 'gpus_per_node': (self.gpus_per_node, 0),
+                 'num_tasks': (self.num_tasks, 1),
+                 'num_tasks_per_node': (self.num_tasks_per_node, None),
+                 'num_cpus_per_task': (self.num_cpus_per_task, None)}
+        laid = {'num_gpus_per_node': layout.gpus_per_node,
+                'gpus_per_node': layout.gpus_per_node,
+                'num_tasks': layout.num_nodes * tasks_per_node,
+                'num_tasks_per_node': tasks_per_node}
+        for name, (value, unset) in given.items():
+            if value in (unset, laid.get(name)):
+                continue
+            gpus = ('the GPUs a node come from the partition\'s devices (the '
+                    'site configuration); fewer ranks: -S procs_per_node'
+                    if 'gpus' in name else
+                    'the tasks come from the scale and launch mode: -S '
+                    'num_nodes, -S procs_per_node or another launch_mode'
+                    if 'tasks' in name else
+                    'the CPUs a task come from the partition\'s '
+                    'processor.num_cpus: -S threads_per_rank')
+            raise BadInputError(
+                f'-S {name}={value} is not read: the suite sets it '
+                f'({laid.get(name, "from the partition")} here): {gpus}')
+
     def check_inputs(self):
         '''The case's input paths (:meth:`input_paths`), at setup, where
         ReFrame's machine sees them as the job will
