@@ -59,6 +59,7 @@ def test_suite_command_defaults_and_overrides():
                        '--exec-policy=serial',
                        '-c', str(REPO_ROOT / 'checks'), '-r',
                        '--performance-report', '-x', 'Container',
+                       '-x', '%scale=1_proc%launch_mode=torchrun',
                        '--report-file', '/tmp/r.json']
     cmd = suite.suite_command(['-C', 'x.py', '--dry-run', '-n', 'MMoCLIP'],
                             '/tmp/r.json')
@@ -83,6 +84,23 @@ def test_the_container_twins_run_only_when_asked(argv, twins):
     assert ('Container' in cmd[cmd.index('-x') + 1:cmd.index('-x') + 2]
             if '-x' in cmd else False) is not twins
     assert '--containers' not in cmd
+
+
+@pytest.mark.parametrize('argv, left_out', [
+    ([], True),
+    (['--containers'], True),
+    (['-n', 'CosmoFlow'], False),           # the user's selection stands
+    (['-x', 'Storage'], False),
+    (['-C', 'config/slurm.py'], False),     # a site's session: every case
+])
+def test_the_quick_start_leaves_out_the_one_rank_torchrun_cases(
+        argv, left_out, monkeypatch):
+    '''The quick start (make suite: the local config, no selection) runs
+    each check in one rank per task and in two under torchrun, within 5
+    minutes on a 2-core VM; the one-rank torchrun cases run when asked.'''
+    monkeypatch.chdir(REPO_ROOT)
+    cmd = suite.suite_command(argv, '/tmp/r.json')
+    assert ('%scale=1_proc%launch_mode=torchrun' in cmd) is left_out
 
 
 @pytest.mark.parametrize('argv, serial', [

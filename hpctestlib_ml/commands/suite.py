@@ -29,13 +29,27 @@ CONTAINERS = '--containers'
 TWIN = 'Container'
 
 
+#: What the default session on the local config leaves out: a torchrun
+#: that starts one rank, which the one-rank per-task case and the
+#: two-rank torchrun case run between them (a ReFrame -x pattern: the
+#: display name without blanks).
+ONE_RANK_TORCHRUN = '%scale=1_proc%launch_mode=torchrun'
+
+#: The options that select test cases: with any of them, the user's
+#: selection stands as given.
+SELECTING = ('-n', '--name', '-x', '--exclude', '-t', '--tag', '-T',
+             '--exclude-tag', '-p', '--prgenv', '--failed', '--maintainer')
+
 #: What ``hpcml suite --help`` says before reframe's help.
 HELP_HEADER = f'''usage: hpcml suite [REFRAME OPTION...]
 
 Runs reframe with the suite's defaults (-C {CONFIG_DIR / 'local.py'},
 -c {CHECKS_DIR}, -r, --performance-report) unless the options name
 their own, without the *Container twins of the checks unless
-{CONTAINERS} (hpcml suite's own option) or -n names them, and fails (exit status 1) where plain reframe only warns: a
+{CONTAINERS} (hpcml suite's own option) or -n names them, and, on the
+local config with no selection of the user's (-n, -x, -t, ...), without
+the one-rank torchrun cases (the quick start: each check in one rank
+per task and in two under torchrun), and fails (exit status 1) where plain reframe only warns: a
 check path that does not exist, a test that fails to load, a -S name
 that sets no variable of the selected tests, an unknown --mode, results
 the results database could not store. Exit status 2: no test case was
@@ -115,6 +129,8 @@ def suite_command(argv, report_file):
         command.append('--performance-report')
     if leave_out_twins(argv):
         command += ['-x', TWIN]
+    if local and not _has_option(argv, *SELECTING):
+        command += ['-x', ONE_RANK_TORCHRUN]
     return command + ['--report-file', report_file] + [
         arg for arg in argv if arg != CONTAINERS]
 
