@@ -24,7 +24,8 @@ What it does:
   SIGTERM, then its SIGKILL 2 s later) reaches COMMAND as before, never
   the reaper, which must outlive the others to end them.
 * When COMMAND has ended, by itself or killed, whatever is left below the
-  reaper gets SIGTERM, and SIGKILL :data:`GRACE` seconds later.
+  reaper gets SIGTERM (then SIGCONT, for a stopped process), and SIGKILL
+  :data:`GRACE` seconds later.
 * An ending signal sent to the reaper itself (SIGTERM, SIGINT, SIGHUP,
   SIGQUIT: srun's or slurmstepd's at a time limit or ``scancel``, a
   container runtime's, Ctrl-C) goes at once to every process below it,
@@ -132,12 +133,14 @@ def reap(child):
 
 
 def end_tree(child, status, signum, grace_s):
-    '''Send *signum* to every descendant, SIGKILL what is left after
-    *grace_s* seconds, and reap all; COMMAND's wait status (*status* if
-    it was reaped already).'''
+    '''Send *signum* to every descendant, then SIGCONT (a stopped process
+    acts on the signal only once it runs: Slurm ends a step so too),
+    SIGKILL what is left after *grace_s* seconds, and reap all;
+    COMMAND's wait status (*status* if it was reaped already).'''
     me = os.getpid()
     left = descendants(me)
     signal_all(left, signum)
+    signal_all(left, signal.SIGCONT)
     deadline = time.monotonic() + grace_s
     while left:
         signal.sigtimedwait({signal.SIGCHLD}, POLL)
