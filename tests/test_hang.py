@@ -1,14 +1,228 @@
-"""Each rank's heartbeat for the hang watch (issue 43, section 2):
-src/heartbeat.py, kept by every program (``fast_exit.run``)."""
+"""The hang watch (issue 43, section 2): each rank's heartbeat
+(src/heartbeat.py), the watch in each task's reaper (src/hang_watch.py)
+and the line that names the rank that stopped where the others wait
+(src/hang_report.py).
+
+The ranks here are small standard-library programs that keep a
+heartbeat as the suite's programs do (``fast_exit.run``), run under the
+reaper as every task is: they step, then stop in a function of their own,
+in a DataLoader whose dataset never returns, or by SIGSTOP; or they run
+healthy with a slow first step and an evaluation between the steps. The
+suite's own programs are held to the same watch on the local partition
+(test_reframe_local.py) and on the Slurm cluster
+(test_reframe_slurm.py)."""
+import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / 'src'))
+import hang_report  # noqa: E402
+import hang_watch  # noqa: E402
 import heartbeat  # noqa: E402
+
+REAPER = REPO / 'src' / 'reaper.py'
+
+#: A rank: a slow first step (compilation) of $FIRST_S, then $STEPS steps
+#: of $STEP_S, an evaluation of $EVAL (20) beats of $STEP_S after the
+#: fifth, then
+#: it stops as $STOP says: ``function`` (sleeps in stuck_here()),
+#: ``loader`` (a DataLoader whose dataset never returns), ``sigstop``
+#: (stops itself), or nothing (it ends, status 0).
+RANK = '''
+import os, signal, sys, time
+import fast_exit, heartbeat
+
+
+def stuck_here():
+    time.sleep(600)
+
+
+class Forever:
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        time.sleep(600)
+
+
+def main():
+    env = os.environ
+    stop = env.get('STOP')
+    if stop == 'loader':
+        import torch.utils.data
+        heartbeat.watch_torch()
+    time.sleep(float(env.get('FIRST_S', 0)))
+    heartbeat.step()
+    for n in range(int(env.get('STEPS', 10))):
+        time.sleep(float(env.get('STEP_S', 0.05)))
+        heartbeat.step()
+        if n == 4:
+            for _ in range(int(env.get('EVAL', 20))):
+                time.sleep(float(env.get('STEP_S', 0.05)))
+                heartbeat.beat()
+    if stop == 'function':
+        stuck_here()
+    elif stop == 'loader':
+        next(iter(torch.utils.data.DataLoader(Forever())))
+    elif stop == 'sigstop':
+        os.kill(os.getpid(), signal.SIGSTOP)
+    return 0
+
+
+fast_exit.run(main)
+'''
+
+
+@pytest.fixture
+def rank_program(tmp_path):
+    program = tmp_path / 'rank.py'
+    program.write_text(RANK)
+    return program
+
+
+def watched(tmp_path, program, python=sys.executable, bound='1',
+            timeout=60, path=None, **env):
+    '''Run *program* as rank 0 of 1 under the reaper with the hang watch
+    (bound *bound* s); (completed process, seconds it took, the hang
+    directory).'''
+    hang_dir = tmp_path / 'hpcml_hang'
+    full = {**os.environ, 'HPCML_HANG_DIR': str(hang_dir),
+            'HPCML_HANG_BOUND_S': bound, 'RANK': '0', 'WORLD_SIZE': '1',
+            'PYTHONPATH': str(REPO / 'src'), 'OMP_NUM_THREADS': '1',
+            'HPCML_REAPER_GRACE': '0.5', **env}
+    if path is not None:
+        full['PATH'] = path
+    start = time.monotonic()
+    proc = subprocess.run([python, '-S', str(REAPER), python, str(program)],
+                          env=full, capture_output=True, text=True,
+                          timeout=timeout, cwd=tmp_path)
+    return proc, time.monotonic() - start, hang_dir
+
+
+def hang_line(stderr):
+    lines = [ln for ln in stderr.splitlines()
+             if ln.startswith(hang_watch.LINE)]
+    assert len(lines) == 1, stderr[-3000:]
+    return lines[0][len(hang_watch.LINE):]
+
+
+def test_a_rank_stopped_in_its_code_is_named_and_ended(tmp_path,
+                                                       rank_program):
+    '''About 4 s: the bound past the last step (10 mean steps, 1.5 s: the
+    evaluation between two steps counts in their mean; the floor is 1 s),
+    the stacks, then SIGTERM. The line names the rank, its step and the
+    function it stopped in; its stack is kept.'''
+    proc, took, hang_dir = watched(tmp_path, rank_program, STOP='function')
+    assert proc.returncode == -signal.SIGTERM, proc.stderr[-3000:]
+    line = hang_line(proc.stderr)
+    assert re.fullmatch(
+        r"rank 0 on \S+ stopped at step 11 in rank.py:7 stuck_here; no rank "
+        r"advanced for [\d.]+ s \(bound 1.5 s\); who acts: the user \(the "
+        r"program's code\); stacks in hpcml_hang/", line), line
+    stack = (hang_dir / 'rank0.stack.txt').read_text()
+    assert 'in stuck_here' in stack and 'stack from faulthandler' in stack
+    report = json.loads((hang_dir / 'rank0.json').read_text())
+    assert (report['steps'], report['beats'], report['state']) == \
+        (11, 31, 'S')
+    assert took < 20, took
+
+
+def test_a_dead_data_loader_is_the_user_s(tmp_path, rank_program):
+    '''About 5 s (torch's import, before the first step: an import of
+    seconds after it is no step, and longer than this test's bound). A
+    DataLoader whose dataset never returns: the rank stopped in the data
+    loader, at the dataset's own line.'''
+    proc, _, _ = watched(tmp_path, rank_program, STOP='loader')
+    assert proc.returncode == -signal.SIGTERM, proc.stderr[-3000:]
+    line = hang_line(proc.stderr)
+    assert ' stopped at step 11 in the data loader (rank.py:15 ' \
+        '__getitem__);' in line, line
+    assert 'who acts: the user (the data loader)' in line, line
+
+
+def without_py_spy():
+    '''(a Python with no py-spy beside it, a PATH without py-spy).'''
+    python = getattr(sys, '_base_executable', sys.executable)
+    path = ':'.join(p for p in os.environ.get('PATH', '').split(':')
+                    if not os.path.exists(os.path.join(p, 'py-spy')))
+    if os.path.exists(os.path.join(os.path.dirname(python), 'py-spy')):
+        pytest.skip(f'py-spy is installed beside {python}')
+    return python, path
+
+
+@pytest.mark.parametrize('spy', [True, False], ids=['py-spy', 'no-py-spy'])
+def test_a_stopped_rank_is_the_node_s(tmp_path, rank_program, spy):
+    '''About 3 s each. A rank stopped by SIGSTOP cannot run its
+    faulthandler: its process state says it is stopped, and where py-spy
+    is installed (``py-spy dump --nonblocking``) its stack says where.'''
+    if spy:
+        if hang_watch.py_spy() is None:
+            pytest.skip('py-spy is not installed (pip install py-spy)')
+        python, path = sys.executable, None
+    else:
+        python, path = without_py_spy()
+    try:
+        proc, _, hang_dir = watched(tmp_path, rank_program, python=python,
+                                    path=path, STOP='sigstop')
+    finally:
+        for report in tmp_path.glob('hpcml_hang/rank*.json'):
+            pid = json.loads(report.read_text())['pid']
+            with pytest.raises(OSError):    # gone: the reaper killed it
+                os.kill(pid, signal.SIGCONT)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr[-3000:]
+    line = hang_line(proc.stderr)
+    stopped = ' stopped at step 11: its process is stopped (state T: ' \
+        'SIGSTOP or a debugger)'
+    assert stopped in line, line
+    assert 'who acts: the operators (the node: ' in line, line
+    stack = (hang_dir / 'rank0.stack.txt').read_text()
+    if spy:
+        assert re.search(rf'{re.escape(stopped)}, in rank.py:\d+ main;',
+                         line), line
+        assert 'stack from py-spy' in stack, stack
+    else:
+        assert f'{stopped};' in line, line
+        assert 'stack from None' in stack, stack
+
+
+def test_a_healthy_run_is_never_a_hang(tmp_path, rank_program):
+    '''About 7 s. A first step of 3 s (compilation: the watch is not
+    armed before it), steps of 0.3 s against a floor of 1 s (the bound
+    is 10 steps, 3 s), an evaluation of 5 beats between two steps: no
+    hang, the run's own status, and nothing in the hang directory.'''
+    proc, _, hang_dir = watched(tmp_path, rank_program, FIRST_S='3',
+                                STEP_S='0.3', STEPS='6', EVAL='5')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert 'hpcml hang' not in proc.stderr
+    assert not hang_dir.exists()
+
+
+def test_no_watch_without_its_settings(tmp_path, rank_program):
+    '''About 6 s. The reaper without HPCML_HANG_DIR, or with a bound of
+    0, watches nothing: the stopped rank runs on, twice as long as the
+    watch would have let it (its steps end within 0.5 s; bound 1 s).'''
+    runs = [subprocess.Popen(
+        [sys.executable, '-S', str(REAPER), sys.executable,
+         str(rank_program)], cwd=tmp_path, stderr=subprocess.PIPE,
+        env={**os.environ, 'HPCML_HANG_DIR': str(tmp_path / 'hpcml_hang'),
+             'HPCML_HANG_BOUND_S': '1', 'PYTHONPATH': str(REPO / 'src'),
+             'STEP_S': '0.01', 'STOP': 'function', **env})
+        for env in ({'HPCML_HANG_DIR': ''}, {'HPCML_HANG_BOUND_S': '0'})]
+    time.sleep(6)
+    for proc in runs:
+        assert proc.poll() is None
+        proc.terminate()
+        assert proc.wait(timeout=30) == -signal.SIGTERM
+        assert b'hpcml hang' not in proc.stderr.read()
+    assert not (tmp_path / 'hpcml_hang').exists()
 
 
 def test_heartbeat_is_a_no_op_unwatched():
@@ -19,6 +233,103 @@ def test_heartbeat_is_a_no_op_unwatched():
     heartbeat.beat()
     assert heartbeat._state is None
 
+
+def test_the_bound_is_ten_mean_steps_or_the_floor():
+    record = {'steps': 11, 'first_step': 100.0, 'last_step': 150.0}
+    assert hang_watch.bound([record], 120) == 120
+    assert hang_watch.bound([record], 20) == 50          # 10 x 5 s
+    # Only the first step: no pace yet.
+    assert hang_watch.bound([{**record, 'steps': 1}], 20) == 20
+
+
+# The line, from reports as the watch writes them.
+
+TORCH = '/venv/lib/python3.11/site-packages/torch'
+WAITS_IN_ALL_REDUCE = [(f'{TORCH}/distributed/distributed_c10d.py', 2501,
+                        'all_reduce'),
+                       (f'{TORCH}/distributed/c10d_logger.py', 83,
+                        'wrapper'),
+                       ('/repo/src/collectives/__main__.py', 75, 'run_op')]
+WAITS_IN_BACKWARD = [(f'{TORCH}/autograd/graph.py', 1072,
+                      '_engine_run_backward'),
+                     ('/repo/src/mlperf_train/__init__.py', 216, 'step')]
+SLEEPS_IN_WRAPPER = [('/tmp/inject/sitecustomize.py', 12, 'all_reduce'),
+                     ('/repo/src/collectives/__main__.py', 75, 'run_op')]
+
+
+def report(rank, node, frames, steps=57, state='S'):
+    return {'rank': rank, 'node': node, 'frames': frames, 'steps': steps,
+            'state': state}
+
+
+def test_the_line_names_the_rank_others_wait_for():
+    reports = [report(0, 'n1', WAITS_IN_ALL_REDUCE),
+               report(1, 'n1', WAITS_IN_ALL_REDUCE),
+               report(2, 'n1', WAITS_IN_ALL_REDUCE),
+               report(3, 'n2', SLEEPS_IN_WRAPPER)]
+    assert hang_report.summary(reports, 4, 131.2, 120) == (
+        'rank 3 on n2 stopped at step 57 in all_reduce (sitecustomize.py:12 '
+        'all_reduce); ranks 0-2 wait in all_reduce; no rank advanced for '
+        '131 s (bound 120 s); who acts: the operators (a collective stuck '
+        'on n2)')
+
+
+def test_a_stopped_process_a_missing_report_and_a_level_wait():
+    stopped = [report(0, 'n1', WAITS_IN_BACKWARD),
+               report(1, 'n2', [], state='T')]
+    assert hang_report.summary(stopped, 3, 21, 20) == (
+        'rank 1 on n2 stopped at step 57: its process is stopped (state T: '
+        'SIGSTOP or a debugger); rank 0 on n1 waits in backward; no report '
+        'from rank 2; no rank advanced for 21 s (bound 20 s); who acts: the '
+        'operators (the node: n2)')
+    level = [report(r, 'n1', WAITS_IN_ALL_REDUCE) for r in range(4)]
+    assert hang_report.summary(level, 4, 30, 20).startswith(
+        'ranks 0-3 wait in all_reduce at step 57; no rank advanced')
+    assert 'who acts: the operators (a collective stuck: the network or a ' \
+        'node)' in hang_report.summary(level, 4, 30, 20)
+    behind = level[:3] + [report(3, 'n2', WAITS_IN_ALL_REDUCE, steps=56)]
+    assert hang_report.summary(behind, 4, 30, 20).startswith(
+        'rank 3 on n2 stopped at step 56 in all_reduce; ranks 0-2 wait in '
+        'all_reduce;')
+
+
+def test_rank_lists_and_the_line_s_length():
+    assert hang_report.ranks_text([3]) == 'rank 3'
+    assert hang_report.ranks_text([0, 1, 2, 5, 7, 8]) == 'ranks 0-2, 5, 7-8'
+    many = [report(r, f'node{r:04d}', [(f'/src/m{r}.py', r, f'f{r}')])
+            for r in range(64)]
+    line = hang_report.summary(many, 64, 200, 120)
+    assert len(line) <= hang_report.LIMIT and '...' in line
+    assert line.endswith("who acts: the user (the program's code)")
+
+
+def test_stacks_are_read_from_faulthandler_and_py_spy():
+    faulthandler = '''Thread 0x00007f2b3a7fe640 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 320 in wait
+  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap
+
+Current thread 0x00007f2b4f2a9b80 (most recent call first):
+  File "/repo/src/mlperf_train/__init__.py", line 216 in step
+  File "/repo/src/cosmoflow/__main__.py", line 208 in <module>
+  File "<frozen runpy>", line 198 in _run_module_as_main
+'''
+    assert hang_report.main_frames(faulthandler) == [
+        ('/repo/src/mlperf_train/__init__.py', 216, 'step'),
+        ('/repo/src/cosmoflow/__main__.py', 208, '<module>'),
+        ('<frozen runpy>', 198, '_run_module_as_main')]
+    spy = '''Process 4242: python -m cosmoflow
+Python v3.11.7 (/usr/bin/python3.11)
+
+Thread 4250 (idle): "pt_autograd_0"
+    wait (/usr/lib/python3.11/threading.py:320)
+Thread 4242 (idle): "MainThread"
+    stuck_here (/tmp/rank.py:7)
+    main (/tmp/rank.py:40)
+'''
+    assert hang_report.main_frames(spy, 4242) == [
+        ('/tmp/rank.py', 7, 'stuck_here'), ('/tmp/rank.py', 40, 'main')]
+    assert hang_report.short(('/repo/src/cosmoflow/__main__.py', 208,
+                              'main')) == 'cosmoflow/__main__.py:208 main'
 
 
 def test_the_heartbeat_s_record_and_stack(tmp_path):
