@@ -8,6 +8,7 @@ run in the order :meth:`hpctestlib_ml.base.MLTrainingTest.configure_job`
 calls them.
 """
 from hpctestlib_ml.plugins.containers import Containers
+from hpctestlib_ml.plugins.hang_watch import HangWatch
 from hpctestlib_ml.plugins.launching import Launching
 from hpctestlib_ml.plugins.log import JobLog
 from hpctestlib_ml.plugins.placement import Placement
@@ -19,6 +20,6 @@ from hpctestlib_ml.plugins.sizing import Sizing
 from hpctestlib_ml.plugins.utilisation import Utilisation
 from hpctestlib_ml.plugins.workload import WorkloadInterface
 
-__all__ = ['Containers', 'Energy', 'JobLog', 'Launching', 'Placement',
-           'Provenance', 'References', 'Sanity', 'Settings', 'Sizing',
-           'Utilisation', 'WorkloadInterface']
+__all__ = ['Containers', 'Energy', 'HangWatch', 'JobLog', 'Launching',
+           'Placement', 'Provenance', 'References', 'Sanity', 'Settings',
+           'Sizing', 'Utilisation', 'WorkloadInterface']

@@ -41,8 +41,12 @@ class Sanity(RegressionTestPlugin):
     def failure_message(self, text):
         '''Why the job failed, its category first (``out_of_memory: job
         failed (exit code 1): rank 1 on n2 ...``), with the fix where the
-        suite knows it.'''
+        suite knows it; a hang as the hang watch said it (``hang: rank 1
+        on n2 stopped at step 57 in ...``).'''
         found = triage.triage(text, self.job.state, self.job.exitcode)
+        if found.category == 'hang':
+            # The watch ended the job: its exit status says nothing more.
+            return f'hang: {found.reason}'
         reason = found.reason
         end = failures.job_end(text, self.job.state)
         if end and end.kind == 'timeout':
