@@ -11,9 +11,9 @@ Switched on by the job (the check's ``hang_bound_s``): ``HPCML_HANG_DIR``
 (:mod:`heartbeat`) are files in a node-local directory the watch makes
 (in /dev/shm where it can) and passes down as ``HPCML_HANG_BEATS``.
 
-The bound: :data:`STEPS` times the ranks' mean step time, or
-``HPCML_HANG_BOUND_S``, whichever is longer; it arms at a rank's first
-step. The watch looks once a second (:data:`POLL`), reading its ranks'
+The bound: :data:`STEPS` times the slowest rank's step time (its mean,
+or its last step where longer: :func:`pace`), or ``HPCML_HANG_BOUND_S``,
+whichever is longer; it arms at a rank's first step. The watch looks once a second (:data:`POLL`), reading its ranks'
 records: no file system traffic while the job is healthy.
 
 When it fires, on each node whose ranks stopped:
@@ -101,11 +101,21 @@ def process_state(pid):
     return stat[stat.rfind(b')') + 2:][:1].decode()
 
 
+def pace(record):
+    '''A rank's step time: its mean step after the first, or its last
+    step where that was longer (steps that grow, as the Collectives'
+    sizes do, twice as long each); None before its second step.'''
+    if record['steps'] < 2:
+        return None
+    mean = ((record['last_step'] - record['first_step']) /
+            (record['steps'] - 1))
+    return max(mean, record['last_step'] - record['previous_step'])
+
+
 def bound(records, floor):
-    '''The bound in seconds: :data:`STEPS` mean steps of the slowest rank
-    (over its steps after the first), or *floor* where longer.'''
-    paces = [(r['last_step'] - r['first_step']) / (r['steps'] - 1)
-             for r in records if r['steps'] >= 2]
+    '''The bound in seconds: :data:`STEPS` steps of the slowest rank
+    (:func:`pace`), or *floor* where longer.'''
+    paces = [p for p in map(pace, records) if p is not None]
     return max([floor] + [STEPS * p for p in paces])
 
 

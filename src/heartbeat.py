@@ -42,11 +42,12 @@ BEATS_DIR = 'HPCML_HANG_BEATS'
 DUMP_SIGNAL = signal.SIGRTMIN + 4
 
 #: The record: magic, PID, rank, world size (the header, written once);
-#: beats, steps, last beat, first step, last step (Unix seconds).
-RECORD = struct.Struct('<4sIiiqqddd')
+#: beats, steps, last beat, first step, the step before the last, last
+#: step (Unix seconds).
+RECORD = struct.Struct('<4sIiiqqdddd')
 HEADER = struct.Struct('<4sIii')
-PROGRESS = struct.Struct('<qqddd')
-MAGIC = b'HPB1'
+PROGRESS = struct.Struct('<qqdddd')
+MAGIC = b'HPB2'
 
 _state = None
 
@@ -63,11 +64,11 @@ class _Beats:
             os.close(fd)
         HEADER.pack_into(self.map, 0, MAGIC, os.getpid(), rank, world)
         self.beats = self.steps = 0
-        self.first = self.last_step = 0.0
+        self.first = self.previous = self.last_step = 0.0
 
     def write(self, now):
         PROGRESS.pack_into(self.map, HEADER.size, self.beats, self.steps,
-                           now, self.first, self.last_step)
+                           now, self.first, self.previous, self.last_step)
 
 
 def start(env=None):
@@ -109,7 +110,7 @@ def step():
     state.steps += 1
     if state.steps == 1:
         state.first = now
-    state.last_step = now
+    state.previous, state.last_step = state.last_step, now
     state.write(now)
 
 
@@ -150,7 +151,7 @@ def watch_torch():
 def read(path):
     '''The record of heartbeat file *path* as a dict (``pid``, ``rank``,
     ``world``, ``beats``, ``steps``, ``last``, ``first_step``,
-    ``last_step``); None where it holds none yet.'''
+    ``previous_step``, ``last_step``); None where it holds none yet.'''
     try:
         with open(path, 'rb') as f:
             data = f.read(RECORD.size)
@@ -158,8 +159,8 @@ def read(path):
         return None
     if len(data) < RECORD.size or data[:4] != MAGIC:
         return None
-    _, pid, rank, world, beats, steps, last, first, last_step = \
+    _, pid, rank, world, beats, steps, last, first, previous, last_step = \
         RECORD.unpack(data)
     return {'pid': pid, 'rank': rank, 'world': world, 'beats': beats,
             'steps': steps, 'last': last, 'first_step': first,
-            'last_step': last_step}
+            'previous_step': previous, 'last_step': last_step}

@@ -234,12 +234,21 @@ def test_heartbeat_is_a_no_op_unwatched():
     assert heartbeat._state is None
 
 
-def test_the_bound_is_ten_mean_steps_or_the_floor():
-    record = {'steps': 11, 'first_step': 100.0, 'last_step': 150.0}
+def test_the_bound_is_ten_steps_or_the_floor():
+    record = {'steps': 11, 'first_step': 100.0, 'previous_step': 145.0,
+              'last_step': 150.0}
     assert hang_watch.bound([record], 120) == 120
     assert hang_watch.bound([record], 20) == 50          # 10 x 5 s
     # Only the first step: no pace yet.
     assert hang_watch.bound([{**record, 'steps': 1}], 20) == 20
+    # Steps that grow (the Collectives' sizes, each twice the last): ten
+    # of the last, not of their mean, which a step twice the last would
+    # pass at the largest sizes.
+    growing = {'steps': 11, 'first_step': 0.0, 'previous_step': 51.2,
+               'last_step': 102.4}
+    assert hang_watch.bound([growing], 1) == 512
+    # The slowest rank's pace.
+    assert hang_watch.bound([record, growing], 1) == 512
 
 
 # The line, from reports as the watch writes them.
