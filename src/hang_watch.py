@@ -150,23 +150,39 @@ class Watch:
         return found
 
     def hung(self, now=None):
-        '''Whether the ranks below hang, looked at once per :data:`POLL`;
-        where they do, their stacks recorded and the hang said (all
-        before this returns True: the reaper then ends the task).'''
+        '''Whether the ranks below hang, looked at once per :data:`POLL`
+        (ranks whose process has ended are left out); where they do,
+        their stacks recorded and the hang said (all before this returns
+        True: the reaper then ends the task).'''
         monotonic = time.monotonic()
         if monotonic < self.next_look:
             return False
         self.next_look = monotonic + POLL
         records = [r for r in self.records() if r['steps'] >= 1]
-        if not records:
-            return False
         now = time.time() if now is None else now
+        if not self.stalled(records, now):
+            return False
+        # A rank whose process has ended is no hang: its launcher, ending
+        # after it (torchrun's teardown), steps no more.
+        records = [r for r in records
+                   if process_state(r['pid']) not in (None, 'Z', 'X')]
+        stalled = self.stalled(records, now)
+        if not stalled:
+            return False
+        self.record(records, *stalled)
+        return True
+
+    def stalled(self, records, now):
+        '''(seconds idle, the bound) where no rank of *records* has
+        advanced for longer than the bound, or another node declared a
+        hang and these have been idle :data:`LOOK_AFTER` s; else None.'''
+        if not records:
+            return None
         idle = now - max(r['last'] for r in records)
         limit = bound(records, self.floor)
-        if idle <= limit and not (idle > LOOK_AFTER and self.declared()):
-            return False
-        self.record(records, idle, limit)
-        return True
+        if idle > limit or (idle > LOOK_AFTER and self.declared()):
+            return idle, limit
+        return None
 
     def declared(self):
         return os.path.exists(os.path.join(self.directory, 'hang'))
