@@ -158,7 +158,7 @@ def describe(report):
     kind, words = place(report.get('frames') or [])
     state = STATES.get(report.get('state') or '')
     if state:
-        where = '' if kind == 'none' else f', {words}'
+        where = {'none': '', 'wait': f', in {words}'}.get(kind, f', {words}')
         return 'stopped', f'{state}{where}'
     return kind, words
 

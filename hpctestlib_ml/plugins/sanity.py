@@ -16,10 +16,13 @@ class Sanity(RegressionTestPlugin):
 
     @sanity_function
     def assert_training_ran(self):
-        '''The job ended by itself, exited 0, no rank died or raised, and
-        the log passes the workload's checks; else a one-line reason.'''
+        '''The job ended by itself (not by the hang watch: where the
+        scheduler gives no exit status, srun's "Terminated" is all the log
+        says of its end), exited 0, no rank died or raised, and the log
+        passes the workload's checks; else a one-line reason.'''
         text = self.log_text()
-        if failures.failure_reason(text, self.job.state, self.job.exitcode):
+        if triage.hang(text) or failures.failure_reason(
+                text, self.job.state, self.job.exitcode):
             raise SanityError(self.failure_message(text))
         problems = self.device_problems() + self.log_problems(text)
         if problems:
