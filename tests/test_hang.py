@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import BIN, REPO
 
 sys.path.insert(0, str(REPO / 'src'))
 import hang_report  # noqa: E402
@@ -393,3 +393,63 @@ def test_the_heartbeat_s_record_and_stack(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+# The suite's own program on the local partition: a 2-rank CosmoFlow under
+# torchrun whose rank 1 sleeps as it takes its sixth batch, from outside
+# the suite's code (a sitecustomize.py on -S python_path=).
+
+STALLED_BATCH = '''
+import os
+import sys
+import time
+
+if os.environ.get('RANK') == '1' and 'cosmoflow' in sys.orig_argv:
+    import mlperf_train
+
+    _next = mlperf_train.Batches.__next__
+    _calls = [0]
+
+    def stalled_next(self):
+        _calls[0] += 1
+        if _calls[0] == 6:
+            time.sleep(3600)
+        return _next(self)
+
+    mlperf_train.Batches.__next__ = stalled_next
+'''
+
+
+@pytest.mark.integration
+def test_a_local_case_that_hangs_is_named_and_ended(run_reframe, tmp_path):
+    '''35 s on a quiet VM, 80 s on a loaded one (reframe, torchrun's
+    start, five steps, the 5 s bound): the local partition's own launch.
+    The case fails as a hang, naming rank 1 where it stopped and rank 0
+    waiting in DDP's backward, long before its time limit (2 minutes: a
+    case the watch missed would fail as ``scheduler``); both stacks are
+    kept beside the job's output, and ``hpcml triage`` of the job's
+    output says the same.'''
+    inject = tmp_path / 'inject'
+    inject.mkdir()
+    (inject / 'sitecustomize.py').write_text(STALLED_BATCH)
+    proc, var = run_reframe(
+        BIN / 'reframe', '-C', REPO / 'config/local.py', '-c',
+        REPO / 'checks/cosmoflow.py', '-n',
+        '^CosmoFlow%scale=2_procs%launch_mode=torchrun', '-r', '-S',
+        f'python_path={inject}', '-S', 'steps=200', '-S', 'hang_bound_s=5',
+        '-S', 'time_limit=2m', timeout=600)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    line, = re.findall(r'\* Reason: (.*)', proc.stdout)
+    assert re.fullmatch(
+        r'sanity error: hang: rank 1 on \S+ stopped at step 5 in '
+        r'sitecustomize.py:\d+ stalled_next; rank 0 on \S+ waits in '
+        r'backward; no rank advanced for [\d.]+ s \(bound 5.0 s\); who acts: '
+        r"the user \(the program's code\); stacks in hpcml_hang/", line), line
+    hang_dir, = (var / 'stage').rglob('hpcml_hang')
+    assert 'in stalled_next' in (hang_dir / 'rank1.stack.txt').read_text()
+    assert 'in _engine_run_backward' in \
+        (hang_dir / 'rank0.stack.txt').read_text()
+    err = hang_dir.parent / 'rfm_job.err'
+    found = subprocess.run([BIN / 'hpcml', 'triage', err],
+                           capture_output=True, text=True, timeout=60)
+    assert json.loads(found.stdout)['category'] == 'hang', found.stdout
