@@ -395,6 +395,29 @@ def test_the_heartbeat_s_record_and_stack(tmp_path):
         proc.wait()
 
 
+def test_megatron_lm_s_own_script_is_watched(tmp_path):
+    '''About 5 s (torch's import). ``gpt_pretrain --megatron-lm DIR``
+    runs upstream's pretrain_gpt.py, which prints no device record (where
+    the suite's PyTorch programs start the watch of their optimizer): its
+    optimizer steps are the rank's steps all the same.'''
+    checkout = tmp_path / 'Megatron-LM'
+    checkout.mkdir()
+    (checkout / 'pretrain_gpt.py').write_text(
+        'import torch\n'
+        'p = torch.nn.Parameter(torch.ones(2))\n'
+        'opt = torch.optim.SGD([p], lr=0.1)\n'
+        'for _ in range(3):\n'
+        '    p.sum().backward()\n'
+        '    opt.step()\n')
+    beats = tmp_path / 'beats'
+    beats.mkdir()
+    subprocess.run([sys.executable, '-m', 'gpt_pretrain', '--megatron-lm',
+                    str(checkout)], check=True, timeout=120,
+                   env={**os.environ, 'PYTHONPATH': str(REPO / 'src'),
+                        heartbeat.BEATS_DIR: str(beats)})
+    assert heartbeat.read(beats / 'rank0.beat')['steps'] == 3
+
+
 # The suite's own program on the local partition: a 2-rank CosmoFlow under
 # torchrun whose rank 1 sleeps as it takes its sixth batch, from outside
 # the suite's code (a sitecustomize.py on -S python_path=).
