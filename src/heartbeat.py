@@ -19,7 +19,7 @@ PyTorch program, :func:`watch_torch`; a program's own loop where it has
 no optimizer) and :func:`beat` (progress that is not a step: a batch
 read from a DataLoader, an evaluation batch). The watch arms at the
 first step: start-up, rendezvous, compilation and the first step's
-warm-up set no pace. One update costs about half a microsecond
+warm-up set no pace. One update costs about 0.4 microseconds
 (``bench/hang_bench.py``), against milliseconds a step.
 
 Unset ``HPCML_HANG_BEATS`` (a program run outside the suite, or the
