@@ -334,7 +334,7 @@ VARIABLES = {
          "default: the partition's extras['container_images']",
          {'allowed': 'the path of an image file'}),
         ('hang_bound_s', 'float', None, 'seconds with no rank advancing '
-         'after which a case is ended as hung, or 10 of its mean steps if '
+         'after which a case is ended as hung, or 10 of its steps if '
          'longer; 0: no hang watch; default: HPCML_HANG_BOUND_S',
          {'minimum': 0}),
     ]),
@@ -407,8 +407,8 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
                              "http://host:8428"}),
         ('HPCML_HANG_BOUND_S', 'float', 120.0, 'every check\'s hang_bound_s '
          'where -S does not set it: seconds with no rank advancing after '
-         'which a case is ended as hung (or 10 of its mean steps, if '
-         'longer); 0: no hang watch', {'minimum': 0}),
+         'which a case is ended as hung (or 10 of its steps, if longer); '
+         '0: no hang watch', {'minimum': 0}),
     ]),
     **_declare(ENVIRONMENT, 'config/local.py, config/slurm.py', [
         ('HPCML_STORAGE_DIR', 'path', None, "where the Storage component "

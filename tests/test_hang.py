@@ -396,7 +396,7 @@ def test_the_heartbeat_s_record_and_stack(tmp_path):
 
 
 def test_megatron_lm_s_own_script_is_watched(tmp_path):
-    '''About 5 s (torch's import). ``gpt_pretrain --megatron-lm DIR``
+    '''5-11 s (torch's import). ``gpt_pretrain --megatron-lm DIR``
     runs upstream's pretrain_gpt.py, which prints no device record (where
     the suite's PyTorch programs start the watch of their optimizer): its
     optimizer steps are the rank's steps all the same.'''

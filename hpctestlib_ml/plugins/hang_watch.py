@@ -19,9 +19,10 @@ class HangWatch(RegressionTestPlugin):
     where the others wait.'''
 
     #: Seconds with no rank advancing after which the case is ended as
-    #: hung, or 10 of its mean steps where those are longer; armed at the
-    #: first step (start-up, compilation and the first step set no pace).
-    #: 0 turns the watch off.
+    #: hung, or 10 of its steps where those are longer (the slowest
+    #: rank's mean step, or its last where longer); armed at the first
+    #: step (start-up, compilation and the first step set no pace). 0
+    #: turns the watch off.
     #:
     #: :type: :class:`float` or :obj:`None`
     #: :default: :obj:`None` (``HPCML_HANG_BOUND_S``, else 120)
