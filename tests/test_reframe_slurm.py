@@ -632,9 +632,9 @@ def hang_stacks(var_dir, since):
 
 def test_a_stopped_rank_is_named_while_it_hangs(slurm_cluster, results,
                                                node_sweep, cache_dir):
-    '''60-90 s: the 2-node start and the training's first epoch (the
-    stop comes after it), then the bound (15 s); the job ended 18 s after
-    the stop on a loaded VM. Rank 1 stopped (SIGSTOP) in its
+    '''40 s on a quiet VM, 90 s on a loaded one: the 2-node start and the
+    training's first epoch (the stop comes after it), then the bound
+    (15 s); the job ended 17-18 s after the stop. Rank 1 stopped (SIGSTOP) in its
     training: its process stopped on n2, where rank 0 on n1 waits; both
     ranks' stacks kept (rank 1's by py-spy: a stopped process runs no
     handler).'''
@@ -664,7 +664,8 @@ def test_a_stopped_rank_is_named_while_it_hangs(slurm_cluster, results,
 def test_a_rank_asleep_in_a_collective_is_named(slurm_cluster, results,
                                                node_sweep, cache_dir,
                                                tmp_path):
-    '''50-65 s: the 2-node start, two message sizes, the bound (15 s).
+    '''27 s on a quiet VM, 65 s on a loaded one: the 2-node start, two
+    message sizes, the bound (15 s).
     Rank 1 of the Collectives on n2 asleep in an
     all-reduce (ASLEEP_IN_ALL_REDUCE) while rank 0 on n1 waits in
     torch's: a collective stuck on one node, for the operators.'''

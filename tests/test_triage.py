@@ -303,6 +303,15 @@ def test_the_public_logs_cover_every_category_several_times():
     (('failures', 'torchrun_rank1_hangs_cpu.err'), 'hang',
      'rank 1 on vm stopped at step 5 in sitecustomize.py:14 stalled_next; '
      'rank 0 on vm waits in backward; no rank advanced for ', '1', 'vm'),
+    # The same on the Slurm cluster: each node's watch said it; srun's
+    # "Terminated" of the tasks it ended are the consequences.
+    (('slurm', 'hang_rank1_stopped_per_task.err'), 'hang',
+     'rank 1 on n2 stopped at step 92: its process is stopped (state T: '
+     'SIGSTOP or a debugger), in backward; rank 0 on n1 waits in backward',
+     '1', 'n2'),
+    (('slurm', 'hang_rank1_asleep_in_all_reduce_per_task.err'), 'hang',
+     'rank 1 on n2 stopped at step 2 in all_reduce (sitecustomize.py:15 '
+     'all_reduce); rank 0 on n1 waits in all_reduce', '1', 'n2'),
 ])
 def test_captured_faults(path, category, words, rank, node):
     found = triage.triage(read_data(*path), exitcode=1)
