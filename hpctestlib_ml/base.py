@@ -13,15 +13,16 @@ import reframe as rfm
 from reframe.core.builtins import run_after
 
 from hpctestlib_ml.metrics import common_problems
-from hpctestlib_ml.plugins import (Answers, Containers, Energy, JobLog,
-                                   Launching, Placement, Provenance,
+from hpctestlib_ml.plugins import (Answers, Containers, Energy, HangWatch,
+                                   JobLog, Launching, Placement, Provenance,
                                    References, Sanity, Settings, Sizing,
                                    Utilisation, WorkloadInterface)
 
 
 class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
-                     Settings, Placement, Sizing, Launching, Containers,
-                     Utilisation, Provenance, Energy, References, Answers,
+                     Settings, Placement, Sizing, Launching, HangWatch,
+                     Containers, Utilisation, Provenance, Energy, References,
+                     Answers,
                      Sanity):
     '''Base of the suite's training tests.
 
@@ -42,7 +43,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
            ``threads_per_rank``; Sizing: ``size``, ``batch_size``,
            ``precision``, ``steps``, ``memory_check``, ``resolved_size``,
            ``device``, ``memory_estimated``; Launching: ``python``,
-           ``python_path``; Containers: ``runs_in_container``,
+           ``python_path``; HangWatch: ``hang_bound_s``; Containers: ``runs_in_container``,
            ``container_image``; Utilisation: ``device_ran``,
            ``mfu_peak``, ``slowest_rank``; Provenance: ``suite_version``,
            ``framework_versions``, ``gpu_driver``, ``cuda_version``,
@@ -87,7 +88,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
         user's settings checked, the layout, then the size (which the
         workload's settings follow), the input paths, the memory fit, the
         case key, the job's resources, the launch command and
-        environment, the container, and the figures.'''
+        environment, the hang watch, the container, and the figures.'''
         self.check_settings()
         self.refuse_unused_image()
         self.resolve_layout()
@@ -99,6 +100,7 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
         self.set_job_layout()
         self.set_launch_command()
         self.set_device_env()
+        self.set_hang_watch()
         if self.runs_in_container:
             self.use_container()
         self.add_utilisation_metrics()

@@ -219,3 +219,13 @@ CPU_ALLOCATOR_ENV = {
     'MALLOC_MMAP_MAX_': '0',
     'MALLOC_TRIM_THRESHOLD_': '2147483647',
 }
+
+#: The directory, in a case's stage directory beside the job's output,
+#: where the hang watch keeps its ranks' stacks and reports
+#: (``src/hang_watch.py``); it exists only where a case hung.
+HANG_DIR = 'hpcml_hang'
+
+#: Where, in a GPU case's stage directory, PyTorch's flight recorder
+#: dumps each rank's last NCCL collectives (``<prefix><rank>``) when
+#: NCCL's watchdog times one out.
+NCCL_TRACE_PREFIX = 'hpcml_nccl_trace_rank_'

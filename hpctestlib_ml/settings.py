@@ -458,6 +458,10 @@ VARIABLES = {
         ('container_image', 'path', None, "the image of a *Container check; "
          "default: the partition's extras['container_images']",
          {'allowed': 'the path of an image file'}),
+        ('hang_bound_s', 'float', None, 'seconds with no rank advancing '
+         'after which a case is ended as hung, or 10 of its steps if '
+         'longer; 0: no hang watch; default: HPCML_HANG_BOUND_S',
+         {'minimum': 0}),
     ]),
 }
 
@@ -541,6 +545,10 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          "this VictoriaMetrics too (hpctestlib_ml/tsdb/push.py); default: "
          "none", {'allowed': "a VictoriaMetrics base URL, "
                              "http://host:8428"}),
+        ('HPCML_HANG_BOUND_S', 'float', 120.0, 'every check\'s hang_bound_s '
+         'where -S does not set it: seconds with no rank advancing after '
+         'which a case is ended as hung (or 10 of its steps, if longer); '
+         '0: no hang watch', {'minimum': 0}),
     ]),
     **_declare(ENVIRONMENT, 'config/local.py, config/slurm.py', [
         ('HPCML_STORAGE_DIR', 'path', None, "where the Storage component "
@@ -654,6 +662,11 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
         ('HPCML_REAPER_GRACE', 'float', None, 'seconds from the signal that '
          'ends a task to SIGKILL of what is left (src/reaper.py); default: '
          '2, in a Slurm step 30'),
+        ('HPCML_HANG_DIR', 'path', None, "where the hang watch keeps a hung "
+         "job's stacks (src/hang_watch.py): the stage directory's "
+         "hpcml_hang/"),
+        ('HPCML_HANG_BEATS', 'path', None, "the node-local directory of a "
+         "task's heartbeats (src/heartbeat.py), made by its reaper"),
     ]),
     **_declare(INTERNAL, 'tests/ and bench/', [
         ('HPCML_TEST_SLURM_DIR', 'path', None, 'the test cluster\'s '

@@ -387,11 +387,12 @@ _warned = set()
 
 def check_site(systems, where):
     '''Refuse, as a :class:`SiteConfigError`, an ``HPCML_*`` variable set
-    that is a typo of one the suite reads, and any partition of *systems*
-    (the configuration *where*) with an unknown or bad ``extras`` key or
-    that can run no test case; the partitions' extras are replaced by
-    their checked values. An ``HPCML_*`` variable near no known name is
-    said in one line, and ignored.'''
+    that is a typo of one the suite reads or whose value cannot work
+    (``HPCML_HANG_BOUND_S``, which the checks read), and any partition of
+    *systems* (the configuration *where*) with an unknown or bad
+    ``extras`` key or that can run no test case; the partitions' extras
+    are replaced by their checked values. An ``HPCML_*`` variable near no
+    known name is said in one line, and ignored.'''
     for name, near in settings.unknown_environment():
         if near:
             raise SiteConfigError(f'{name} is set, but the suite reads no '
@@ -401,6 +402,9 @@ def check_site(systems, where):
             _warned.add(name)
             print(f'hpcml: {name} is set, but the suite reads no such '
                   f'variable: it is ignored', file=sys.stderr)
+    # Read by every check at setup: a bad value stops the session here,
+    # not each case.
+    env('HPCML_HANG_BOUND_S')
     check_directories()
     extras_keys = registry.extras_keys()
     for system in systems:

@@ -12,13 +12,19 @@ and who acts on them"):
 ``numerics``       a non-finite loss or gradient, loss scale underflow
 ``software``       import errors, version mismatches, exceptions in code
 ``bad_input``      invalid arguments
+``hang``           no rank advanced: the suite's hang watch ended the job
+                   (the user for a dead data loader, the operators for a
+                   stuck collective or node)
 
 The root cause wins over its consequences (one rank's out-of-memory error
 makes its peers fail in the collective; the answer is that error on that
 rank):
 
 1. evidence that is a cause by nature, wherever it stands in the log: the
-   GPU's own errors (:data:`HARDWARE`), Slurm's refusal of the job
+   GPU's own errors (:data:`HARDWARE`), the suite's hang watch, which
+   ended the job and said which rank stopped where (:func:`hang`; the
+   deaths of the ranks it ended are its consequences), Slurm's refusal
+   of the job
    (:func:`submission_refused`) and the scheduler's end of the job
    (:func:`hpctestlib_ml.parsers.failures.job_end`: its time limit, an
    oom-kill event or its memory limit, preemption, a failed node,
@@ -54,7 +60,11 @@ from hpctestlib_ml.parsers import failures, labels
 
 #: The categories, in the order of the docs' table of them.
 CATEGORIES = ('out_of_memory', 'communication', 'hardware', 'filesystem',
-              'scheduler', 'numerics', 'software', 'bad_input')
+              'scheduler', 'numerics', 'software', 'bad_input', 'hang')
+
+#: The categories only the suite's own lines give (no public log has
+#: them): ``hang``, the hang watch's (``src/hang_watch.py``).
+OWN_CATEGORIES = ('hang',)
 
 #: The longest reason, in characters (failures' limit).
 REASON_LIMIT = 300
@@ -694,9 +704,10 @@ def root_line(text, state):
 def by_nature(text, state=None):
     '''A :class:`Triage` from evidence that is a cause wherever it stands:
     a GPU's own error (:data:`HARDWARE`: the first Xid a GPU raised, or
-    an ECC or lost-GPU line), else Slurm's refusal of the job (it never
-    ran: what the tool that submitted it printed after is its
-    consequence), else the scheduler's end of the job; None.'''
+    an ECC or lost-GPU line), else the hang watch's line (:func:`hang`),
+    else Slurm's refusal of the job (it never ran: what the tool that
+    submitted it printed after is its consequence), else the scheduler's
+    end of the job; None.'''
     lines = [ln.strip() for ln in text.splitlines()
              if any(p.search(ln) for p in HARDWARE)]
     if lines:
@@ -705,6 +716,9 @@ def by_nature(text, state=None):
         rank = next((r for r, _ in where if r), None)
         node = next((n for _, n in where if n), None)
         return Triage('hardware', _trim(line), rank, node)
+    hung = hang(text)
+    if hung:
+        return hung
     refused = submission_refused(text)
     if refused:
         return refused
@@ -713,6 +727,32 @@ def by_nature(text, state=None):
         return Triage(END_CATEGORIES[end.kind], end.message, end.rank,
                       end.node)
     return None
+
+
+#: The hang watch's lines on the job's standard error (``src/hang_watch.
+#: py``): ``hpcml hang: <the rank that stopped where, where the others
+#: wait, who acts>`` once it has every rank's report, and before it,
+#: ``hpcml hang watch: no rank on n1 advanced for 131 s (bound 120 s):
+#: recording stacks in ...`` (all a log has where the job was killed in
+#: between).
+_HANG = re.compile(r'^hpcml hang(?: watch)?: (.*)$', re.M)
+#: The first rank the line names as stopped, and its node.
+_HANG_RANK = re.compile(r'\brank (\d+) on ([\w.-]+) stopped\b')
+
+
+def hang(text):
+    '''A ``hang`` :class:`Triage` from the hang watch's last summary line
+    in *text* (else its first notice), with the first rank it names as
+    stopped and that rank's node; None where the watch said nothing.'''
+    lines = _HANG.findall(text)
+    if not lines:
+        return None
+    summaries = [m.group(1) for m in _HANG.finditer(text)
+                 if not m.group(0).startswith('hpcml hang watch: ')]
+    reason = summaries[-1] if summaries else lines[0]
+    named = _HANG_RANK.search(reason) if summaries else None
+    return Triage('hang', _trim(reason), *(named.groups() if named else
+                                           (None, None)))
 
 
 #: Slurm's refusals of a job at submission and the option each is about:

@@ -20,7 +20,8 @@ with its traceback and status 1.
 Every program also starts here, so this is where its standard streams
 become line-buffered (:func:`whole_lines`): each line leaves in one
 ``write``, so that ranks sharing one output (torchrun's workers, a local
-job's processes) cannot tear each other's lines.
+job's processes) cannot tear each other's lines; and where its heartbeat
+for the hang watch starts (:func:`heartbeat.start`).
 
 No imports beyond the standard library: TensorFlow's program uses it too.
 """
@@ -28,6 +29,8 @@ import atexit
 import os
 import sys
 import threading
+
+import heartbeat
 
 
 def status_of(code):
@@ -62,8 +65,10 @@ def run(main, teardown=False):
     *teardown* or ``HPCML_FULL_EXIT=1``. A leading ``--`` in ``sys.argv``
     (torchrun's separator between its options and the program's) is
     dropped first; the standard streams write whole lines
-    (:func:`whole_lines`).'''
+    (:func:`whole_lines`); the rank's heartbeat starts
+    (:func:`heartbeat.start`).'''
     whole_lines()
+    heartbeat.start()
     if sys.argv[1:2] == ['--']:
         del sys.argv[1]
     if teardown or os.environ.get('HPCML_FULL_EXIT') == '1':

@@ -24,13 +24,20 @@ What it does:
   SIGTERM, then its SIGKILL 2 s later) reaches COMMAND as before, never
   the reaper, which must outlive the others to end them.
 * When COMMAND has ended, by itself or killed, whatever is left below the
-  reaper gets SIGTERM, and SIGKILL :data:`GRACE` seconds later.
+  reaper gets SIGTERM (then SIGCONT, for a stopped process), and SIGKILL
+  :data:`GRACE` seconds later.
 * An ending signal sent to the reaper itself (SIGTERM, SIGINT, SIGHUP,
   SIGQUIT: srun's or slurmstepd's at a time limit or ``scancel``, a
   container runtime's, Ctrl-C) goes at once to every process below it,
   as Slurm signals a step, and SIGKILL follows after the same grace.
   SIGUSR1 and SIGUSR2 go to COMMAND alone, as if it had been exec'd.
 * It ends as COMMAND ended: its exit status, or killed by its signal.
+* Where the job asks for it (``HPCML_HANG_DIR``, ``HPCML_HANG_BOUND_S``)
+  it watches the ranks below it for a hang (:mod:`hang_watch`), once a
+  second: when none has advanced for longer than the bound, it records
+  their stacks and says who stopped where, then ends the task as an
+  ending signal would (SIGTERM, SIGKILL after the grace), so that the job
+  ends instead of waiting for its time limit.
 
 ``HPCML_REAPER_GRACE`` (seconds) sets the grace: by default 2 s, ReFrame's
 own between its SIGTERM and SIGKILL of a local job; in a Slurm step 30 s,
@@ -44,8 +51,11 @@ drop PYTHONHOME, which some sites' Pythons need).
 """
 import os
 import signal
+import socket
 import sys
 import time
+
+import hang_watch
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -132,12 +142,14 @@ def reap(child):
 
 
 def end_tree(child, status, signum, grace_s):
-    '''Send *signum* to every descendant, SIGKILL what is left after
-    *grace_s* seconds, and reap all; COMMAND's wait status (*status* if
-    it was reaped already).'''
+    '''Send *signum* to every descendant, then SIGCONT (a stopped process
+    acts on the signal only once it runs: Slurm ends a step so too),
+    SIGKILL what is left after *grace_s* seconds, and reap all;
+    COMMAND's wait status (*status* if it was reaped already).'''
     me = os.getpid()
     left = descendants(me)
     signal_all(left, signum)
+    signal_all(left, signal.SIGCONT)
     deadline = time.monotonic() + grace_s
     while left:
         signal.sigtimedwait({signal.SIGCHLD}, POLL)
@@ -202,17 +214,34 @@ def main(argv):
         os.setpgid(0, 0)            # out of the job's process group
     except OSError:
         pass                        # a session leader stays where it is
-    env = {**os.environ, 'HPCML_REAPER': str(os.getpid())}
+    watch = hang_watch.from_env(
+        os.environ, os.environ.get('SLURMD_NODENAME') or socket.gethostname())
+    env = {**os.environ, 'HPCML_REAPER': str(os.getpid()),
+           **(watch.child_env() if watch else {})}
     child = start(argv, env, job_group, mask)
-    status = None
-    while status is None:
-        info = signal.sigtimedwait(watched, 1.0)
+    try:
+        status = supervise(child, watched, grace_s, watch)
+    finally:
+        if watch:
+            watch.close()
+    exit_as(status)
+
+
+def supervise(child, watched, grace_s, watch):
+    '''Wait for COMMAND (*child*), passing *watched* signals on, and end
+    what is left below when it ends, when an ending signal comes or when
+    *watch* finds the ranks hung; COMMAND's wait status.'''
+    while True:
+        info = signal.sigtimedwait(watched, hang_watch.POLL)
         if info is not None and info.si_signo in ENDING:
-            exit_as(end_tree(child, None, info.si_signo, grace_s))
+            return end_tree(child, None, info.si_signo, grace_s)
         if info is not None and info.si_signo in PASSED:
             signal_all([child], info.si_signo)
         status = reap(child)
-    exit_as(end_tree(child, status, signal.SIGTERM, grace_s))
+        if status is not None:
+            return end_tree(child, status, signal.SIGTERM, grace_s)
+        if watch and watch.hung():
+            return end_tree(child, None, signal.SIGTERM, grace_s)
 
 
 if __name__ == '__main__':

@@ -33,6 +33,7 @@ import sys
 import torch
 
 import device_choice
+import heartbeat
 import hpcml_log
 
 #: Set by the check: ``gpu`` where the partition has GPUs, else ``cpu``.
@@ -234,7 +235,12 @@ def device_facts(device, rank, env=None):
 
 
 def emit_device(device, rank):
+    '''The rank's ``device`` record. Every PyTorch program says where
+    it runs before it trains: from then on its optimizer steps and
+    DataLoader batches are its heartbeat for the hang watch
+    (:func:`heartbeat.watch_torch`).'''
     hpcml_log.emit('device', **device_facts(device, rank))
+    heartbeat.watch_torch()
 
 
 _MIB = 2 ** 20

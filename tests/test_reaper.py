@@ -284,3 +284,24 @@ def test_a_case_at_its_time_limit_leaves_no_process_of_its_job(case_run):
     assert 'job timed out' in output(proc), output(proc)
     assert left_running(marker, GONE_WITHIN) == [], \
         f'left running {GONE_WITHIN} s after reframe ended'
+
+
+def test_a_stopped_process_ends_by_the_ending_signal(tmp_path):
+    '''About 0.3 s. A process of the task stopped (SIGSTOP, a debugger,
+    a hung rank the hang watch ends) cannot act on SIGTERM until it runs
+    again: the reaper continues it (SIGCONT after the signal, as Slurm
+    ends a step), so it ends by SIGTERM now, not by SIGKILL after the
+    grace (5 s here).'''
+    ready = tmp_path / 'stopped'
+    proc = subprocess.Popen(
+        reaper('sh', '-c', f'touch {ready}; kill -STOP $$'),
+        env={**os.environ, 'HPCML_REAPER_GRACE': '5'})
+    deadline = time.monotonic() + 20
+    while not ready.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.2)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == -signal.SIGTERM
+    assert time.monotonic() - started < 4

@@ -116,8 +116,9 @@ def test_srun_one_torchrun_per_node(job_scripts, nodes):
 def test_programs_learn_their_devices_from_the_job(job_scripts, mode):
     '''A GPU case's programs know it expects GPUs (and stop where torch
     sees none), the sampler counts the case's GPUs of each node, per_task
-    ranks know how many share a node (torchrun says it itself), and NCCL
-    logs its version and transport unless the site set NCCL_DEBUG.'''
+    ranks know how many share a node (torchrun says it itself), NCCL
+    logs its version and transport unless the site set NCCL_DEBUG, and
+    the hang watch and NCCL's flight recorder are on.'''
     text = job_scripts[0][2, mode]
     assert 'export HPCML_DEVICE_KIND=gpu' in text
     assert 'export HPCML_GPUS_PER_NODE=4' in text
@@ -127,6 +128,16 @@ def test_programs_learn_their_devices_from_the_job(job_scripts, mode):
     assert 'CUDA_VISIBLE_DEVICES' not in text
     # GPU memory has its own caching allocator: glibc is left as it is.
     assert 'MALLOC_' not in text
+    # The hang watch, and PyTorch's flight recorder of the NCCL
+    # collectives dumping beside the job's output at a watchdog timeout.
+    stage = re.search(r'export HPCML_HANG_DIR=(\S+)/hpcml_hang\n', text)
+    assert stage, text
+    assert 'export HPCML_HANG_BOUND_S=120\n' in text
+    assert ('export TORCH_NCCL_TRACE_BUFFER_SIZE='
+            '${TORCH_NCCL_TRACE_BUFFER_SIZE:-2000}') in text
+    assert 'export TORCH_NCCL_DUMP_ON_TIMEOUT=' in text
+    assert (f'export TORCH_NCCL_DEBUG_INFO_TEMP_FILE={stage.group(1)}/'
+            f'hpcml_nccl_trace_rank_\n') in text
 
 
 @pytest.mark.parametrize('mode', ['per_task', 'torchrun'])

@@ -609,6 +609,113 @@ def test_a_stalled_rank_is_a_collective_timeout(slurm_cluster, results,
     assert_results_intact(results, node_sweep[1], 'CosmoFlow')
 
 
+# Hangs named while they hang (issue 43, section 2): the hang watch in
+# each task's reaper (src/hang_watch.py) with a 15 s bound; each job must
+# end long before its 5-minute time limit, and its reason name the rank
+# that stopped, its node and where, as must ``hpcml triage`` of its output.
+
+HANG_BOUND = ('-S', 'hang_bound_s=15', '-S', 'time_limit=5m')
+
+#: Rank 1 of the Collectives asleep in its 40th all-reduce (the third
+#: message size's timing: the watch is armed), from outside the suite's
+#: code: loaded by Python at start-up from the directory put first on the
+#: job's PYTHONPATH (-S python_path=).
+ASLEEP_IN_ALL_REDUCE = '''
+import os
+import sys
+import time
+
+if os.environ.get('RANK') == '1' and 'collectives' in sys.orig_argv:
+    import torch.distributed
+
+    _all_reduce = torch.distributed.all_reduce
+    _calls = [0]
+
+    def all_reduce(*args, **kwargs):
+        _calls[0] += 1
+        if _calls[0] == 40:
+            time.sleep(3600)
+        return _all_reduce(*args, **kwargs)
+
+    torch.distributed.all_reduce = all_reduce
+'''
+
+
+def hang_stacks(var_dir, since):
+    '''The stacks the hang watch kept beside the output of the job that
+    started after *since*: {file name: text}.'''
+    found, = [p for p in (var_dir / 'stage').rglob('hpcml_hang')
+              if p.stat().st_mtime >= since]
+    return {p.name: p.read_text() for p in found.glob('*.stack.txt')}
+
+
+def test_a_stopped_rank_is_named_while_it_hangs(slurm_cluster, results,
+                                               node_sweep, cache_dir):
+    '''40 s on a quiet VM, 90 s on a loaded one: the 2-node start and the
+    training's first epoch (the stop comes after it), then the bound
+    (15 s); the job ended 17-18 s after the stop. Rank 1 stopped (SIGSTOP) in its
+    training: its process stopped on n2, where rank 0 on n1 waits; both
+    ranks' stacks kept (rank 1's by py-spy: a stopped process runs no
+    handler).'''
+    since = time.time()
+    proc = start_suite(slurm_cluster, results, cache_dir, '-n',
+                       COSMOFLOW_2_NODES, '-S', 'steps=100000', *HANG_BOUND)
+    output, ended_after = signal_rank1_in_training(
+        slurm_cluster, proc, results, since, signal.SIGSTOP, 120,
+        name='rfm_job.out', marker='"key": "epoch_start"')
+    assert proc.returncode == 1
+    line = reason(output)
+    assert re.fullmatch(
+        r'sanity error: hang: rank 1 on n2 stopped at step \d+: its process '
+        r'is stopped \(state T: SIGSTOP or a debugger\), in [^;]+; '
+        r'rank 0 on n1 waits in \w+; no rank advanced for [\d.]+ s \(bound '
+        r'1\d s\); who acts: the operators \(the node: n2\); stacks in '
+        r'hpcml_hang/', line), line
+    assert_failed_as(output, 'hang', results, since, 'rank 1 on n2 stopped')
+    stacks = hang_stacks(results, since)
+    assert 'stack from py-spy' in stacks['rank1.stack.txt']
+    assert 'stack from faulthandler' in stacks['rank0.stack.txt']
+    assert ended_after < 90, ended_after
+    print(f'hang: job ended {ended_after:.0f} s after rank 1 stopped')
+    assert_results_intact(results, node_sweep[1], 'CosmoFlow')
+
+
+def test_a_rank_asleep_in_a_collective_is_named(slurm_cluster, results,
+                                               node_sweep, cache_dir,
+                                               tmp_path):
+    '''27 s on a quiet VM, 65 s on a loaded one: the 2-node start, two
+    message sizes, the bound (15 s).
+    Rank 1 of the Collectives on n2 asleep in an
+    all-reduce (ASLEEP_IN_ALL_REDUCE) while rank 0 on n1 waits in
+    torch's: a collective stuck on one node, for the operators.'''
+    inject = tmp_path / 'inject'
+    inject.mkdir()
+    (inject / 'sitecustomize.py').write_text(ASLEEP_IN_ALL_REDUCE)
+    since = time.time()
+    started = time.monotonic()
+    proc = run_suite(slurm_cluster, results, cache_dir, '-n',
+                     '^Collectives%scale=2_nodes%launch_mode=per_task',
+                     '-S', f'python_path={inject}', *HANG_BOUND,
+                     timeout=240)
+    took = time.monotonic() - started
+    assert proc.returncode == 1
+    line = reason(proc.stdout + proc.stderr)
+    assert re.fullmatch(
+        r'sanity error: hang: rank 1 on n2 stopped at step \d+ in all_reduce '
+        r'\(sitecustomize.py:\d+ all_reduce\); rank 0 on n1 waits in '
+        r'all_reduce; no rank advanced for [\d.]+ s \(bound 1\d s\); who '
+        r'acts: the operators \(a collective stuck on n2\); stacks in '
+        r'hpcml_hang/', line), line
+    assert_failed_as(proc.stdout + proc.stderr, 'hang', results, since,
+                     'rank 1 on n2 stopped')
+    stacks = hang_stacks(results, since)
+    assert 'in all_reduce' in stacks['rank1.stack.txt']
+    assert slurm_cluster.wait_idle(timeout=30)
+    assert took < 180, took
+    print(f'hang: the suite ended in {took:.0f} s')
+    assert_results_intact(results, node_sweep[1], 'Collectives')
+
+
 @pytest.fixture
 def full_tmpfs(slurm_cluster, tmp_path):
     '''A node-local 1 MiB tmpfs on each node, at the same path, filled.'''

@@ -101,6 +101,10 @@ def reason(proc):
     ('CosmoFlow', 'container_image=/nonexistent.sif', '-S container_image='
      '/nonexistent.sif: CosmoFlow runs no container: give it to its twin, '
      '-S CosmoFlowContainer.container_image=..., or drop it'),
+    # A bound no watch can keep: the case would have run unwatched, or
+    # been ended at its first step.
+    ('CosmoFlow', 'hang_bound_s=-5', "hang_bound_s must be a number >= 0, "
+     "got '-5': fix -S hang_bound_s"),
 ])
 def test_bad_variable_fails_at_setup_in_one_line(run_reframe, check, option,
                                                  message):
@@ -127,6 +131,26 @@ def test_good_values_still_reach_the_job(run_reframe, check, option,
     assert proc.returncode == 0, proc.stdout[-2000:]
     script, = (var / 'stage').rglob('rfm_job.sh')
     assert expected in script.read_text()
+
+
+@pytest.mark.integration
+def test_the_hang_bound_reaches_the_job_or_turns_the_watch_off(run_reframe):
+    '''About 15 s (two dry runs). HPCML_HANG_BOUND_S is every case's
+    bound unless -S sets it; 0 writes no watch into the job.'''
+    path, pattern = ONE['CosmoFlow']
+    scripts = []
+    for options in ([], ['-S', 'hang_bound_s=0']):
+        proc, var = run_reframe(
+            BIN / 'reframe', '-C', REPO / 'config/local.py', '-c',
+            REPO / path, '-n', pattern, '--dry-run', *options,
+            env={'HPCML_HANG_BOUND_S': '45'})
+        assert proc.returncode == 0, proc.stdout[-2000:]
+        script, = (var / 'stage').rglob('rfm_job.sh')
+        scripts.append((script.parent, script.read_text()))
+    (stage, watched), (_, off) = scripts
+    assert 'export HPCML_HANG_BOUND_S=45\n' in watched
+    assert f'export HPCML_HANG_DIR={stage}/hpcml_hang\n' in watched
+    assert 'HPCML_HANG' not in off
 
 
 @pytest.mark.integration
@@ -349,6 +373,9 @@ def slurm_dry_run(run_reframe, config='config/slurm.py', **env):
      "number > 0, got 'fast'"),
     ({'HPCML_LOG_LEVEL': 'loud'}, 'HPCML_LOG_LEVEL must be one of critical, '
      'error, warning, info, verbose, debug, debug2, undefined'),
+    # Read by every check: refused once, as the configuration loads.
+    ({'HPCML_HANG_BOUND_S': 'soon'}, "HPCML_HANG_BOUND_S must be a number "
+     ">= 0, got 'soon': fix the environment variable HPCML_HANG_BOUND_S"),
     # Every check would have run without its references, and passed.
     ({'HPCML_REFERENCES_DIR': '/nonexistent/references'},
      'HPCML_REFERENCES_DIR /nonexistent/references: No such directory (the '

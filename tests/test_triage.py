@@ -258,8 +258,10 @@ def test_public_failure_logs(name, category, words, rank, node):
 
 
 def test_the_public_logs_cover_every_category_several_times():
+    '''Every category but the suite's own (``hang``: its hang watch's
+    line, checked on the hangs this suite captured, below).'''
     counts = {c: sum(row[1] == c for row in PUBLIC)
-              for c in triage.CATEGORIES}
+              for c in triage.CATEGORIES if c not in triage.OWN_CATEGORIES}
     assert min(counts.values()) >= 3, counts
     on_disk = sorted(p.name for p in (DATA / 'triage' / 'public').iterdir())
     assert on_disk == sorted(row[0] for row in PUBLIC)
@@ -298,6 +300,20 @@ def test_the_public_logs_cover_every_category_several_times():
      '"loss": NaN', None, None),
     (('failures', 'torchrun_lr_diverges_cpu.err'), 'software',
      'rank 0 on localhost exited with code 1', '0', 'localhost'),
+    # Rank 1 stalls getting its sixth batch; the hang watch ends the job
+    # (torchrun's SignalException, SIGTERM: its consequences).
+    (('failures', 'torchrun_rank1_hangs_cpu.err'), 'hang',
+     'rank 1 on vm stopped at step 5 in sitecustomize.py:14 stalled_next; '
+     'rank 0 on vm waits in backward; no rank advanced for ', '1', 'vm'),
+    # The same on the Slurm cluster: each node's watch said it; srun's
+    # "Terminated" of the tasks it ended are the consequences.
+    (('slurm', 'hang_rank1_stopped_per_task.err'), 'hang',
+     'rank 1 on n2 stopped at step 92: its process is stopped (state T: '
+     'SIGSTOP or a debugger), in backward; rank 0 on n1 waits in backward',
+     '1', 'n2'),
+    (('slurm', 'hang_rank1_asleep_in_all_reduce_per_task.err'), 'hang',
+     'rank 1 on n2 stopped at step 2 in all_reduce (sitecustomize.py:15 '
+     'all_reduce); rank 0 on n1 waits in all_reduce', '1', 'n2'),
 ])
 def test_captured_faults(path, category, words, rank, node):
     found = triage.triage(read_data(*path), exitcode=1)
@@ -606,3 +622,24 @@ def test_nul_bytes_with_no_newline_are_read_past_in_bounded_memory(
     assert (found[1]['category'], found[1]['reason']) == (
         expected.category, expected.reason) == ('out_of_memory',
                                                 found[1]['reason'])
+
+
+def test_the_hang_watch_s_line_and_what_wins_over_it():
+    '''The watch's summary is the reason; where the job was killed before
+    the watch had every rank's report, its notice; a GPU's own error is
+    the cause of a hang, never its consequence.'''
+    notice = ('hpcml hang watch: no rank on n1 advanced for 131 s (bound '
+              '120 s): recording stacks in /stage/hpcml_hang\n'
+              'srun: error: n1: task 0: Terminated\n')
+    found = triage.triage(notice, exitcode=143)
+    assert (found.category, found.rank, found.node) == ('hang', None, None)
+    assert found.reason.startswith('no rank on n1 advanced for 131 s')
+    summary = notice + ('hpcml hang: ranks 0-1 wait in all_reduce at step '
+                        '9; no rank advanced for 131 s (bound 120 s); who '
+                        'acts: the operators\n')
+    found = triage.triage(summary, exitcode=143)
+    assert (found.category, found.rank) == ('hang', None)
+    assert found.reason.startswith('ranks 0-1 wait in all_reduce')
+    xid = ('NVRM: Xid (PCI:0000:9b:00): 79, pid=1, GPU has fallen off the '
+           'bus.\n') + summary
+    assert triage.triage(xid, exitcode=143).category == 'hardware'

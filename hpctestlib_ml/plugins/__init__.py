@@ -9,6 +9,7 @@ calls them.
 """
 from hpctestlib_ml.plugins.answers import Answers
 from hpctestlib_ml.plugins.containers import Containers
+from hpctestlib_ml.plugins.hang_watch import HangWatch
 from hpctestlib_ml.plugins.launching import Launching
 from hpctestlib_ml.plugins.log import JobLog
 from hpctestlib_ml.plugins.placement import Placement
@@ -20,6 +21,6 @@ from hpctestlib_ml.plugins.sizing import Sizing
 from hpctestlib_ml.plugins.utilisation import Utilisation
 from hpctestlib_ml.plugins.workload import WorkloadInterface
 
-__all__ = ['Answers', 'Containers', 'Energy', 'JobLog', 'Launching', 'Placement',
-           'Provenance', 'References', 'Sanity', 'Settings', 'Sizing',
-           'Utilisation', 'WorkloadInterface']
+__all__ = ['Answers', 'Containers', 'Energy', 'HangWatch', 'JobLog',
+           'Launching', 'Placement', 'Provenance', 'References', 'Sanity',
+           'Settings', 'Sizing', 'Utilisation', 'WorkloadInterface']

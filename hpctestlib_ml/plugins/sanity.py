@@ -16,10 +16,13 @@ class Sanity(RegressionTestPlugin):
 
     @sanity_function
     def assert_training_ran(self):
-        '''The job ended by itself, exited 0, no rank died or raised, and
-        the log passes the workload's checks; else a one-line reason.'''
+        '''The job ended by itself (not by the hang watch: where the
+        scheduler gives no exit status, srun's "Terminated" is all the log
+        says of its end), exited 0, no rank died or raised, and the log
+        passes the workload's checks; else a one-line reason.'''
         text = self.log_text()
-        if failures.failure_reason(text, self.job.state, self.job.exitcode):
+        if triage.hang(text) or failures.failure_reason(
+                text, self.job.state, self.job.exitcode):
             raise SanityError(self.failure_message(text))
         problems = self.device_problems() + self.log_problems(text)
         if problems:
@@ -41,8 +44,12 @@ class Sanity(RegressionTestPlugin):
     def failure_message(self, text):
         '''Why the job failed, its category first (``out_of_memory: job
         failed (exit code 1): rank 1 on n2 ...``), with the fix where the
-        suite knows it.'''
+        suite knows it; a hang as the hang watch said it (``hang: rank 1
+        on n2 stopped at step 57 in ...``).'''
         found = triage.triage(text, self.job.state, self.job.exitcode)
+        if found.category == 'hang':
+            # The watch ended the job: its exit status says nothing more.
+            return f'hang: {found.reason}'
         reason = found.reason
         end = failures.job_end(text, self.job.state)
         if end and end.kind == 'timeout':

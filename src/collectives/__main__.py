@@ -140,8 +140,12 @@ def allocate(op, max_bytes, elt, world, dtype, device):
 
 
 def benchmark_op(op, args, rank, world, device, say):
-    '''Warm-up, then every size of *op*: its table and summary lines.'''
+    '''Warm-up, then every size of *op*: its table and summary lines.
+    Each size timed and checked is a step of the rank's heartbeat, each
+    size warmed a beat (:mod:`heartbeat`).'''
     import torch
+
+    import heartbeat
     dtype = getattr(torch, DTYPES[args.precision])
     elt = torch.empty(0, dtype=dtype).element_size()
     type_name = TYPE_NAMES[DTYPES[args.precision]]
@@ -153,6 +157,7 @@ def benchmark_op(op, args, rank, world, device, say):
         _, out, inp = views(op, buffers, size, elt, world)
         for _ in range(args.warmup_iters):
             run_op(op, out, inp)
+        heartbeat.beat()
     sync(device)
     say(f'# Collective test starting: {op}_perf',
         *coll.header_lines(op, type_name))
@@ -163,6 +168,7 @@ def benchmark_op(op, args, rank, world, device, say):
         mean, slowest = time_op(op, out, inp, args.iters, device)
         algbw, busbw = coll.bandwidths(op, whole, mean, world)
         wrong = wrong_elements(op, out, inp, rank, world)
+        heartbeat.step()
         busbws.append(busbw)
         wrong_total += wrong
         say(coll.result_line(whole, count, type_name, redop, mean, algbw,

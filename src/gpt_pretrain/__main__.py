@@ -37,6 +37,10 @@ def main():
                             hint='point -S megatron_lm= at a Megatron-LM '
                                  'checkout')
         script = os.path.join(megatron_lm, 'pretrain_gpt.py')
+        # Upstream's script prints no device record (where the suite's
+        # programs start watching their optimizer): watch it here.
+        import heartbeat
+        heartbeat.watch_torch()
         sys.path.insert(0, megatron_lm)
         sys.argv = [script, *argv]
         runpy.run_path(script, run_name='__main__')

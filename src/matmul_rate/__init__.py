@@ -83,14 +83,19 @@ def operands(n, precision, device, seed=0):
 
 
 def seconds(a, b, out, count):
-    '''Seconds that *count* products ``a @ b`` take, the queue drained.'''
+    '''Seconds that *count* products ``a @ b`` take, the queue drained;
+    a step of the rank's heartbeat (:mod:`heartbeat`), after the timing.'''
     import torch
+
+    import heartbeat
     synchronize(a.device)
     start = time.perf_counter()
     for _ in range(count):
         torch.mm(a, b, out=out)
     synchronize(a.device)
-    return time.perf_counter() - start
+    took = time.perf_counter() - start
+    heartbeat.step()
+    return took
 
 
 def warm_up(a, b, out, count, min_seconds=0.0):

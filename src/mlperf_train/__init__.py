@@ -10,6 +10,7 @@ import time
 import torch
 import torch.distributed as dist
 
+import heartbeat
 import hpcml_log
 from mlperf_train.events import MLLog, log_header
 
@@ -227,7 +228,9 @@ def supervised_step(model, batches, loss_fn, optimizer, device, precision,
 def evaluate(model, batches, count, metric, device, world,
              precision='fp32'):
     '''Mean of ``metric(output, target)`` over *count* batches and all
-    ranks, the model in eval mode (forward under *precision*'s autocast).'''
+    ranks, the model in eval mode (forward under *precision*'s autocast);
+    each batch a beat of the rank's heartbeat (:mod:`heartbeat`: the
+    evaluation is progress too).'''
     model.eval()
     with torch.no_grad():
         values = []
@@ -236,6 +239,7 @@ def evaluate(model, batches, count, metric, device, world,
             with autocast(device, precision):
                 out = forward(model, x)
             values.append(metric(out, y))
+            heartbeat.beat()
         value = torch.stack(values).mean()
     if world > 1:
         dist.all_reduce(value)

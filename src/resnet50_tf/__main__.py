@@ -20,13 +20,15 @@ workers x its own rate (tf_cnn_benchmarks' ``num_workers x local_step x
 batch_size / elapsed_time``; the workers step together, so each one's
 figure estimates the same job rate). Beside them each worker prints the
 suite's ``[hpcml] device`` and ``timing`` records and, on a GPU, ``memory``
-(``hpcml_log``).
+(``hpcml_log``). Each step is a step of its heartbeat for the hang watch
+(:mod:`heartbeat`).
 """
 import argparse
 import os
 import sys
 import time
 
+import heartbeat
 import input_paths
 
 WARMUP_STEPS = 1
@@ -233,6 +235,7 @@ def main(argv=None):
         fetched = time.perf_counter()
         loss = float(train_step(images, labels))  # float() waits for it
         elapsed = time.perf_counter() - fetched
+        heartbeat.step()
         if step + 1 == WARMUP_STEPS:
             print('Done warm up', flush=True)
         if step < WARMUP_STEPS:
