@@ -150,7 +150,7 @@ def test_the_hang_bound_reaches_the_job_or_turns_the_watch_off(run_reframe):
     (stage, watched), (_, off) = scripts
     assert 'export HPCML_HANG_BOUND_S=45\n' in watched
     assert f'export HPCML_HANG_DIR={stage}/hpcml_hang\n' in watched
-    assert 'HPCML_HANG' not in off
+    assert 'HPCML_HANG_BOUND_S' not in off and 'HPCML_HANG_DIR' not in off
 
 
 @pytest.mark.integration
