@@ -657,6 +657,9 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          'collective times out'),
         ('HPCML_POWERCAP_ROOT', 'path', None, "where the energy sampler "
          "reads RAPL's counters"),
+        ('HPCML_PROVENANCE_PACKAGES', 'list', [], 'the distributions whose '
+         "versions the job's provenance logs beside the framework's: the "
+         "workload's declared packages"),
         ('HPCML_REAPER', 'int', None, "the PID of the task's src/reaper.py, "
          'which ends every process of the task with it'),
         ('HPCML_REAPER_GRACE', 'float', None, 'seconds from the signal that '

@@ -20,16 +20,29 @@ import shutil
 import subprocess
 from importlib import metadata, util
 
-#: Distributions whose versions describe a run, by the name logged.
+#: Distributions whose versions describe every run, by the name logged:
+#: the frameworks and NCCL. A workload's own (its declaration's
+#: ``packages``: transformers, open-clip-torch, megatron-core, ...) come
+#: in ``HPCML_PROVENANCE_PACKAGES``, which its check sets.
 PACKAGES = {
     'torch': 'torch',
     'tensorflow': ('tensorflow', 'tensorflow-cpu'),
     'keras': 'keras',
-    'transformers': 'transformers',
-    'open_clip': 'open_clip_torch',
-    'megatron-core': 'megatron-core',
     'nccl': ('nvidia-nccl-cu12', 'nvidia-nccl-cu13'),
 }
+
+#: The name a distribution is logged by where it is not its own: the
+#: name the perflogs have carried since before the declarations named
+#: the packages, so that a history does not see a change of name.
+LOGGED_AS = {'open-clip-torch': 'open_clip', 'open_clip_torch': 'open_clip'}
+
+
+def packages(environ=None):
+    '''{name logged: distribution(s)}: :data:`PACKAGES` and those the
+    check named in ``HPCML_PROVENANCE_PACKAGES`` (space-separated).'''
+    environ = os.environ if environ is None else environ
+    named = environ.get('HPCML_PROVENANCE_PACKAGES', '').split()
+    return {**PACKAGES, **{LOGGED_AS.get(dist, dist): dist for dist in named}}
 
 #: Environment variables that change the numbers (precision overrides,
 #: collective tuning, threads), logged when set.
@@ -168,7 +181,7 @@ def container():
 
 
 def collect():
-    versions = {name: v for name, dist in PACKAGES.items()
+    versions = {name: v for name, dist in packages().items()
                 if (v := version(dist))}
     if 'nccl' not in versions and os.environ.get('NCCL_VERSION'):
         versions['nccl'] = os.environ['NCCL_VERSION']   # NGC images set it

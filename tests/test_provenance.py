@@ -147,3 +147,39 @@ def test_nccl_the_ranks_loaded_stands_in_for_a_missing_log_line(tmp_path):
         tmp_path, log_text='', loaded_nccl='2.27.3')['nccl_version'] == \
         '2.27.3'
     assert provenance.job_provenance(tmp_path)['nccl_version'] == '2.26.2'
+
+
+def test_a_workloads_declared_packages_are_the_ones_its_runs_log(tmp_path):
+    '''src/provenance.py kept its own list, so accelerate, datasets and
+    mlperf-logging (GPT-2's and BERT's packages) went unlogged, and so
+    did a new workload's (the architecture reading's timm). The check
+    names its declaration's packages in HPCML_PROVENANCE_PACKAGES and
+    the job logs their versions, OpenCLIP's under the name the perflogs
+    have carried (under 1 s: one Python process).'''
+    from hpctestlib_ml import registry
+    from importlib import metadata
+    assert registry.get('gpt2_finetune').logged_packages == (
+        'transformers', 'accelerate', 'datasets')
+    assert registry.get('clip').logged_packages == ('open-clip-torch',)
+    named = ' '.join(registry.get('gpt2_finetune').logged_packages +
+                     registry.get('bert').logged_packages +
+                     registry.get('clip').logged_packages)
+    out = subprocess.run([sys.executable, REPO / 'src/provenance.py'],
+                         env={**os.environ,
+                              'HPCML_PROVENANCE_PACKAGES': named},
+                         capture_output=True, text=True, check=True,
+                         timeout=60)
+    versions = json.loads(out.stdout)['versions']
+    for name, dist in [('accelerate', 'accelerate'),
+                       ('datasets', 'datasets'),
+                       ('mlperf-logging', 'mlperf-logging'),
+                       ('transformers', 'transformers'),
+                       ('open_clip', 'open_clip_torch')]:
+        assert versions[name] == metadata.version(dist), (name, versions)
+    # Without the variable: the framework's alone.
+    out = subprocess.run([sys.executable, REPO / 'src/provenance.py'],
+                         env={k: v for k, v in os.environ.items()
+                              if k != 'HPCML_PROVENANCE_PACKAGES'},
+                         capture_output=True, text=True, check=True,
+                         timeout=60)
+    assert 'accelerate' not in json.loads(out.stdout)['versions']

@@ -56,6 +56,14 @@ class Provenance(RegressionTestPlugin):
     def record_suite_version(self):
         self.suite_version = provenance.suite_version()
 
+    @run_before('run')
+    def name_the_logged_packages(self):
+        '''The packages of the workload's declaration, whose versions the
+        job's provenance logs beside the framework's
+        (``HPCML_PROVENANCE_PACKAGES``).'''
+        self.env_vars['HPCML_PROVENANCE_PACKAGES'] = ' '.join(
+            self.declaration().logged_packages)
+
     @run_after('run')
     def read_provenance(self):
         '''The job's provenance file, and the versions the log names: read

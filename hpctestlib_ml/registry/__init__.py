@@ -32,6 +32,7 @@ says why where they differ.
 import dataclasses
 import importlib
 import pkgutil
+import re
 import types
 
 from hpctestlib_ml import settings
@@ -154,7 +155,9 @@ class Workload:
     data: str = ''
     #: The Python packages (pip requirements) its program imports beyond
     #: the framework (torch, torchvision, TensorFlow) and the suite's own:
-    #: what a machine without network must be given (bench/gpu/wheelsets).
+    #: what a machine without network must be given (bench/gpu/wheelsets),
+    #: and whose versions its runs log beside the framework's
+    #: (:attr:`logged_packages`).
     packages: tuple = ()
     #: Why its names differ across layers, where they do.
     names_note: str = ''
@@ -176,6 +179,16 @@ class Workload:
         '''Whether it trains a model (a workload, not a component): its
         steps read batches, and it has a throughput and FLOPs.'''
         return self.kind == 'workload'
+
+    @property
+    def logged_packages(self):
+        '''The distributions of :attr:`packages` (a requirement's name,
+        without extras or version): what the job's provenance
+        (``src/provenance.py``) logs the versions of, beside the
+        framework's.'''
+        return tuple(dict.fromkeys(
+            re.split(r'[\s\[<>=!~;]', requirement.strip(), 1)[0]
+            for requirement in self.packages))
 
     @property
     def reference_precision(self):
