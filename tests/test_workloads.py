@@ -124,3 +124,27 @@ def test_no_library_or_bench_module_keeps_a_table_of_workloads():
              str(path.relative_to(REPO)) not in KEYED_BY_CHECK_ON_PURPOSE
              for line, listed in named_tables(path, names)]
     assert found == []
+
+
+@pytest.mark.parametrize('change, words', [
+    # The architecture reading: a size key that is no declared variable
+    # ended setup in an AttributeError (plugins/sizing.py), and every
+    # guard test still passed.
+    ({'sizes': {'tiny': {'steps': 2, 'stepz': 3}}}, "workload cosmoflow: "
+     "size 'tiny' sets 'stepz', which is no test variable of its check: "
+     "declare it in the workload's variables"),
+    ({'packages': ('timm;',)}, "workload cosmoflow: package 'timm;' is no "
+     "pip requirement"),
+])
+def test_a_declaration_that_cannot_work_is_refused_when_it_loads(change,
+                                                                 words):
+    '''One line naming the workload and the fix, when the registry loads,
+    before any check is set up; the registered declarations all pass.'''
+    import dataclasses
+    from hpctestlib_ml import registry
+    for declared in registry.registered().values():
+        registry.check_declaration(declared)
+    bad = dataclasses.replace(registry.get('cosmoflow'), **change)
+    with pytest.raises(registry.DeclarationError) as err:
+        registry.check_declaration(bad)
+    assert str(err.value).startswith(words)

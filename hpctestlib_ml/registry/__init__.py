@@ -215,15 +215,47 @@ class Workload:
 KINDS = ('workload', 'component')
 
 
+class DeclarationError(ValueError):
+    '''A declaration that cannot work, said in one line naming the
+    workload, what is wrong and the fix.'''
+
+
+#: A pip requirement: a distribution, its extras, a version specifier.
+_REQUIREMENT = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*(\[[\w.,-]+\])?'
+                          r'\s*([<>=!~]=?\s*[\w.*+!-]+\s*,?\s*)*$')
+
+
+def check_declaration(declared):
+    '''Refuse, as a :class:`DeclarationError`, a size key that is not a
+    test variable of the workload's check (setup would end in an
+    ``AttributeError``) and a package that is no pip requirement.'''
+    for size, values in declared.sizes.items():
+        for key in values:
+            if key != 'time_limit' and declared.variable(key) is None:
+                raise DeclarationError(
+                    f'workload {declared.name}: size {size!r} sets {key!r}, '
+                    f'which is no test variable of its check: declare it in '
+                    f'the workload\'s variables (settings.variables) or '
+                    f'drop it from the size')
+    for requirement in declared.packages:
+        if not _REQUIREMENT.match(requirement.strip()):
+            raise DeclarationError(
+                f'workload {declared.name}: package {requirement!r} is no '
+                f'pip requirement: write a distribution, its extras and a '
+                f'version, e.g. transformers==5.23.0')
+
+
 def registered():
     '''Workload name -> :class:`Workload`, of every module of this package
-    that declares one (``WORKLOAD``), imported once.'''
+    that declares one (``WORKLOAD``), imported once, each checked
+    (:func:`check_declaration`).'''
     if _REGISTERED is None:
         found = {}
         for info in pkgutil.iter_modules(__path__):
             module = importlib.import_module(f'{__name__}.{info.name}')
             declared = getattr(module, 'WORKLOAD', None)
             if declared is not None:
+                check_declaration(declared)
                 found[declared.name] = declared
         globals()['_REGISTERED'] = dict(sorted(found.items()))
     return _REGISTERED
