@@ -13,16 +13,7 @@ BIN = pathlib.Path(sys.executable).parent
 
 def pytest_collection_modifyitems(config, items):
     '''The fullsize tests run only when -m names them: they take about 20
-    minutes and most of this machine's memory. Under pytest-xdist
-    (``-n 2 --dist loadgroup``, CI's first pass) a test file is one
-    group, run by one worker, so that its module-scoped fixtures (a whole
-    local suite) run once; every test on the project's Slurm cluster is
-    one group too, since the cluster (a session fixture, on fixed ports)
-    can run once on the machine.'''
-    for item in items:
-        group = ('slurm-cluster' if 'slurm_cluster' in item.fixturenames
-                 else item.nodeid.split('::')[0])
-        item.add_marker(pytest.mark.xdist_group(group))
+    minutes and most of this machine's memory.'''
     if 'fullsize' in (config.getoption('-m') or ''):
         return
     skip = pytest.mark.skip(reason='opt-in (about 20 min): pytest -m '
@@ -74,11 +65,10 @@ def under_a_limit(argv, limit_mib, **env):
 
 @pytest.fixture(scope='session')
 def cache_dir(tmp_path_factory):
-    '''One CPU-peak cache for every reframe run of the test session, and
-    of every pytest-xdist worker of it: the peak (MFU's denominator on
-    CPUs) is measured once, by the first worker that needs it, while the
-    others wait on its lock, rather than by each, at the same time, each
-    taking the other's cores.'''
+    '''One CPU-peak cache for every reframe run of the test session (and
+    of every pytest-xdist worker of it, where one runs): the peak (MFU's
+    denominator on CPUs) is measured once, up front, by the first process
+    that needs it, while any other waits on its lock.'''
     import fcntl
     from hpctestlib_ml import cpu_peak
     worker = os.environ.get('PYTEST_XDIST_WORKER')
