@@ -94,7 +94,7 @@ class Setting:
     #: ones it may (ReFrame drops a resource whose field it cannot fill).
     placeholders: tuple = ()
     #: Of a setting with choices: a function giving the choices nearest a
-    #: refused value (default: those spelt most alike, :func:`closest`).
+    #: refused value (default: those spelt most alike, ``closest``).
     near: object = None
 
     def choice_list(self):

@@ -248,7 +248,7 @@ def check_declaration(declared):
 def registered():
     '''Workload name -> :class:`Workload`, of every module of this package
     that declares one (``WORKLOAD``), imported once, each checked
-    (:func:`check_declaration`).'''
+    (``check_declaration``).'''
     if _REGISTERED is None:
         found = {}
         for info in pkgutil.iter_modules(__path__):
