@@ -36,6 +36,11 @@ class Layout:
     def world_size(self):
         return self.num_nodes * self.procs_per_node
 
+    def tasks_per_node(self, launch_mode):
+        '''The launcher's tasks a node: one per rank (``per_task``), or one
+        torchrun that starts the node's ranks (``torchrun``).'''
+        return 1 if launch_mode == 'torchrun' else self.procs_per_node
+
 
 class LayoutError(ValueError):
     '''A layout that the partition cannot run; the message names the fix.'''

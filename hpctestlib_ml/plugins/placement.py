@@ -194,7 +194,7 @@ class Placement(RegressionTestPlugin):
             part.scheduler.registered_name)
         layout = self.layout
         torchrun = self.launch_mode == 'torchrun'
-        tasks_per_node = 1 if torchrun else layout.procs_per_node
+        tasks_per_node = layout.tasks_per_node(self.launch_mode)
         self.num_tasks = layout.num_nodes * tasks_per_node
         self.num_tasks_per_node = tasks_per_node
         if layout.cpus_per_proc:

@@ -56,8 +56,7 @@ class Settings(RegressionTestPlugin):
         :class:`~hpctestlib_ml.errors.BadInputError` naming what sets it,
         rather than a value dropped without a word.'''
         layout = self.layout
-        torchrun = self.launch_mode == 'torchrun'
-        tasks_per_node = 1 if torchrun else layout.procs_per_node
+        tasks_per_node = layout.tasks_per_node(self.launch_mode)
         given = {'num_gpus_per_node': (self.num_gpus_per_node, None),
                  'gpus_per_node': (self.gpus_per_node, 0),
                  'num_tasks': (self.num_tasks, 1),
