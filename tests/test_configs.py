@@ -43,6 +43,15 @@ def isolated_var(tmp_path, monkeypatch, cache_dir):
     yield
     forget_config_modules()
     sys.modules.update(saved)
+    # An import binds the module on its package too: ``from hpctestlib_ml
+    # import paths`` read this test's paths module after it ended.
+    import hpctestlib_ml
+    for name in ('siteconfig', 'paths'):
+        module = saved.get(f'hpctestlib_ml.{name}')
+        if module is not None:
+            setattr(hpctestlib_ml, name, module)
+        elif hasattr(hpctestlib_ml, name):
+            delattr(hpctestlib_ml, name)
 
 
 def load(path, system):
