@@ -8,6 +8,7 @@ from hpctestlib_ml import inputs
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import mllog as parser
+from hpctestlib_ml.parsers import throughput
 
 
 def log_problems(log, steps, world_size):
@@ -77,9 +78,8 @@ class MLLogTraining(MLTrainingTest):
         '''The parser's record, with samples/s per rank (the log's world
         size) among its figures.'''
         log = parser.training_log(text)
-        world, rate = log.world_size, log.figures['samples_per_second']
-        log.figures['samples_per_second_per_gpu'] = (
-            rate / world if rate and world else None)
+        log.figures['samples_per_second_per_gpu'] = throughput.per_rank(
+            log.figures['samples_per_second'], log.world_size)
         return log
 
     def log_problems(self, text):
