@@ -69,3 +69,11 @@ def test_the_new_parser_reads_what_the_new_program_prints(written,
                            'time_per_step_secs': pytest.approx(1 / 3)}
     assert parser.extract_metrics('\n'.join(printed))['steps'] == 4
 
+
+def test_the_new_check_reports_the_shared_figures(written):
+    '''Its performance functions are the library's, not copies.'''
+    text = written[f'hpctestlib_ml/workloads/{NAME}.py']
+    assert '@performance_function' not in text
+    for name in ('samples_per_second', 'samples_per_second_per_gpu',
+                 'time_per_step_secs'):
+        assert f'{name} = figures.{name}' in text

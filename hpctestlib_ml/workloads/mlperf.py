@@ -9,6 +9,7 @@ from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import mllog as parser
 from hpctestlib_ml.parsers import throughput
+from hpctestlib_ml.plugins import figures
 
 
 def log_problems(log, steps, world_size):
@@ -86,19 +87,9 @@ class MLLogTraining(MLTrainingTest):
         return log_problems(self.metrics(), self.steps,
                             self.layout.world_size)
 
-    @performance_function('samples/s')
-    def samples_per_second(self):
-        '''Samples/s over all ranks, steady state (first step skipped).'''
-        return self.metric('samples_per_second')
-
-    @performance_function('samples/s')
-    def samples_per_second_per_gpu(self):
-        '''Samples/s per GPU (rank), steady state.'''
-        return self.metric('samples_per_second_per_gpu')
-
-    @performance_function('s')
-    def time_per_step_secs(self):
-        return self.metric('time_per_step_secs')
+    samples_per_second = figures.samples_per_second
+    samples_per_second_per_gpu = figures.samples_per_second_per_gpu
+    time_per_step_secs = figures.time_per_step_secs
 
     @performance_function('s')
     def run_time_secs(self):
