@@ -8,6 +8,7 @@ from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.constants import GPU_FEATURE
 from hpctestlib_ml.metrics import common_problems
+from hpctestlib_ml.plugins import figures
 from hpctestlib_ml.registry import gpt2_finetune
 
 #: Training precisions, a parameter of the check.
@@ -151,14 +152,8 @@ class GPT2FineTuneTraining(MLTrainingTest):
     def log_problems(self, text):
         return log_problems(self.metrics(), self.layout.world_size)
 
-    @performance_function('samples/s')
-    def samples_per_second(self):
-        '''Steady state over all ranks: steps after the first.'''
-        return self.metric('samples_per_second')
-
-    @performance_function('samples/s')
-    def samples_per_second_per_gpu(self):
-        return self.metric('samples_per_second_per_gpu')
+    samples_per_second = figures.samples_per_second
+    samples_per_second_per_gpu = figures.samples_per_second_per_gpu
 
     @performance_function('samples/s')
     def train_samples_per_second(self):

@@ -8,6 +8,8 @@ from hpctestlib_ml import inputs
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import mllog as parser
+from hpctestlib_ml.parsers import throughput
+from hpctestlib_ml.plugins import figures
 
 
 def log_problems(log, steps, world_size):
@@ -77,28 +79,17 @@ class MLLogTraining(MLTrainingTest):
         '''The parser's record, with samples/s per rank (the log's world
         size) among its figures.'''
         log = parser.training_log(text)
-        world, rate = log.world_size, log.figures['samples_per_second']
-        log.figures['samples_per_second_per_gpu'] = (
-            rate / world if rate and world else None)
+        log.figures['samples_per_second_per_gpu'] = throughput.per_rank(
+            log.figures['samples_per_second'], log.world_size)
         return log
 
     def log_problems(self, text):
         return log_problems(self.metrics(), self.steps,
                             self.layout.world_size)
 
-    @performance_function('samples/s')
-    def samples_per_second(self):
-        '''Samples/s over all ranks, steady state (first step skipped).'''
-        return self.metric('samples_per_second')
-
-    @performance_function('samples/s')
-    def samples_per_second_per_gpu(self):
-        '''Samples/s per GPU (rank), steady state.'''
-        return self.metric('samples_per_second_per_gpu')
-
-    @performance_function('s')
-    def time_per_step_secs(self):
-        return self.metric('time_per_step_secs')
+    samples_per_second = figures.samples_per_second
+    samples_per_second_per_gpu = figures.samples_per_second_per_gpu
+    time_per_step_secs = figures.time_per_step_secs
 
     @performance_function('s')
     def run_time_secs(self):

@@ -52,13 +52,13 @@ def build_model_info(size, device):
 WORKLOAD = Workload(
     name='template_workload', check='TemplateWorkload',
     program='template_workload', parser=parser,
-    headline=Headline('samples_per_second'),
+    headline=Headline(parser.LOG.throughput),
     sizes={
         'tiny': {**PROGRAM_SIZES['tiny'], 'steps': 20, 'time_limit': '10m'},
         'benchmark': {**PROGRAM_SIZES['benchmark'], 'steps': 100,
                       'precision': 'bf16', 'time_limit': '20m'},
     },
-    throughput_metric='samples_per_second',
+    throughput_metric=parser.LOG.throughput,
     model_info=build_model_info, optimizer='adam',
     data='synthetic rows made on each device',
     precisions=precisions.PROGRAM,

@@ -2,10 +2,11 @@
 show, its FLOPs per sample, its figures. The workload (sizes, parser,
 FLOPs formula, model builder, settings):
 :mod:`hpctestlib_ml.registry.template_workload`."""
-from reframe.core.builtins import performance_function, variable
+from reframe.core.builtins import variable
 
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
+from hpctestlib_ml.plugins import figures
 from hpctestlib_ml.registry import template_workload
 
 
@@ -68,17 +69,8 @@ class TemplateWorkloadTraining(MLTrainingTest):
     def model_flops_per_sample(self):
         return template_workload.training_flops(self.width, self.depth)
 
-    @performance_function('samples/s')
-    def samples_per_second(self):
-        '''Samples/s over all ranks, steps after the first.'''
-        return self.metric('samples_per_second')
-
-    @performance_function('samples/s')
-    def samples_per_second_per_gpu(self):
-        '''Samples/s per rank (per GPU), steps after the first.'''
-        return self.metric('samples_per_second_per_gpu')
-
-    @performance_function('s')
-    def time_per_step_secs(self):
-        '''Mean time of the steps after the first.'''
-        return self.metric('time_per_step_secs')
+    # Its figures, as the parser gives them (a figure of its own:
+    # figures.figure(name, unit, doc)).
+    samples_per_second = figures.samples_per_second
+    samples_per_second_per_gpu = figures.samples_per_second_per_gpu
+    time_per_step_secs = figures.time_per_step_secs
