@@ -9,9 +9,10 @@ model-info``): :mod:`.builder`. Here: the workload's declaration, the
 benchmark precision and default global batch of a model size, and the
 memory estimate of a case.
 """
-from hpctestlib_ml import caraml, memory_estimate, precisions, settings
+from hpctestlib_ml import memory_estimate, precisions, settings
 from hpctestlib_ml.parsers import megatron as parser
 from hpctestlib_ml.registry import Headline, Workload
+from hpctestlib_ml.registry.megatron import caraml
 from hpctestlib_ml.registry.megatron.builder import build_model_info
 from hpctestlib_ml.registry.megatron.models import MODELS, padded_vocab
 
