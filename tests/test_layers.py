@@ -37,9 +37,9 @@ FOUNDATION = (
                         'history_refs.store', 'history_refs.lookup')),
     ('log parsers', ('parsers.*',)),
     ('what logs and settings say', ('settings', 'inputs', 'run_end',
-                                    'triage', 'provenance', 'cpu_peak',
-                                    'state_size', 'tsdb', 'tsdb.series',
-                                    'tsdb.push')),
+                                    'triage', 'triage.*', 'provenance',
+                                    'cpu_peak', 'state_size', 'tsdb',
+                                    'tsdb.series', 'tsdb.push')),
     ('the registry of workloads', ('registry', 'registry.*')),
 )
 
