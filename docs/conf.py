@@ -74,7 +74,7 @@ INTERNAL_MODULES = [
     'constants', 'sizes', 'layout', 'launch', 'peaks', 'precisions',
     'memory_estimate', 'flops', 'state_size', 'container', 'container_launch',
     'inputs', 'device_check', 'energy', 'provenance', 'errors', 'sessions',
-    'var_full', 'triage', 'parsers', 'history_refs', 'report', 'caraml',
+    'var_full', 'triage', 'parsers', 'history_refs', 'report',
     'registry.megatron', 'answers',
 ]
 nitpick_ignore_regex = [

@@ -13,17 +13,17 @@ import reframe as rfm
 from reframe.core.builtins import run_after
 
 from hpctestlib_ml.metrics import common_problems
-from hpctestlib_ml.plugins import (Answers, Containers, Energy, HangWatch,
-                                   JobLog, Launching, Placement, Provenance,
+from hpctestlib_ml.plugins import (Answers, Containers, DevicePrecision,
+                                   Energy, HangWatch, JobLog, Launching,
+                                   MemoryFit, Placement, Provenance,
                                    References, Sanity, Settings, Sizing,
                                    Utilisation, WorkloadInterface)
 
 
 class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
-                     Settings, Placement, Sizing, Launching, HangWatch,
-                     Containers, Utilisation, Provenance, Energy, References,
-                     Answers,
-                     Sanity):
+                     Settings, Placement, Sizing, DevicePrecision, MemoryFit,
+                     Launching, HangWatch, Containers, Utilisation,
+                     Provenance, Energy, References, Answers, Sanity):
     '''Base of the suite's training tests.
 
     A workload sets ``workload`` (its declaration's name,
@@ -41,10 +41,10 @@ class MLTrainingTest(rfm.RunOnlyRegressionTest, WorkloadInterface, JobLog,
        * - Variables
          - Placement: ``num_nodes``, ``procs_per_node``, ``gpus_per_node``,
            ``threads_per_rank``; Sizing: ``size``, ``batch_size``,
-           ``precision``, ``steps``, ``memory_check``, ``resolved_size``,
-           ``device``, ``memory_estimated``; Launching: ``python``,
-           ``python_path``; HangWatch: ``hang_bound_s``; Containers: ``runs_in_container``,
-           ``container_image``; Utilisation: ``device_ran``,
+           ``precision``, ``steps``, ``resolved_size``, ``device``;
+           MemoryFit: ``memory_check``, ``memory_estimated``; Launching:
+           ``python``, ``python_path``; HangWatch: ``hang_bound_s``;
+           Containers: ``runs_in_container``, ``container_image``; Utilisation: ``device_ran``,
            ``mfu_peak``, ``slowest_rank``; Provenance: ``suite_version``,
            ``framework_versions``, ``gpu_driver``, ``cuda_version``,
            ``nccl_version``, ``env_switches``; Energy:

@@ -1,7 +1,7 @@
 """The programs' check of their input paths, at their start: a missing
 one ends the program in one line, as the file system says it, ``PROGRAM:
 error: OPTION PATH: No such file or directory: 'MISSING'``, which the
-suite's triage files under ``filesystem`` (``hpctestlib_ml/triage.py``),
+suite's triage files under ``filesystem`` (``hpctestlib_ml/triage/``),
 as the check's setup does where it can see the path
 (``hpctestlib_ml/inputs.py``, which reads :func:`missing` from here).
 

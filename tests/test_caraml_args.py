@@ -7,7 +7,7 @@ parameters whose tags hold, ``$name``/``${name}`` substituted, python-mode
 values evaluated, ``$$`` left as the shell's ``$``; then the ``CMD`` its
 ``preprocess`` step exports. The suite's command must hold every CARAML
 argument with CARAML's value, except the documented departures
-(``hpctestlib_ml.caraml.DEPARTURES``), and nothing else.
+(``hpctestlib_ml.registry.megatron.caraml.DEPARTURES``), and nothing else.
 """
 import re
 
@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from conftest import DATA
-from hpctestlib_ml import caraml
+from hpctestlib_ml.registry.megatron import caraml
 from hpctestlib_ml.registry.megatron import models
 from hpctestlib_ml.workloads.megatron import program
 

@@ -53,7 +53,7 @@ def prepared(tmp_path_factory):
     '''What `hpcml prepare gpt2_finetune` would fetch, from local sources:
     the published gpt2 config (124M, random weights) and a generated
     corpus.'''
-    from hpctestlib_ml import prepare
+    from hpctestlib_ml.registry.gpt2_finetune import prepare
     return prepare.prepare_gpt2_stand_in(tmp_path_factory.mktemp('prepare'))
 
 

@@ -251,7 +251,7 @@ def test_reframe_accepts_the_gpu_phases_options(run_reframe, tmp_path,
     '''Each GPU session's options as ReFrame reads them (--dry-run, on
     this CPU's partition): every check selected, every -S/-P accepted.'''
     prepared = tmp_path / 'prepared'
-    from hpctestlib_ml import prepare
+    from hpctestlib_ml.registry.gpt2_finetune import prepare
     model, data = prepare.gpt2_paths(prepared)
     for path, marker in ((model, 'config.json'),
                          (data, 'dataset_dict.json')):

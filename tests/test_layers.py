@@ -24,7 +24,7 @@ PACKAGE = REPO / 'hpctestlib_ml'
 FOUNDATION = (
     ('leaves', ('__init__', 'constants', 'counts', 'errors', 'paths', 'cache',
                 'yaml_files', 'metrics', 'sessions', 'var_full', 'energy',
-                'caraml', 'precisions', 'memory_estimate', 'venv_config',
+                'precisions', 'memory_estimate', 'venv_config',
                 'tensorflow_build', 'program_tables', 'perflog_fields',
                 'parsers',
                 'parsers.labels', 'parsers.timed_window',
@@ -37,9 +37,9 @@ FOUNDATION = (
                         'history_refs.store', 'history_refs.lookup')),
     ('log parsers', ('parsers.*',)),
     ('what logs and settings say', ('settings', 'inputs', 'run_end',
-                                    'triage', 'provenance', 'cpu_peak',
-                                    'state_size', 'tsdb', 'tsdb.series',
-                                    'tsdb.push')),
+                                    'triage', 'triage.*', 'provenance',
+                                    'cpu_peak', 'state_size', 'tsdb',
+                                    'tsdb.series', 'tsdb.push')),
     ('the registry of workloads', ('registry', 'registry.*')),
 )
 

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from conftest import REPO
-from hpctestlib_ml import memory_estimate, model_info, registry
+from hpctestlib_ml import model_info, registry
 from hpctestlib_ml.registry import megatron as declared
-from hpctestlib_ml.registry.megatron import models
+from hpctestlib_ml.registry.megatron import memory, models
 from hpctestlib_ml.workloads.megatron import program
 
 #: transformers' GPTJForCausalLM from a default GPTJConfig (measured on the
@@ -103,7 +103,7 @@ def test_megatron_builds_gptj_with_its_departures():
     # FLOPs: GPT-J's matrix products are all there, in another order.
     assert info.flops_ratio == pytest.approx(1, abs=1e-6)
     # The memory estimate counts the same parameters.
-    assert memory_estimate.megatron_first_stage_parameters(
+    assert memory.megatron_first_stage_parameters(
         models.MODELS['gptj-6B'], 50432, 1, 1) == BUILT_PARAMS
 
 

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from conftest import BIN, REPO
-from hpctestlib_ml import caraml, flops, model_info, registry
-from hpctestlib_ml.registry.megatron import models
+from hpctestlib_ml import flops, model_info, registry
+from hpctestlib_ml.registry.megatron import caraml, models
 from hpctestlib_ml.workloads.megatron import parallel
 
 #: Meta's parameter counts (Llama 3 model cards; the Hugging Face

@@ -1,11 +1,13 @@
 """Per-device memory estimates (hpctestlib_ml.memory_estimate): the pure
-functions, and Megatron GPT's against Megatron-LM's own estimator."""
+functions, and Megatron GPT's (hpctestlib_ml.registry.megatron.memory)
+against Megatron-LM's own estimator."""
 import json
 
 import pytest
 
 from conftest import REPO
 from hpctestlib_ml import memory_estimate as me
+from hpctestlib_ml.registry.megatron import memory as mm
 from hpctestlib_ml.registry.megatron.models import (GPT2_VOCAB, MODELS,
                                                     padded_vocab)
 
@@ -24,7 +26,7 @@ def ours(case, precision):
              'num_attention_heads': a['num_attention_heads'],
              'seq_length': a['seq_length'],
              'ffn_hidden_size': a['ffn_hidden_size']}
-    return me.megatron_estimate(
+    return mm.megatron_estimate(
         shape, a['padded_vocab_size'], a['tensor_model_parallel_size'],
         a['pipeline_model_parallel_size'], a['data_parallel_size'],
         a['micro_batch_size'], case['global_batch_size'], precision,
@@ -89,12 +91,12 @@ def test_fp16_keeps_fp16_gradients(case):
 
 
 def test_parameter_bytes_tables():
-    assert me.megatron_parameter_bytes('fp16', False, 8) == (2, 2, 16)
-    assert me.megatron_parameter_bytes('bf16', False, 8) == (2, 4, 12)
-    assert me.megatron_parameter_bytes('fp32', False, 8) == (4, 4, 8)
-    assert sum(me.megatron_parameter_bytes('bf16', True, 4)) == 6 + 12 / 4
-    assert sum(me.megatron_parameter_bytes('fp16', True, 4)) == 4 + 16 / 4
-    assert sum(me.megatron_parameter_bytes('fp32', True, 2)) == 8 + 8 / 2
+    assert mm.megatron_parameter_bytes('fp16', False, 8) == (2, 2, 16)
+    assert mm.megatron_parameter_bytes('bf16', False, 8) == (2, 4, 12)
+    assert mm.megatron_parameter_bytes('fp32', False, 8) == (4, 4, 8)
+    assert sum(mm.megatron_parameter_bytes('bf16', True, 4)) == 6 + 12 / 4
+    assert sum(mm.megatron_parameter_bytes('fp16', True, 4)) == 4 + 16 / 4
+    assert sum(mm.megatron_parameter_bytes('fp32', True, 2)) == 8 + 8 / 2
     assert me.amp_parameter_bytes('adamw') == (4, 4, 8)
     assert me.amp_parameter_bytes('lamb') == (4, 4, 8)
     assert me.amp_parameter_bytes('sgd_momentum') == (4, 4, 4)
@@ -107,10 +109,10 @@ def test_parameters_at_tp1_pp1_are_the_whole_model(size, tp, whole):
     '''One device holding everything: the model's count (megatron.py's
     docstring, as model-info builds it), RoPE, tied output.'''
     vocab = padded_vocab(GPT2_VOCAB, tp)
-    assert me.megatron_first_stage_parameters(MODELS[size], vocab, 1, 1) \
+    assert mm.megatron_first_stage_parameters(MODELS[size], vocab, 1, 1) \
         == whole
     # Learned absolute positions add a 2048 x h table.
-    assert me.megatron_first_stage_parameters(
+    assert mm.megatron_first_stage_parameters(
         MODELS[size], vocab, 1, 1, learned_positions=True) == \
         whole + 2048 * MODELS[size]['hidden_size']
 
@@ -119,13 +121,13 @@ def test_first_stage_holds_the_embeddings():
     '''PP splits the layers; the first stage has the word embeddings too
     (the last one the tied output copy and the final norm).'''
     shape, vocab = MODELS['13B'], padded_vocab(GPT2_VOCAB, 2)
-    one = me.megatron_first_stage_parameters(shape, vocab, 1, 1)
-    two = me.megatron_first_stage_parameters(shape, vocab, 1, 2)
+    one = mm.megatron_first_stage_parameters(shape, vocab, 1, 1)
+    two = mm.megatron_first_stage_parameters(shape, vocab, 1, 2)
     h = shape['hidden_size']
     embedding = vocab * h
     assert two == pytest.approx((one - embedding - 2 * h) / 2 + embedding)
     # TP splits all but the norms and row-parallel biases.
-    assert me.megatron_first_stage_parameters(shape, vocab, 2, 2) < two / 2 \
+    assert mm.megatron_first_stage_parameters(shape, vocab, 2, 2) < two / 2 \
         + 40 / 2 * 6 * h
 
 
@@ -141,7 +143,7 @@ def test_llama_like_shape_parameters():
     '''Llama-3 8B's shape (GQA 8 groups, SwiGLU 14336, RMSNorm, no
     biases, untied output, 128256 tokens): 8,030,261,248 parameters, the
     published count.'''
-    assert me.megatron_first_stage_parameters(LLAMA_LIKE, 128256, 1, 1) \
+    assert mm.megatron_first_stage_parameters(LLAMA_LIKE, 128256, 1, 1) \
         == 8_030_261_248
 
 
@@ -152,7 +154,7 @@ def test_llama_like_shape_activations():
     m = LLAMA_LIKE
     s, h, L = m['seq_length'], m['hidden_size'], m['num_layers']
     per_layer = (4 + 1 + 2 * 8 / 32 + 1 + 3 * 14336 / 4096) * 2 + 2
-    acts = me.megatron_activation_bytes(m, 128256, 1, 1, 1, 8, 'bf16', True,
+    acts = mm.megatron_activation_bytes(m, 128256, 1, 1, 1, 8, 'bf16', True,
                                         'selective')
     expected = (per_layer * s * h * L + 8 * s + s * h
                 + 4 * s * h * (1 + 128256 / h))
@@ -171,10 +173,10 @@ def test_gpt_layer_is_34_sbh_and_10_plus_24_over_t():
 
     def layer(precision, sp, recompute):
         # Two layers minus one: the embedding and output terms cancel.
-        two = me.megatron_activation_bytes({**shape, 'num_layers': 2}, 1000,
+        two = mm.megatron_activation_bytes({**shape, 'num_layers': 2}, 1000,
                                            t, 1, b, 1, precision, sp,
                                            recompute)
-        return two - me.megatron_activation_bytes(shape, 1000, t, 1, b, 1,
+        return two - mm.megatron_activation_bytes(shape, 1000, t, 1, b, 1,
                                                   precision, sp, recompute)
 
     assert layer('bf16', True, 'selective') == pytest.approx(34 * sbh / t)
@@ -189,9 +191,9 @@ def test_gpt_layer_is_34_sbh_and_10_plus_24_over_t():
 
 def test_pipeline_discounts_too_few_micro_batches():
     shape, vocab = MODELS['13B'], padded_vocab(GPT2_VOCAB, 2)
-    full = me.megatron_activation_bytes(shape, vocab, 2, 2, 2, 64, 'bf16',
+    full = mm.megatron_activation_bytes(shape, vocab, 2, 2, 2, 64, 'bf16',
                                         True, 'selective')
-    one = me.megatron_activation_bytes(shape, vocab, 2, 2, 2, 1, 'bf16',
+    one = mm.megatron_activation_bytes(shape, vocab, 2, 2, 2, 1, 'bf16',
                                        True, 'selective')
     assert one == pytest.approx(full / 2)
 
@@ -203,7 +205,7 @@ def test_the_math_paths_attention_scores_count_without_recomputation():
     vocab = padded_vocab(GPT2_VOCAB, 1)
 
     def acts(stored, recompute):
-        return me.megatron_estimate(
+        return mm.megatron_estimate(
             MODELS['800M'], vocab, 1, 1, 1, 1, 1, 'fp32',
             recompute_granularity=recompute,
             attention_scores_stored=stored).activations
@@ -223,7 +225,7 @@ def test_fullsize_800m_on_this_cpu_does_not_fit_24_gib():
     vocab = padded_vocab(GPT2_VOCAB, 1)
 
     def estimate(layers=16, recompute='selective', **kwargs):
-        return me.megatron_estimate(
+        return mm.megatron_estimate(
             {**MODELS['800M'], 'num_layers': layers}, vocab, 1, 1, 1, 1, 1,
             'fp32', distributed_optimizer=True,
             recompute_granularity=recompute, attention_scores_stored=True,

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from conftest import BIN, REPO
-from hpctestlib_ml import prepare
+from hpctestlib_ml.prepare import PrepareError
+from hpctestlib_ml.registry.gpt2_finetune import prepare
 
 sys.path.insert(0, str(REPO / 'src'))
 
@@ -21,7 +22,7 @@ def test_missing_directories_name_the_command(tmp_path):
 
 def test_unknown_workload_is_refused(tmp_path):
     from hpctestlib_ml.commands.prepare import prepare as prepare_all
-    with pytest.raises(prepare.PrepareError, match="unknown workload 'x'"):
+    with pytest.raises(PrepareError, match="unknown workload 'x'"):
         prepare_all(['x'], tmp_path)
 
 

@@ -217,7 +217,7 @@ def test_local_gpu_partition_runs_the_benchmark_size(run_reframe, tmp_path):
 def prepared_dir(root):
     '''A directory as `hpcml prepare gpt2_finetune` leaves it (only the
     files the check looks for: the dry-run reads nothing else).'''
-    from hpctestlib_ml import prepare
+    from hpctestlib_ml.registry.gpt2_finetune import prepare
     model_dir, data_dir = prepare.gpt2_paths(root)
     for path, name in ((model_dir, 'config.json'),
                        (data_dir, 'dataset_dict.json')):

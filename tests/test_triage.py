@@ -1,4 +1,4 @@
-"""The category and one-line reason of failed runs (hpctestlib_ml/triage.py),
+"""The category and one-line reason of failed runs (hpctestlib_ml/triage/),
 on public failure logs of the programs and systems under the suite
 (tests/data/triage/public/, sources in tests/data/SOURCES.md, "Triage"),
 on the faults captured on this machine and the project's Slurm cluster, and

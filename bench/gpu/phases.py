@@ -339,8 +339,9 @@ def prepare_gpt2(root):
     random weights: the throughput is the model's, the perplexity means
     nothing) and the program's generated corpus with its tokenizer, as
     many blocks as WikiText-2 makes, so that an epoch is as many steps
-    (:func:`hpctestlib_ml.prepare.prepare_gpt2_stand_in`).'''
-    from hpctestlib_ml import prepare
+    (:func:`hpctestlib_ml.registry.gpt2_finetune.prepare.
+    prepare_gpt2_stand_in`).'''
+    from hpctestlib_ml.registry.gpt2_finetune import prepare
     # Local files only: no hub lookup that waits on a network there is not.
     os.environ.setdefault('HF_HUB_OFFLINE', '1')
     os.environ.setdefault('HF_DATASETS_OFFLINE', '1')

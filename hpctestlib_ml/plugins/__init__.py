@@ -9,9 +9,11 @@ calls them.
 """
 from hpctestlib_ml.plugins.answers import Answers
 from hpctestlib_ml.plugins.containers import Containers
+from hpctestlib_ml.plugins.device_precision import DevicePrecision
 from hpctestlib_ml.plugins.hang_watch import HangWatch
 from hpctestlib_ml.plugins.launching import Launching
 from hpctestlib_ml.plugins.log import JobLog
+from hpctestlib_ml.plugins.memory_fit import MemoryFit
 from hpctestlib_ml.plugins.placement import Placement
 from hpctestlib_ml.plugins.provenance import Energy, Provenance
 from hpctestlib_ml.plugins.references import References
@@ -21,6 +23,7 @@ from hpctestlib_ml.plugins.sizing import Sizing
 from hpctestlib_ml.plugins.utilisation import Utilisation
 from hpctestlib_ml.plugins.workload import WorkloadInterface
 
-__all__ = ['Answers', 'Containers', 'Energy', 'HangWatch', 'JobLog',
-           'Launching', 'Placement', 'Provenance', 'References', 'Sanity',
-           'Settings', 'Sizing', 'Utilisation', 'WorkloadInterface']
+__all__ = ['Answers', 'Containers', 'DevicePrecision', 'Energy', 'HangWatch',
+           'JobLog', 'Launching', 'MemoryFit', 'Placement', 'Provenance',
+           'References', 'Sanity', 'Settings', 'Sizing', 'Utilisation',
+           'WorkloadInterface']

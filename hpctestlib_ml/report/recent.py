@@ -79,8 +79,28 @@ def latest(selection, frame, days, headlines, last, window):
     headline value chosen per row, or a per-case ``top_k`` over all
     rows, would also hold the rows in memory).'''
     by_metric, undeclared = _headlines(selection, headlines)
+    wanted, extra = _wanted(selection, last)
+    used = sorted(set(by_metric) | set(extra))
+    days, table = _days(selection, frame, days, by_metric, used)
+    names = selection.names.get('case', {})
+    totals = {tuple(json.loads(names[row['case']])): CaseTotals(
+        row['runs'], row['failures'], row['passed'], row['minimum'],
+        row['maximum']) for row in table.iter_rows(named=True)}
+    unkeyed = int(table['unkeyed'].sum()) if table.height else 0
+    if not table.height:
+        return totals, unkeyed, []
+    start = _first_rows(days, table, wanted, window, undeclared)
+    rows = _rows_from(selection, frame, start, used, headlines)
+    chosen = _chosen(rows, table, wanted, window, undeclared)
+    return totals, unkeyed, selection.runs_of(chosen)
+
+
+def _wanted(selection, last):
+    '''The kinds of run :func:`latest` wants the latest *n* of, as
+    (rows counted per day, n, the same as a condition on the rows), and
+    the figures beside the headline the report shows the latest of
+    (``mfu``, ``energy_per_sample_J``, where the selection logs them).'''
     deep = max(changes.MAX_HISTORY, 2 * last)
-    # (rows counted per day, n, the same as a condition on the rows)
     wanted = [('n:good', deep, pl.col('ok') & pl.col('hv').is_not_null()),
               ('passed', last, pl.col('ok')),
               ('n:has', 1, pl.col('hv').is_not_null())]
@@ -89,7 +109,14 @@ def latest(selection, frame, days, headlines, last, window):
     wanted += [(f'good:{m}', last,
                 pl.col('ok') & pl.col(f'v:{m}').is_not_null())
                for m in extra]
-    used = sorted(set(by_metric) | set(extra))
+    return wanted, extra
+
+
+def _days(selection, frame, days, by_metric, used):
+    '''(each case's counts per day, with its headline's ``minimum``,
+    ``maximum``, ``n:good`` and ``n:has``; each case's totals over its
+    days): from the store's counts per day *days*, or counted here from
+    *frame* where None (:func:`latest`), of the metrics *used*.'''
     if days is None:
         days = store_parts.day_counts(
             frame.select('case', 'time', 'ok', 'keyed',
@@ -113,17 +140,13 @@ def latest(selection, frame, days, headlines, last, window):
         pl.col('runs', 'failures', 'passed', 'unkeyed').sum(),
         pl.col('minimum').min(), pl.col('maximum').max(),
         pl.col('latest').max())
-    names = selection.names.get('case', {})
-    totals = {tuple(json.loads(names[row['case']])): CaseTotals(
-        row['runs'], row['failures'], row['passed'], row['minimum'],
-        row['maximum']) for row in table.iter_rows(named=True)}
-    unkeyed = int(table['unkeyed'].sum()) if table.height else 0
-    if not table.height:
-        return totals, unkeyed, []
+    return days, table
 
-    # Each case's first row to read: the earliest of the day where,
-    # counted back from its latest day, each kind of run reaches its
-    # n (-inf: never)
+
+def _first_rows(days, table, wanted, window, undeclared):
+    '''Each case's first row to read (``cut``): the earliest of the day
+    where, counted back from its latest day, each kind of run *wanted*
+    reaches its n (-inf: never), and of its latest time less *window*.'''
     back = days.sort('day', descending=True)
     starts = [table.select('case', (pl.col('latest') - window)
                            .alias('start'))]
@@ -136,24 +159,34 @@ def latest(selection, frame, days, headlines, last, window):
         starts.append(table.select('case').join(
             reached, on='case', how='left').select(
             'case', pl.col('earliest').fill_null(-math.inf)))
-    start = _earliest(starts, undeclared)
+    return _earliest(starts, undeclared)
+
+
+def _rows_from(selection, frame, start, used, headlines):
+    '''The rows of *frame* from each case's *start* on (the row groups
+    of older times skipped where every case has one), with their
+    headline value ``hv``.'''
     if math.isfinite(start['cut'].min()):
         frame = frame.filter(pl.col('time') >= start['cut'].min())
     columns = ['case', 'source', 'fid', 'line', 'time', 'ok',
-               *[f'v:{m}' for m in sorted(set(by_metric) | set(extra))]]
+               *[f'v:{m}' for m in used]]
     rows = (frame.join(start.lazy(), on='case', how='inner')
             .filter(pl.col('time') >= pl.col('cut'))
             .select(columns).collect(engine='streaming'))
     rows, _ = _headline_value(selection, rows.lazy(), headlines)
+    return rows
 
-    # The exact cut of each case among those rows
+
+def _chosen(rows, table, wanted, window, undeclared):
+    '''The *rows* each case's report looks at: from the exact cut of
+    each case among them, the *n*-th latest of each kind *wanted* and
+    its latest time less *window*.'''
     cut = _earliest([table.select('case', (pl.col('latest') - window)
                                   .alias('cut')),
                      *[_nth_latest(rows, condition, n).collect()
                        for _, n, condition in wanted]], undeclared)
-    chosen = (rows.join(cut.lazy(), on='case', how='inner')
-              .filter(pl.col('time') >= pl.col('cut')))
-    return totals, unkeyed, selection.runs_of(chosen)
+    return (rows.join(cut.lazy(), on='case', how='inner')
+            .filter(pl.col('time') >= pl.col('cut')))
 
 
 def case_values(selection, frame, headlines):

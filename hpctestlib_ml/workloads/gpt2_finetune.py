@@ -3,13 +3,14 @@ The workload (sizes, FLOPs, what ``hpcml prepare`` fetches, model
 builder): :mod:`hpctestlib_ml.registry.gpt2_finetune`."""
 from reframe.core.builtins import parameter, performance_function, variable
 
-from hpctestlib_ml import image, paths, prepare
+from hpctestlib_ml import image, paths
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.constants import GPU_FEATURE
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.plugins import figures
 from hpctestlib_ml.registry import gpt2_finetune
+from hpctestlib_ml.registry.gpt2_finetune import prepare
 
 #: Training precisions, a parameter of the check.
 PRECISIONS = gpt2_finetune.WORKLOAD.precisions

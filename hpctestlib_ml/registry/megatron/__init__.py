@@ -5,13 +5,16 @@ The check (:mod:`hpctestlib_ml.workloads.megatron`) runs Megatron-LM's
 ``src/gpt_pretrain``, which trains Megatron-Core's GPTModel with the same
 arguments and log line. The models, their shapes, layouts, arguments and
 FLOPs: :mod:`.models`; what Megatron-Core builds of them (``hpcml
-model-info``): :mod:`.builder`. Here: the workload's declaration, the
-benchmark precision and default global batch of a model size, and the
-memory estimate of a case.
+model-info``): :mod:`.builder`; CARAML's run as data (its arguments,
+precisions and global batches): :mod:`.caraml`; the analytic memory
+estimate: :mod:`.memory`. Here: the workload's declaration, the benchmark
+precision and default global batch of a model size, and the memory
+estimate of a case with CARAML's options.
 """
-from hpctestlib_ml import caraml, memory_estimate, precisions, settings
+from hpctestlib_ml import memory_estimate, precisions, settings
 from hpctestlib_ml.parsers import megatron as parser
 from hpctestlib_ml.registry import Headline, Workload
+from hpctestlib_ml.registry.megatron import caraml, memory
 from hpctestlib_ml.registry.megatron.builder import build_model_info
 from hpctestlib_ml.registry.megatron.models import MODELS, padded_vocab
 
@@ -39,14 +42,14 @@ def benchmark_precision(size):
 def estimate_memory(shape, vocab, tp, pp, dp, micro_batch, global_batch,
                     precision, on_gpu=True, **kwargs):
     '''Per-device memory of the first pipeline stage
-    (:func:`hpctestlib_ml.memory_estimate.megatron_estimate`) with the
-    options CARAML's arguments turn on, in Megatron-LM and the fallback
+    (:func:`hpctestlib_ml.registry.megatron.memory.megatron_estimate`) with
+    the options CARAML's arguments turn on, in Megatron-LM and the fallback
     alike: sequence parallelism (at TP > 1), selective recomputation, the
     distributed optimizer; the attention's s x s tensors are kept only by
     the CPU's math path, and then recomputed. On CPUs, with what a CPU
     process holds beyond its tensors
     (:func:`hpctestlib_ml.memory_estimate.on_cpu`).'''
-    estimate = memory_estimate.megatron_estimate(
+    estimate = memory.megatron_estimate(
         shape, vocab, tp, pp, dp, micro_batch, global_batch, precision,
         sequence_parallel=tp > 1 and '--sequence-parallel' in caraml.TRAINING,
         recompute_granularity=('selective' if '--recompute-activations'

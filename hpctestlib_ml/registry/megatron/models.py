@@ -171,7 +171,7 @@ GPTJ_DEPARTURES = (
 
 #: Model sizes: shape, vocabulary (before padding), parallelism (TP, PP)
 #: and micro batch per GPU; ``global_batch``: the default global batch
-#: where CARAML has none (:func:`hpctestlib_ml.caraml.global_batch`). The
+#: where CARAML has none (:func:`hpctestlib_ml.registry.megatron.caraml.global_batch`). The
 #: CARAML sizes are its benchmark's; ``tiny`` is the suite's CPU stand-in;
 #: the Llama 3 sizes and their layout and batch are CSCS's, GPT-J's batch
 #: its own (see the module docstring), trained with CARAML's other

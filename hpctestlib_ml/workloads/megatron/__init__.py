@@ -9,7 +9,7 @@ the size resolves to ``tiny`` (CPU partitions, ``--mode smoke``), the CARAML
 sizes where it resolves to ``benchmark``.
 
 How it runs: CARAML's whole argument set per size
-(:mod:`hpctestlib_ml.caraml`, compared with CARAML's YAML by
+(:mod:`hpctestlib_ml.registry.megatron.caraml`, compared with CARAML's YAML by
 ``tests/test_caraml_args.py``): fp16 for 800M and 13B, bf16 for 175B, with
 CARAML's loss scaler, Adam and cosine schedule in samples, sequence
 parallelism, selective recomputation, the distributed optimizer and flash
@@ -25,12 +25,12 @@ class, its parallel layout (:mod:`.parallel`) and what it runs
 from reframe.core.builtins import (parameter, performance_function,
                                    run_after, run_before, variable)
 
-from hpctestlib_ml import caraml, inputs
+from hpctestlib_ml import inputs
 from hpctestlib_ml.base import MLTrainingTest
 from hpctestlib_ml.metrics import common_problems
 from hpctestlib_ml.parsers import megatron as parser
 from hpctestlib_ml.plugins.placement import partition_facts
-from hpctestlib_ml.registry.megatron import benchmark_precision
+from hpctestlib_ml.registry.megatron import benchmark_precision, caraml
 from hpctestlib_ml.registry.megatron.models import (CARAML_POSITION_EMBEDDING,
                                                     MODELS, flops_per_token)
 from hpctestlib_ml.sizes import default_size

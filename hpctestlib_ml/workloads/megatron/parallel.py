@@ -70,7 +70,7 @@ class ParallelLayout(RegressionTestPlugin):
     '''How a Megatron case splits its model and batch over its ranks.'''
 
     #: Samples per iteration over all ranks; default: CARAML's
-    #: (:func:`hpctestlib_ml.caraml.global_batch`: 32 for 800M, data
+    #: (:func:`hpctestlib_ml.registry.megatron.caraml.global_batch`: 32 for 800M, data
     #: parallel x micro batch x 64 for 13B and 175B), CSCS's for Llama 3
     #: (128 and 1024), GPT-J's own for gptj-6B (512), 8 for ``tiny``,
     #: rounded to a multiple of micro batch x data-parallel size. CARAML

@@ -1,9 +1,9 @@
 """What a Megatron case runs: Megatron-LM's ``pretrain_gpt.py`` or the
 Megatron-Core fallback, on which data, with which arguments, and where the
 run departs from the benchmark's configuration."""
-from hpctestlib_ml import caraml
 from hpctestlib_ml.errors import BadInputError
 from hpctestlib_ml.parsers import megatron as parser
+from hpctestlib_ml.registry.megatron import caraml
 from hpctestlib_ml.registry.megatron.models import (
     CARAML_POSITION_EMBEDDING, GPT2_VOCAB, MODELS, model_arguments,
     model_departures)
@@ -14,7 +14,7 @@ def pretrain_arguments(shape, tp, pp, micro_batch, global_batch, iterations,
                        position_embedding_type=CARAML_POSITION_EMBEDDING,
                        untie_embeddings=False):
     '''``pretrain_gpt.py``'s arguments, as strings: CARAML's per size
-    (:mod:`hpctestlib_ml.caraml`) with *shape*, the layout, the batch,
+    (:mod:`hpctestlib_ml.registry.megatron.caraml`) with *shape*, the layout, the batch,
     *iterations* of it, *precision* and *data* (``data_path``,
     ``vocab_file``, ``merge_file``; mock data without ``data_path``).'''
     data = data or {}

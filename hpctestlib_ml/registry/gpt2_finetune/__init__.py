@@ -5,7 +5,7 @@ Benchmark size: ``gpt2`` (124M) on ``wikitext-2-raw-v1``, per-device batch 8,
 blocks of 1024 tokens, 3 epochs, from the directory ``hpcml prepare
 gpt2_finetune`` fills once on a machine with internet (jobs run offline;
 a case whose directory lacks them fails at setup, naming that command;
-:mod:`hpctestlib_ml.prepare`). Tiny size: a
+:mod:`.prepare`). Tiny size: a
 random-init 2-layer GPT-2, a corpus and tokenizer the program generates,
 the same Trainer and datasets code. Precision is a parameter: fp32, fp16,
 bf16 (CPU partitions: fp32 only).
@@ -13,10 +13,11 @@ bf16 (CPU partitions: fp32 only).
 import pathlib
 import tempfile
 
-from hpctestlib_ml import (flops, model_info, precisions, prepare,
-                           program_tables, settings)
+from hpctestlib_ml import (flops, model_info, precisions, program_tables,
+                           settings)
 from hpctestlib_ml.parsers import hf_trainer as parser
 from hpctestlib_ml.registry import Headline, Workload
+from hpctestlib_ml.registry.gpt2_finetune import prepare
 
 
 def causal_lm_forward_flops(seq_len, width, layers, vocab):

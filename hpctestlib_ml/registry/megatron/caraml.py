@@ -36,7 +36,7 @@ OPTIMIZER = ['--optimizer', 'adam', '--adam-beta1', '0.9',
 
 #: ``additionalargs`` of NVIDIA systems: fp16's dynamic loss scaler and
 #: flash attention (its ``--position-embedding-type rope`` is in
-#: :func:`hpctestlib_ml.workloads.megatron.model_arguments`).
+#: :func:`hpctestlib_ml.registry.megatron.models.model_arguments`).
 NVIDIA = ['--loss-scale-window', '500', '--hysteresis', '2',
           '--min-loss-scale', '1.0', '--initial-loss-scale', '4096',
           '--use-flash-attn']
