@@ -11,9 +11,17 @@ DATA = REPO / 'tests' / 'data'
 BIN = pathlib.Path(sys.executable).parent
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    '''The fullsize tests run only when -m names them: they take about 20
-    minutes and most of this machine's memory.'''
+    '''Every test on the project's Slurm cluster is marked ``slurm``, before
+    ``-m`` selects (.ci/run runs them in a pass of their own, beside the
+    others: one cluster a pytest process). The fullsize tests run only
+    when -m names them: they take about 20 minutes and most of this
+    machine's memory.'''
+    slurm = pytest.mark.slurm
+    for item in items:
+        if 'slurm_cluster' in getattr(item, 'fixturenames', ()):
+            item.add_marker(slurm)
     if 'fullsize' in (config.getoption('-m') or ''):
         return
     skip = pytest.mark.skip(reason='opt-in (about 20 min): pytest -m '
@@ -65,16 +73,17 @@ def under_a_limit(argv, limit_mib, **env):
 
 @pytest.fixture(scope='session')
 def cache_dir(tmp_path_factory):
-    '''One CPU-peak cache for every reframe run of the test session (and
-    of every pytest-xdist worker of it, where one runs): the peak (MFU's
-    denominator on CPUs) is measured once, up front, by the first process
-    that needs it, while any other waits on its lock.'''
+    '''One CPU-peak cache for every reframe run of the test session, or of
+    every pytest process that names it in ``HPCML_TEST_CACHE_DIR`` (.ci/run
+    runs two side by side): the peak (MFU's denominator on CPUs) is
+    measured once, by the first process that needs it, while any other
+    waits on its lock (.ci/run measures it before both start).'''
     import fcntl
     from hpctestlib_ml import cpu_peak
-    worker = os.environ.get('PYTEST_XDIST_WORKER')
-    base = tmp_path_factory.getbasetemp()
-    directory = (base.parent if worker else base) / 'hpcml-cache'
-    directory.mkdir(exist_ok=True)
+    shared = os.environ.get('HPCML_TEST_CACHE_DIR', '').strip()
+    directory = (pathlib.Path(shared) if shared else
+                 tmp_path_factory.getbasetemp() / 'hpcml-cache')
+    directory.mkdir(parents=True, exist_ok=True)
     with open(directory / '.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         cpu_peak.cached_peak(str(directory), os.cpu_count())
