@@ -133,6 +133,17 @@ class Workload:
     extras: tuple = ()
     #: ``(size, device or None) -> ModelInfo`` for ``hpcml model-info``.
     model_info: object = None
+    #: Size (a key of :attr:`sizes`, or one of :attr:`models`) -> the
+    #: parameter counts published for the model its program builds there,
+    #: each with its source (a tuple of
+    #: :class:`~hpctestlib_ml.model_info.Published`): ``hpcml model-info``
+    #: prints them, the fidelity page's table lists them, and
+    #: ``tests/test_model_info.py`` holds the model built to them.
+    published: dict = dataclasses.field(default_factory=dict)
+    #: The program's models that ``hpcml model-info --size`` builds beside
+    #: those of its sizes (Megatron's CARAML, Llama 3 and GPT-J sizes),
+    #: which :attr:`published` may name as it names a size.
+    models: tuple = ()
     #: The MLPerf benchmark its program names in its log
     #: (``submission_benchmark``), where it logs MLPerf events: how
     #: ``hpcml extract`` tells one MLPerf workload's log from another's.
@@ -196,6 +207,17 @@ class Workload:
         declaration records none).'''
         return self.precision_choice.reference if self.precision_choice \
             else ''
+
+    def published_for(self, size, model):
+        '''The counts :attr:`published` for the model the program builds
+        at *size* (``hpcml model-info --size``) and names *model*: those
+        declared under *size*, under *model*, or under a size whose
+        ``model`` it is.'''
+        keys = dict.fromkeys([size, model, *(
+            name for name, values in self.sizes.items()
+            if values.get('model') == model)])
+        return tuple(count for key in keys
+                     for count in self.published.get(key, ()))
 
     def variable(self, name):
         '''The declaration of its check's test variable *name*, its own
