@@ -8,6 +8,7 @@ import pytest
 
 from conftest import REPO, check_class
 from hpctestlib_ml import registry
+from hpctestlib_ml.model_info import Published
 
 DECLARED = registry.registered()
 
@@ -135,6 +136,23 @@ def test_no_library_or_bench_module_keeps_a_table_of_workloads():
      "declare it in the workload's variables"),
     ({'packages': ('timm;',)}, "workload cosmoflow: package 'timm;' is no "
      "pip requirement"),
+    # Issue 41: a published fact that does not match the declaration was
+    # a hand number no check read.
+    ({'published': {'huge': (Published(1, 'a', 'https://a'),)}},
+     "workload cosmoflow: a published count names size 'huge', which it "
+     "does not declare: name one of its sizes or models (tiny, benchmark)"),
+    ({'published': {'benchmark': ((8_907_556, 'the reference'),)}},
+     "workload cosmoflow: published['benchmark'] is no tuple of "
+     "model_info.Published"),
+    ({'published': {'benchmark': (Published(8_907_556, 'a', ' '),)}},
+     "workload cosmoflow: the published count 8,907,556 of size "
+     "'benchmark' names no source"),
+    ({'published': {'benchmark': (Published(8_907_556, 'a', 'https://a'),
+                                  Published(8_907_557, 'b', 'https://b'))}},
+     "workload cosmoflow: size 'benchmark' declares 8,907,556 and 8,907,557 "
+     "as the count the program builds"),
+    ({'model_info': None}, "workload cosmoflow: publishes parameter counts "
+     "but declares no model builder"),
 ])
 def test_a_declaration_that_cannot_work_is_refused_when_it_loads(change,
                                                                  words):
@@ -148,3 +166,4 @@ def test_a_declaration_that_cannot_work_is_refused_when_it_loads(change,
     with pytest.raises(registry.DeclarationError) as err:
         registry.check_declaration(bad)
     assert str(err.value).startswith(words)
+    assert '\n' not in str(err.value)

@@ -35,7 +35,7 @@ import pkgutil
 import re
 import types
 
-from hpctestlib_ml import settings
+from hpctestlib_ml import model_info, settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,7 +250,9 @@ _REQUIREMENT = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*(\[[\w.,-]+\])?'
 def check_declaration(declared):
     '''Refuse, as a :class:`DeclarationError`, a size key that is not a
     test variable of the workload's check (setup would end in an
-    ``AttributeError``) and a package that is no pip requirement.'''
+    ``AttributeError``), a package that is no pip requirement and a
+    published count that does not match the declaration
+    (:func:`check_published`).'''
     for size, values in declared.sizes.items():
         for key in values:
             if key != 'time_limit' and declared.variable(key) is None:
@@ -265,6 +267,47 @@ def check_declaration(declared):
                 f'workload {declared.name}: package {requirement!r} is no '
                 f'pip requirement: write a distribution, its extras and a '
                 f'version, e.g. transformers==5.23.0')
+    check_published(declared)
+
+
+def check_published(declared):
+    '''Refuse, as a :class:`DeclarationError`, published counts of a
+    workload without a model builder, or under a size it does not declare
+    (:attr:`Workload.sizes`, :attr:`Workload.models`); a count that is no
+    :class:`~hpctestlib_ml.model_info.Published` or names no source; and
+    two different counts the program builds at one size.'''
+    name = declared.name
+    if declared.published and declared.model_info is None:
+        raise DeclarationError(
+            f'workload {name}: publishes parameter counts but declares no '
+            f'model builder (model_info) to hold them to: declare one or '
+            f'drop published')
+    known = (*declared.sizes, *declared.models)
+    for size, counts in declared.published.items():
+        if size not in known:
+            raise DeclarationError(
+                f'workload {name}: a published count names size {size!r}, '
+                f'which it does not declare: name one of its sizes or '
+                f'models ({", ".join(known)})')
+        if not isinstance(counts, tuple) or not all(
+                isinstance(c, model_info.Published) for c in counts):
+            raise DeclarationError(
+                f'workload {name}: published[{size!r}] is no tuple of '
+                f'model_info.Published: declare each count as '
+                f'Published(params, whose, source)')
+        for count in counts:
+            if not count.source.strip():
+                raise DeclarationError(
+                    f'workload {name}: the published count '
+                    f'{count.params:,} of size {size!r} names no source: '
+                    f'give its URL or a paper\'s citation')
+        built = sorted({c.params for c in counts if c.built})
+        if len(built) > 1:
+            raise DeclarationError(
+                f'workload {name}: size {size!r} declares '
+                f'{" and ".join(f"{c:,}" for c in built)} as the count the '
+                f'program builds, which has one: mark the others '
+                f'built=False')
 
 
 def registered():
