@@ -318,6 +318,25 @@ def test_workload_section_declares_sizes_class_and_references(name):
     assert f'config/references/{name}.yaml' in text
 
 
+def test_the_fidelity_table_is_every_published_count():
+    '''Issue 41: the fidelity page's table of published counts was a
+    hand copy of the tests' numbers (torchvision's ResNet-50 in neither);
+    its rows are the declarations', each with its source.'''
+    text = '\n'.join(hpcml_docs.published_rst())
+    counts = [(name, count) for name, w in registry.registered().items()
+              for counts in w.published.values() for count in counts]
+    assert len(counts) == text.count(':doc:`')
+    for name, count in counts:
+        assert f':doc:`{name} </workloads/{name}>`' in text
+        assert f'     - {count.params:,}\n' in text
+        assert count.source in text
+    assert '25,557,032' in text and '4.089 G, a multiply-add counted once' \
+        in text
+    fidelity = (REPO / 'docs' / 'guide' / 'fidelity.md').read_text()
+    assert '{hpcml-published}' in fidelity
+    assert not any(f'{count.params:,}' in fidelity for _, count in counts)
+
+
 def test_the_workloads_toctrees_list_the_registry():
     '''A new workload's page needs no list edited: the tables of contents
     of docs/workloads/index.md are the registry's, by kind.'''
