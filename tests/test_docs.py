@@ -337,6 +337,33 @@ def test_the_fidelity_table_is_every_published_count():
     assert not any(f'{count.params:,}' in fidelity for _, count in counts)
 
 
+#: A count of the workloads, written by hand ("Nine training workloads").
+COUNTED = re.compile(r'\b(\d+|one|two|three|four|five|six|seven|eight|nine|'
+                     r'ten|eleven|twelve|thirteen|fourteen|fifteen)\s+'
+                     r'(training\s+workloads|component\s+benchmarks)\b',
+                     re.IGNORECASE)
+
+
+@pytest.mark.parametrize('path', PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_page_counts_the_workloads_by_hand(path):
+    '''Issue 41: README and the workloads page said "Nine training
+    workloads" and listed them by hand, stale the day a tenth came from
+    the template (which touches no shared file); the generated tables
+    list the registry's.'''
+    counted = [m.group(0) for m in COUNTED.finditer(path.read_text())]
+    assert not counted, counted
+
+
+def test_the_front_page_lists_no_training_workload_by_hand():
+    '''README links the workloads page, which lists the registry's, and
+    no training workload's own page: a hand list misses the next.'''
+    readme = (REPO / 'README.md').read_text()
+    assert '(docs/workloads/index.md)' in readme
+    listed = [name for name, w in registry.registered().items()
+              if w.trains and f'(docs/workloads/{name}.md)' in readme]
+    assert not listed, listed
+
+
 def test_the_workloads_toctrees_list_the_registry():
     '''A new workload's page needs no list edited: the tables of contents
     of docs/workloads/index.md are the registry's, by kind.'''
