@@ -3,6 +3,7 @@ declares agree with every layer: a workload is its check, its test class,
 its program, its parser, its references file and its model builder, each
 where the declaration says, and nothing else lists the workloads."""
 import ast
+import re
 
 import pytest
 
@@ -125,6 +126,30 @@ def test_no_library_or_bench_module_keeps_a_table_of_workloads():
              str(path.relative_to(REPO)) not in KEYED_BY_CHECK_ON_PURPOSE
              for line, listed in named_tables(path, names)]
     assert found == []
+
+
+def distribution(requirement):
+    '''The normalised distribution a pip *requirement* names (PEP 503).'''
+    name = re.split(r'[\s\[<>=!~;]', requirement.strip(), maxsplit=1)[0]
+    return re.sub(r'[-_.]+', '-', name).lower()
+
+
+def test_every_declared_package_is_pinned_for_the_environment():
+    '''A declaration's packages become requirements where the suite's
+    environment and image are made: pyproject.toml (``make setup``'s
+    extras, the image's pins); a package declared and pinned nowhere
+    would first fail as an ImportError in a job (the developer guide,
+    "New Python dependency").'''
+    import tomllib
+    with open(REPO / 'pyproject.toml', 'rb') as fp:
+        project = tomllib.load(fp)['project']
+    pinned = {distribution(r) for r in project['dependencies']} | {
+        distribution(r) for extra in project['optional-dependencies']
+        .values() for r in extra}
+    unpinned = sorted({(name, p) for name, declared in DECLARED.items()
+                       for p in declared.packages
+                       if distribution(p) not in pinned})
+    assert not unpinned, unpinned
 
 
 @pytest.mark.parametrize('change, words', [
