@@ -201,8 +201,9 @@ def fp32_adam_megabytes(params):
 def format_fp32_adam(info):
     '''Lines giving :func:`fp32_adam_megabytes` of *info* (a
     :class:`~hpctestlib_ml.model_info.ModelInfo`), for the model built and
-    for each count published for it, so that a table of "memory required
-    to train" can be compared with the model the program builds.'''
+    for each count published for another build of it, so that a table of
+    "memory required to train" can be compared with the model the program
+    builds.'''
     per = fp32_adam_bytes_per_parameter()
     lines = [f'  {per} B/param fp32 Adam     '
              f'{fp32_adam_megabytes(info.params):,.1f} MB (10^6 B) for '
@@ -210,8 +211,9 @@ def format_fp32_adam(info):
              f'Adam\'s two moments, no activations, whatever the program '
              f'trains with (as tables of "memory required to train" '
              f'count)']
-    lines += [f'{"":<26}{fp32_adam_megabytes(count):,.1f} MB for the '
-              f'published {count:,}' for count, _ in info.published_params]
+    lines += [f'{"":<26}{fp32_adam_megabytes(count.params):,.1f} MB for '
+              f'the published {count.params:,}'
+              for count in info.counts_beside]
     return '\n'.join(lines)
 
 

@@ -25,6 +25,39 @@ class ModelInfoError(Exception):
     '''A workload or size model-info cannot build; the message says why.'''
 
 
+@dataclasses.dataclass(frozen=True)
+class Published:
+    '''A parameter count published for a workload's model at one size,
+    with its source: held in the workload's declaration
+    (:attr:`hpctestlib_ml.registry.Workload.published`), printed by ``hpcml
+    model-info``, listed on the fidelity page, and the model built is held
+    to it by ``tests/test_model_info.py``.'''
+
+    #: The parameters it counts.
+    params: int
+    #: Whose count it is and what it counts.
+    whose: str
+    #: Where it is published: a URL, or a paper's citation.
+    source: str
+    #: Whether the program builds this very model, so that the model built
+    #: has exactly :attr:`params`; False for a count the model built is set
+    #: beside (``hpcml model-info`` prints the difference).
+    built: bool = True
+    #: Forward FLOPs of one sample as the source publishes them, where it
+    #: does (None where it does not).
+    flops: float = None
+    #: How the source counts :attr:`flops`: 2 FLOPs a multiply-add (the
+    #: suite's), or 1 (torchvision's "GFLOPS", which count multiply-adds).
+    flops_per_multiply_add: int = 2
+
+    @property
+    def forward_flops(self):
+        ''':attr:`flops` in the suite's count (2 a multiply-add), or None.'''
+        if self.flops is None:
+            return None
+        return self.flops * 2 / self.flops_per_multiply_add
+
+
 @dataclasses.dataclass
 class ModelInfo:
     workload: str
@@ -36,11 +69,17 @@ class ModelInfo:
     measured_with: str = None    # how measured_forward_flops was counted
     device: str = 'cpu'          # where the model was built
     description: str = ''
-    #: Counts published for this model that the program does not build:
-    #: ((parameters, whose count and what it counts), ...).
+    #: The counts published for this model (:class:`Published`), from its
+    #: workload's declaration: its own, and those it is set beside.
     published_params: tuple = ()
     #: Where the model built departs from the published one, a line each.
     departures: tuple = ()
+
+    @property
+    def counts_beside(self):
+        '''The published counts of another build of this model (those of
+        :attr:`published_params` that it does not build).'''
+        return tuple(p for p in self.published_params if not p.built)
 
     @property
     def flops_ratio(self):
@@ -98,11 +137,12 @@ def _measuring_activations():
 
 
 def torch_info(workload, size, name, model, inputs, analytic, device,
-               description='', **published):
+               description='', departures=()):
     '''The :class:`ModelInfo` of the torch *model*: its parameters, the
     *analytic* forward FLOPs per sample and the FLOPs measured on
-    ``inputs(device)``; *published*: ``published_params`` and
-    ``departures``, where the workload knows them.'''
+    ``inputs(device)``; *departures* from the published model, where the
+    workload knows them (its published counts are added by
+    :func:`model_info`, from its declaration).'''
     params = count_params(model)
     found = _ACTIVATIONS.get()
     if found is not None:
@@ -113,7 +153,7 @@ def torch_info(workload, size, name, model, inputs, analytic, device,
         analytic_forward_flops=analytic,
         measured_forward_flops=measure_forward_flops(model, inputs),
         measured_with='FlopCounterMode (meta device)', device=device,
-        description=description, **published)
+        description=description, departures=departures)
 
 
 @contextlib.contextmanager
@@ -155,14 +195,22 @@ def model_info(declared, size='benchmark', device=None):
     '''The :class:`ModelInfo` of the workload *declared* (its
     :class:`~hpctestlib_ml.registry.Workload`) at *size*, built by its own
     builder (``model_info``); *device* overrides where the model is built
-    (default: ``meta`` for the large ones).'''
+    (default: ``meta`` for the large ones), with the counts the
+    declaration publishes for that model (:func:`with_published`).'''
     if declared.model_info is None:
         raise ModelInfoError(f'{declared.name} declares no model builder')
     try:
-        return declared.model_info(size, device)
+        return with_published(declared, declared.model_info(size, device))
     except KeyError as err:
         raise ModelInfoError(f'{declared.name}: unknown size {size!r} '
                              f'({err})') from None
+
+
+def with_published(declared, info):
+    '''*info* with the counts the workload *declared* publishes for its
+    model (:meth:`~hpctestlib_ml.registry.Workload.published_for`).'''
+    return dataclasses.replace(
+        info, published_params=declared.published_for(info.size, info.model))
 
 
 def memory_info(declared, size='benchmark', layout=None, batch=None,
@@ -175,7 +223,8 @@ def memory_info(declared, size='benchmark', layout=None, batch=None,
     (TensorFlow: activations not estimated).'''
     from hpctestlib_ml import memory_estimate as me
     if declared.memory_info:
-        return declared.memory_info(size, layout, batch, precision)
+        info, estimate = declared.memory_info(size, layout, batch, precision)
+        return with_published(declared, info), estimate
     if layout is not None:
         raise ModelInfoError(
             f'{declared.name} trains data-parallel only, so --layout '
@@ -210,10 +259,11 @@ def format_info(info):
              f'{info.description}',
              f'  parameters              {info.params:,}'
              + (' (the model built)' if info.published_params else '')]
-    for i, (count, whose) in enumerate(info.published_params):
-        lines.append(f'  {"published" if not i else "":<24}{count:,}: '
-                     f'{whose}; the model built has '
-                     f'{info.params - count:+,}')
+    for i, count in enumerate(info.published_params):
+        lines.append(f'  {"published" if not i else "":<24}'
+                     f'{count.params:,}: {count.whose} ({count.source})'
+                     + ('' if count.built else f'; the model built has '
+                        f'{info.params - count.params:+,}'))
     for i, line in enumerate(info.departures):
         lines.append(f'  {"departs from it" if not i else "":<24}{line}')
     lines.append(f'  analytic forward FLOPs  '

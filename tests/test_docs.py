@@ -318,6 +318,52 @@ def test_workload_section_declares_sizes_class_and_references(name):
     assert f'config/references/{name}.yaml' in text
 
 
+def test_the_fidelity_table_is_every_published_count():
+    '''Issue 41: the fidelity page's table of published counts was a
+    hand copy of the tests' numbers (torchvision's ResNet-50 in neither);
+    its rows are the declarations', each with its source.'''
+    text = '\n'.join(hpcml_docs.published_rst())
+    counts = [(name, count) for name, w in registry.registered().items()
+              for counts in w.published.values() for count in counts]
+    assert len(counts) == text.count(':doc:`')
+    for name, count in counts:
+        assert f':doc:`{name} </workloads/{name}>`' in text
+        assert f'     - {count.params:,}\n' in text
+        assert count.source in text
+    assert '25,557,032' in text and '4.089 G, a multiply-add counted once' \
+        in text
+    fidelity = (REPO / 'docs' / 'guide' / 'fidelity.md').read_text()
+    assert '{hpcml-published}' in fidelity
+    assert not any(f'{count.params:,}' in fidelity for _, count in counts)
+
+
+#: A count of the workloads, written by hand ("Nine training workloads").
+COUNTED = re.compile(r'\b(\d+|one|two|three|four|five|six|seven|eight|nine|'
+                     r'ten|eleven|twelve|thirteen|fourteen|fifteen)\s+'
+                     r'(training\s+workloads|component\s+benchmarks)\b',
+                     re.IGNORECASE)
+
+
+@pytest.mark.parametrize('path', PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_page_counts_the_workloads_by_hand(path):
+    '''Issue 41: README and the workloads page said "Nine training
+    workloads" and listed them by hand, stale the day a tenth came from
+    the template (which touches no shared file); the generated tables
+    list the registry's.'''
+    counted = [m.group(0) for m in COUNTED.finditer(path.read_text())]
+    assert not counted, counted
+
+
+def test_the_front_page_lists_no_training_workload_by_hand():
+    '''README links the workloads page, which lists the registry's, and
+    no training workload's own page: a hand list misses the next.'''
+    readme = (REPO / 'README.md').read_text()
+    assert '(docs/workloads/index.md)' in readme
+    listed = [name for name, w in registry.registered().items()
+              if w.trains and f'(docs/workloads/{name}.md)' in readme]
+    assert not listed, listed
+
+
 def test_the_workloads_toctrees_list_the_registry():
     '''A new workload's page needs no list edited: the tables of contents
     of docs/workloads/index.md are the registry's, by kind.'''

@@ -1,7 +1,7 @@
 """What the published site says is what a reader may copy, and nothing of
 the machine that built it: the reference pages built from the real
-``docs/conf.py`` (a small site of the CLI and settings pages and one
-library signature, about 4 s), and the library's defaults read from the
+``docs/conf.py`` (a small site of the CLI, settings and fidelity pages
+and one library signature, about 4 s), and the library's defaults read from the
 source."""
 import ast
 import html
@@ -17,7 +17,8 @@ DOCS = REPO / 'docs'
 
 #: The pages copied into the small site, as the real site has them.
 PAGES = {'cli.md': DOCS / 'reference' / 'cli.md',
-         'settings.md': DOCS / 'reference' / 'settings.md'}
+         'settings.md': DOCS / 'reference' / 'settings.md',
+         'fidelity.md': DOCS / 'guide' / 'fidelity.md'}
 
 SIGNATURE = '''Signature
 =========
@@ -34,7 +35,8 @@ def text_of(path):
 @pytest.fixture(scope='module')
 def site(tmp_path_factory):
     '''A small site built with the real conf.py (``sphinx-build -c
-    docs``): the pages of :data:`PAGES` and :data:`SIGNATURE`; its output
+    docs``): the pages of :data:`PAGES` and :data:`SIGNATURE` (the
+    fidelity page's links to pages left out are warnings here); its output
     and doctree directories.'''
     root = tmp_path_factory.mktemp('site')
     src = root / 'src'
@@ -43,7 +45,8 @@ def site(tmp_path_factory):
         (src / name).write_text(page.read_text())
     (src / 'signature.rst').write_text(SIGNATURE)
     (src / 'index.rst').write_text(
-        'Site\n====\n\n.. toctree::\n\n   cli\n   settings\n   signature\n')
+        'Site\n====\n\n.. toctree::\n\n   cli\n   settings\n   fidelity\n'
+        '   signature\n')
     proc = subprocess.run(
         [str(BIN / 'sphinx-build'), '-q', '-b', 'html', '-c', str(DOCS),
          '-d', str(root / 'doctrees'), str(src), str(root / 'html')],
@@ -135,6 +138,11 @@ def test_generated_pages_are_rebuilt_when_their_sources_change(site):
     assert {str(library / 'settings.py'),
             str(library / 'registry' / 'megatron' / '__init__.py')
             } <= dependencies['settings']
+    # Issue 41: the table of published counts, from the declarations.
+    assert {str(library / 'model_info.py'),
+            str(library / 'registry' / 'bert.py'),
+            str(library / 'registry' / 'megatron' / 'models.py')
+            } <= dependencies['fidelity']
 
 
 def conf():

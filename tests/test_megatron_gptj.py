@@ -95,7 +95,7 @@ def test_megatron_builds_gptj_with_its_departures():
     assert BUILT_PARAMS - HF_PARAMS == (L * 2 * H + L * 4 * H - V +
                                         2 * (50432 - V) * H) == 899_872
     assert info.published_params == models.GPTJ_PUBLISHED_PARAMS
-    assert [c for c, _ in info.published_params] == [HF_PARAMS,
+    assert [c.params for c in info.published_params] == [HF_PARAMS,
                                                      MODEL_CARD_PARAMS]
     assert info.departures == (*models.GPTJ_DEPARTURES,
                                "vocabulary padded 50400 -> 50432 "

@@ -15,8 +15,10 @@ from hpctestlib_ml.registry.megatron import caraml, models
 from hpctestlib_ml.workloads.megatron import parallel
 
 #: Meta's parameter counts (Llama 3 model cards; the Hugging Face
-#: checkpoints' sums): untied output layer, vocabulary 128,256.
-META_PARAMS = {'llama3-8B': 8_030_261_248, 'llama3-70B': 70_553_706_496}
+#: checkpoints' sums): untied output layer, vocabulary 128,256; from the
+#: declaration (``models.PUBLISHED``).
+META_PARAMS = {size: count.params for size in ('llama3-8B', 'llama3-70B')
+               for count in models.PUBLISHED[size]}
 
 #: What CSCS publishes for its GH200 runs (cscs-reframe-tests
 #: checks/apps/pytorch/pytorch_megatronlm.py at 2f813557): tokens/s per

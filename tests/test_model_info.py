@@ -1,10 +1,13 @@
 """The models the programs build are the published benchmarks' models, and
 the FLOPs that MFU uses are those models' FLOPs (hpcml model-info).
 
-Parameter counts are checked against the published ones (or, for
-Megatron's GPT, against its closed form); the analytic forward FLOPs of
-every workload and size against FlopCounterMode (TensorFlow's profiler for
-ResNet-50) on the model the program builds, large ones on the meta device.
+Parameter counts are checked against the published ones, which the
+workloads' declarations hold with their sources (``Workload.published``;
+CARAML's GPT sizes, which have none, against the closed form of Megatron's
+GPT); the analytic forward FLOPs against those published, where they are,
+and of every workload and size against FlopCounterMode (TensorFlow's
+profiler for ResNet-50) on the model the program builds, large ones on the
+meta device.
 """
 import json
 import subprocess
@@ -15,26 +18,17 @@ import pytest
 from conftest import BIN, REPO
 from hpctestlib_ml import model_info, registry
 
-#: Workload, size -> the published parameter count, and where it is from.
-PUBLISHED_PARAMS = {
-    # MLPerf HPC DeepCAM reference DeepLabv3+ (mlcommons/hpc deepcam
-    # architecture/deeplab_xception.py), 16 channels, 3 classes.
-    ('deeplabv3plus', 'benchmark'): 56_454_720,
-    # MLPerf Training BERT reference (encoder, pooler, MLM head tied to the
-    # embeddings with its bias, NSP head), vocabulary 30522.
-    ('bert', 'benchmark'): 336_226_108,
-    # MLPerf HPC CosmoFlow reference (cosmoflow/models/cosmoflow.py).
-    ('cosmoflow', 'benchmark'): 8_907_556,
-    # OpenCLIP ViT-L-14.
-    ('clip', 'benchmark'): 427_616_513,
-    # GPT-2 small, output layer tied ("124M").
-    ('gpt2_finetune', 'benchmark'): 124_439_808,
-    # keras.applications.ResNet50 (v1), 1000 classes.
-    ('resnet50', 'benchmark'): 25_636_712,
-    # OpenFold's initial-training model (openfold/config.py, as MLPerf HPC
-    # OpenFold trains it; its closed rules' model_parameters_count).
-    ('alphafold2', 'benchmark'): 93_229_082,
-}
+#: (workload, size, Published) of every count a declaration publishes
+#: (``Workload.published``, each with its source).
+PUBLISHED = [(name, size, count)
+             for name, declared in registry.registered().items()
+             for size, counts in declared.published.items()
+             for count in counts]
+
+
+def ids(case):
+    return f'{case[0]}-{case[1]}-{case[2].params}'
+
 
 #: Every size model-info and the checks know (the components have no
 #: model).
@@ -69,10 +63,36 @@ def test_analytic_flops_are_the_built_models(infos, workload, size):
     assert info.flops_ratio == pytest.approx(1, abs=0.03)
 
 
-@pytest.mark.parametrize('workload, size', sorted(PUBLISHED_PARAMS))
-def test_benchmark_models_have_the_published_parameter_count(infos, workload,
-                                                             size):
-    assert infos(workload, size).params == PUBLISHED_PARAMS[workload, size]
+@pytest.mark.parametrize('case', [c for c in PUBLISHED if c[2].built],
+                         ids=ids)
+def test_benchmark_models_have_the_published_parameter_count(infos, case):
+    workload, size, count = case
+    assert infos(workload, size).params == count.params
+
+
+@pytest.mark.parametrize('case', [c for c in PUBLISHED if not c[2].built],
+                         ids=ids)
+def test_counts_of_another_build_are_set_beside_the_model_built(infos,
+                                                                case):
+    '''A published count the program does not build (BERT-Large without
+    pooler and next-sentence head, GPT-J's two, Llama 3 70B before the
+    padding for its TP 4) is not the model built, and model-info names it
+    beside the model built.'''
+    workload, size, count = case
+    info = infos(workload, size)
+    assert info.params != count.params
+    assert count in info.published_params and count in info.counts_beside
+
+
+@pytest.mark.parametrize('case', [c for c in PUBLISHED if c[2].flops],
+                         ids=ids)
+def test_analytic_flops_are_the_published_ones(infos, case):
+    '''Where a source publishes the forward FLOPs (OpenCLIP's profile,
+    torchvision's GFLOPS, which count a multiply-add once), MFU's are
+    those, to the digits published.'''
+    workload, size, count = case
+    assert infos(workload, size).analytic_forward_flops == pytest.approx(
+        count.forward_flops, rel=1e-3)
 
 
 def megatron_params(layers, hidden, vocab, seq=2048, learned_positions=False):
@@ -189,7 +209,7 @@ def test_fp32_adam_state_reproduces_the_seeds_table(infos, workload, size):
     assert me.fp32_adam_bytes_per_parameter() == 16
     info = infos(workload, size)
     figures = [me.fp32_adam_megabytes(count) for count in
-               [info.params] + [c for c, _ in info.published_params]]
+               [info.params] + [c.params for c in info.counts_beside]]
     table = SEEDS_MEMORY_MB[workload, size]
     if workload == 'alphafold2':
         assert table == pytest.approx(92.4e6 * 16 / 1e6)
@@ -221,10 +241,10 @@ def test_bert_large_published_count_is_transformers_masked_lm():
                                      intermediate_size=4096)
     with torch.device('meta'):
         masked_lm = transformers.BertForMaskedLM(config)
-    (count, _), = bert.PUBLISHED_PARAMS['bert-large']
+    mlperf, = [c.params for c in bert.PUBLISHED['benchmark'] if c.built]
+    count, = [c.params for c in bert.PUBLISHED['benchmark'] if not c.built]
     assert model_info.count_params(masked_lm) == count
-    assert PUBLISHED_PARAMS['bert', 'benchmark'] - count == \
-        1024 * 1024 + 1024 + 1024 * 2 + 2
+    assert mlperf - count == 1024 * 1024 + 1024 + 1024 * 2 + 2
 
 
 def test_memory_command_prints_the_16_byte_state(capsys):

@@ -1,13 +1,18 @@
 """A tenth workload touches no shared file: in a copy of the repository,
 ``hpcml new-workload tenth`` adds one from the template (the developer
-guide's "Adding a workload" is these steps), ReFrame runs its check
+guide's "Adding a workload" is these steps) and its declaration adds a
+Python package and a published parameter count; ReFrame runs its check
 through the suite's local configuration, the suite's own tests and every
-list of workloads (the benches', the full-size tests') take it in, and
-``git status`` shows new files only."""
+list of workloads (the benches', the full-size tests', the docs' tables)
+take it in, its runs log its package's version, and ``git status`` shows
+new files only."""
+import json
 import os
+import runpy
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 
 import pytest
 
@@ -15,6 +20,33 @@ from conftest import BIN, REPO
 from perflog import read_perflog
 
 NAME, CHECK = 'tenth', 'Tenth'
+
+#: The package the tenth's declaration adds: a pip requirement no
+#: workload declared (the suite's own PyYAML, installed wherever the
+#: suite runs, so that its runs have a version to log), and the
+#: distribution its runs log.
+PACKAGE, DISTRIBUTION = 'PyYAML>=6', 'PyYAML'
+
+#: The template's tiny model: ``depth`` + 1 linear layers of ``width``
+#: with their biases (``templates/workload/src/template_workload``).
+TINY = runpy.run_path(str(REPO / 'templates' / 'workload' / 'src' /
+                          'template_workload' / 'sizes.py'))['SIZES']['tiny']
+PARAMS = (TINY['depth'] + 1) * (TINY['width'] ** 2 + TINY['width'])
+
+#: A source, as a declaration cites one.
+SOURCE = 'https://example.org/tenth'
+
+#: What the tenth's developer adds to its declaration (a new file): a
+#: package its program imports and the count published for its tiny model,
+#: with the forward FLOPs published with it.
+FACTS = f'''
+import dataclasses
+WORKLOAD = dataclasses.replace(
+    WORKLOAD, packages=({PACKAGE!r},),
+    published={{'tiny': (model_info.Published(
+        {PARAMS}, "the tenth's paper", {SOURCE!r},
+        flops=forward_flops({TINY['width']}, {TINY['depth']})),)}})
+'''
 
 
 def git(*args, cwd):
@@ -53,10 +85,13 @@ def run(copy, *args, timeout=900, env=None):
 
 @pytest.fixture(scope='module')
 def added(copy):
-    '''The tenth workload, from the template.'''
+    '''The tenth workload, from the template, with :data:`FACTS` added to
+    its declaration.'''
     proc = run(copy, sys.executable, '-m', 'hpctestlib_ml.cli',
                'new-workload', NAME)
     assert proc.returncode == 0, proc.stderr
+    declaration = copy / 'hpctestlib_ml' / 'registry' / f'{NAME}.py'
+    declaration.write_text(declaration.read_text() + FACTS)
     return proc.stdout
 
 
@@ -77,6 +112,9 @@ def test_its_check_runs_through_the_suites_configuration(copy, added,
         assert float(row['mfu_value']) > 0
         assert row['data_share_value'] not in ('', 'None')
         assert row['device_ran'].startswith('cpu ')
+        # The package its declaration adds, logged beside the framework.
+        assert f'{DISTRIBUTION}={metadata.version(DISTRIBUTION)}' in \
+            row['framework_versions'].split(';')
 
 
 @pytest.mark.integration
@@ -117,6 +155,56 @@ def test_every_list_of_workloads_has_it(copy, added):
     lists, pages = proc.stdout.splitlines()[-2:]
     assert lists.count(CHECK) == 2 and f"'{NAME}'" in lists
     assert f"'{NAME}'" in pages and pages.endswith(' []')
+
+
+FACTS_PICKED_UP = '''
+import json, sys
+sys.path[:0] = ['docs/_ext']
+import hpcml_docs
+from hpctestlib_ml import registry
+print(json.dumps({'table': hpcml_docs.published_rst(),
+                  'logged': registry.get(sys.argv[1]).logged_packages}))
+'''
+
+
+@pytest.mark.integration
+def test_its_package_and_published_count_are_picked_up(copy, added):
+    '''Issue 41: its declaration is the one home of what it publishes and
+    imports. The fidelity page's table lists its count with its source,
+    its runs are told to log its package (``HPCML_PROVENANCE_PACKAGES``,
+    which ``src/provenance.py`` reads), ``hpcml model-info`` sets the
+    count beside the model built, and ``tests/test_model_info.py`` holds
+    the model built to it and its FLOPs to those published; no shared
+    file is touched (``test_git_status_shows_new_files_only``). About
+    10 to 20 s on 2 cores (two of its four Python processes import
+    torch).'''
+    proc = run(copy, sys.executable, '-c', FACTS_PICKED_UP, NAME)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout)
+    table = '\n'.join(found['table'])
+    assert f':doc:`{NAME} </workloads/{NAME}>`' in table
+    assert f'{PARAMS:,}' in table and SOURCE in table
+    assert found['logged'] == [DISTRIBUTION]
+
+    proc = run(copy, sys.executable, 'src/provenance.py',
+               env={'HPCML_PROVENANCE_PACKAGES': ' '.join(found['logged'])})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout)['versions'][DISTRIBUTION] == \
+        metadata.version(DISTRIBUTION)
+
+    proc = run(copy, sys.executable, '-m', 'hpctestlib_ml.cli', 'model-info',
+               NAME, '--size', 'tiny', '--json')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = json.loads(proc.stdout)
+    assert info['params'] == PARAMS
+    assert [(p['params'], p['source']) for p in info['published_params']] \
+        == [(PARAMS, SOURCE)]
+
+    proc = run(copy, sys.executable, '-m', 'pytest', '-q', '-p',
+               'no:cacheprovider', 'tests/test_model_info.py', '-k',
+               f'{NAME} and published', timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert '2 passed' in proc.stdout
 
 
 @pytest.mark.integration

@@ -3,11 +3,13 @@ declares agree with every layer: a workload is its check, its test class,
 its program, its parser, its references file and its model builder, each
 where the declaration says, and nothing else lists the workloads."""
 import ast
+import re
 
 import pytest
 
 from conftest import REPO, check_class
 from hpctestlib_ml import registry
+from hpctestlib_ml.model_info import Published
 
 DECLARED = registry.registered()
 
@@ -126,6 +128,30 @@ def test_no_library_or_bench_module_keeps_a_table_of_workloads():
     assert found == []
 
 
+def distribution(requirement):
+    '''The normalised distribution a pip *requirement* names (PEP 503).'''
+    name = re.split(r'[\s\[<>=!~;]', requirement.strip(), maxsplit=1)[0]
+    return re.sub(r'[-_.]+', '-', name).lower()
+
+
+def test_every_declared_package_is_pinned_for_the_environment():
+    '''A declaration's packages become requirements where the suite's
+    environment and image are made: pyproject.toml (``make setup``'s
+    extras, the image's pins); a package declared and pinned nowhere
+    would first fail as an ImportError in a job (the developer guide,
+    "New Python dependency").'''
+    import tomllib
+    with open(REPO / 'pyproject.toml', 'rb') as fp:
+        project = tomllib.load(fp)['project']
+    pinned = {distribution(r) for r in project['dependencies']} | {
+        distribution(r) for extra in project['optional-dependencies']
+        .values() for r in extra}
+    unpinned = sorted({(name, p) for name, declared in DECLARED.items()
+                       for p in declared.packages
+                       if distribution(p) not in pinned})
+    assert not unpinned, unpinned
+
+
 @pytest.mark.parametrize('change, words', [
     # The architecture reading: a size key that is no declared variable
     # ended setup in an AttributeError (plugins/sizing.py), and every
@@ -135,6 +161,23 @@ def test_no_library_or_bench_module_keeps_a_table_of_workloads():
      "declare it in the workload's variables"),
     ({'packages': ('timm;',)}, "workload cosmoflow: package 'timm;' is no "
      "pip requirement"),
+    # Issue 41: a published fact that does not match the declaration was
+    # a hand number no check read.
+    ({'published': {'huge': (Published(1, 'a', 'https://a'),)}},
+     "workload cosmoflow: a published count names size 'huge', which it "
+     "does not declare: name one of its sizes or models (tiny, benchmark)"),
+    ({'published': {'benchmark': ((8_907_556, 'the reference'),)}},
+     "workload cosmoflow: published['benchmark'] is no tuple of "
+     "model_info.Published"),
+    ({'published': {'benchmark': (Published(8_907_556, 'a', ' '),)}},
+     "workload cosmoflow: the published count 8,907,556 of size "
+     "'benchmark' names no source"),
+    ({'published': {'benchmark': (Published(8_907_556, 'a', 'https://a'),
+                                  Published(8_907_557, 'b', 'https://b'))}},
+     "workload cosmoflow: size 'benchmark' declares 8,907,556 and 8,907,557 "
+     "as the count the program builds"),
+    ({'model_info': None}, "workload cosmoflow: publishes parameter counts "
+     "but declares no model builder"),
 ])
 def test_a_declaration_that_cannot_work_is_refused_when_it_loads(change,
                                                                  words):
@@ -148,3 +191,4 @@ def test_a_declaration_that_cannot_work_is_refused_when_it_loads(change,
     with pytest.raises(registry.DeclarationError) as err:
         registry.check_declaration(bad)
     assert str(err.value).startswith(words)
+    assert '\n' not in str(err.value)

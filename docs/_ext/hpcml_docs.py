@@ -1,6 +1,6 @@
 """The documentation's generated parts, from the suite's own declarations.
 
-A Sphinx extension of three directives, each writing reStructuredText from
+A Sphinx extension of directives, each writing reStructuredText from
 one home of its facts, so that no page copies them by hand:
 
 - ``hpcml-settings KIND``: the table of every setting of one kind
@@ -12,6 +12,8 @@ one home of its facts, so that no page copies them by hand:
   names that map to each, what to know of it;
 - ``hpcml-workloads``: one row per workload of the registry
   (:func:`hpctestlib_ml.registry.registered`);
+- ``hpcml-published``: one row per parameter count a workload's
+  declaration publishes (``Workload.published``), with its source;
 - ``hpcml-workload-pages KIND``: the toctree of the registered workloads
   of KIND (``workload``, ``component``), so that a new workload's page
   needs no list edited;
@@ -23,8 +25,9 @@ Each generated page records the files it is made from, so that ``make
 docs`` rebuilds it when one changes (Sphinx rebuilds a page only when its
 source or a noted dependency is newer): the CLI page (sphinx-argparse's
 ``argparse`` directive, wrapped) every module of the library, whose help
-texts and defaults the parser reads; the settings and workload pages the
-settings' and registry's modules.
+texts and defaults the parser reads; the settings, workload and
+fidelity pages the settings' and registry's modules (and ``model_info``,
+where the type of a published count is).
 
 At the start of a build, a registered workload without its page
 (``docs/workloads/<name>.md`` or ``.rst``) is a warning, so that
@@ -184,6 +187,44 @@ def workloads_rst(registered=None):
                        'headline'], rows)
 
 
+def _source(source):
+    '''A published count's *source* as RST: a link where it is a URL
+    (shown without its scheme), else the citation as written.'''
+    if source.startswith(('https://', 'http://')):
+        return f'`{source.split("://", 1)[1]} <{source}>`__'
+    return plain(source)
+
+
+def _published_flops(count):
+    '''The forward FLOPs a source publishes for one sample, as it counts
+    them.'''
+    if count.flops is None:
+        return '\\-'
+    once = (', a multiply-add counted once'
+            if count.flops_per_multiply_add == 1 else '')
+    return f'{count.flops / 1e9:g} G{once}'
+
+
+def published_rst(registered=None):
+    '''One row per parameter count a registered workload's declaration
+    publishes (``Workload.published``): its workload and size, the count,
+    whose it is, its source, whether the program builds that model, and
+    the forward FLOPs published with it; as lines of RST.'''
+    registered = _workloads() if registered is None else registered
+    rows = [[f':doc:`{name} </{page_of(name)}>`', _literal(size),
+             f'{count.params:,}', plain(count.whose), _source(count.source),
+             'yes' if count.built else 'no: set beside it',
+             _published_flops(count)]
+            for name, w in registered.items()
+            for size, counts in w.published.items() for count in counts]
+    if not rows:
+        raise ValueError('no workload of the registry publishes a count')
+    return list_table('Published parameter counts', [
+        'workload', 'size', 'parameters', 'whose, and what it counts',
+        'source', 'the program builds it', 'forward FLOPs published'],
+        rows, widths=[12, 9, 12, 30, 19, 9, 9])
+
+
 def _sizes(workload):
     '''The size table of *workload*: ``short`` derived as the checks
     derive it (:func:`hpctestlib_ml.sizes.size_table`).'''
@@ -340,6 +381,14 @@ def setup(app):
             note(self.env, library_files('registry'))
             return workloads_rst()
 
+    class Published(Generated):
+        required_arguments = 0
+
+        def lines(self):
+            note(self.env, [str(REPO / 'hpctestlib_ml/model_info.py'),
+                            *library_files('registry')])
+            return published_rst()
+
     class OneWorkload(Generated):
         required_arguments = 1
 
@@ -380,6 +429,7 @@ def setup(app):
     app.add_directive('hpcml-gpu-models', GpuModels)
     app.add_directive('hpcml-workloads', Workloads)
     app.add_directive('hpcml-workload', OneWorkload)
+    app.add_directive('hpcml-published', Published)
     app.add_directive('hpcml-workload-pages', WorkloadPages)
     app.add_directive('argparse', CommandLine, override=True)
     app.connect('builder-inited', check_pages)

@@ -81,8 +81,8 @@ def run(args):
                 'fp32_adam_mb': memory_estimate.fp32_adam_megabytes(
                     info.params),
                 'published_fp32_adam_mb': [
-                    memory_estimate.fp32_adam_megabytes(count)
-                    for count, _ in info.published_params]}
+                    memory_estimate.fp32_adam_megabytes(count.params)
+                    for count in info.counts_beside]}
         print(json.dumps(data))
     else:
         print(model_info.format_info(info))

@@ -35,7 +35,7 @@ import pkgutil
 import re
 import types
 
-from hpctestlib_ml import settings
+from hpctestlib_ml import model_info, settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +133,17 @@ class Workload:
     extras: tuple = ()
     #: ``(size, device or None) -> ModelInfo`` for ``hpcml model-info``.
     model_info: object = None
+    #: Size (a key of :attr:`sizes`, or one of :attr:`models`) -> the
+    #: parameter counts published for the model its program builds there,
+    #: each with its source (a tuple of
+    #: :class:`~hpctestlib_ml.model_info.Published`): ``hpcml model-info``
+    #: prints them, the fidelity page's table lists them, and
+    #: ``tests/test_model_info.py`` holds the model built to them.
+    published: dict = dataclasses.field(default_factory=dict)
+    #: The program's models that ``hpcml model-info --size`` builds beside
+    #: those of its sizes (Megatron's CARAML, Llama 3 and GPT-J sizes),
+    #: which :attr:`published` may name as it names a size.
+    models: tuple = ()
     #: The MLPerf benchmark its program names in its log
     #: (``submission_benchmark``), where it logs MLPerf events: how
     #: ``hpcml extract`` tells one MLPerf workload's log from another's.
@@ -197,6 +208,17 @@ class Workload:
         return self.precision_choice.reference if self.precision_choice \
             else ''
 
+    def published_for(self, size, model):
+        '''The counts :attr:`published` for the model the program builds
+        at *size* (``hpcml model-info --size``) and names *model*: those
+        declared under *size*, under *model*, or under a size whose
+        ``model`` it is.'''
+        keys = dict.fromkeys([size, model, *(
+            name for name, values in self.sizes.items()
+            if values.get('model') == model)])
+        return tuple(count for key in keys
+                     for count in self.published.get(key, ()))
+
     def variable(self, name):
         '''The declaration of its check's test variable *name*, its own
         or every check's; None where neither has one.'''
@@ -228,7 +250,9 @@ _REQUIREMENT = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*(\[[\w.,-]+\])?'
 def check_declaration(declared):
     '''Refuse, as a :class:`DeclarationError`, a size key that is not a
     test variable of the workload's check (setup would end in an
-    ``AttributeError``) and a package that is no pip requirement.'''
+    ``AttributeError``), a package that is no pip requirement and a
+    published count that does not match the declaration
+    (:func:`check_published`).'''
     for size, values in declared.sizes.items():
         for key in values:
             if key != 'time_limit' and declared.variable(key) is None:
@@ -243,6 +267,47 @@ def check_declaration(declared):
                 f'workload {declared.name}: package {requirement!r} is no '
                 f'pip requirement: write a distribution, its extras and a '
                 f'version, e.g. transformers==5.23.0')
+    check_published(declared)
+
+
+def check_published(declared):
+    '''Refuse, as a :class:`DeclarationError`, published counts of a
+    workload without a model builder, or under a size it does not declare
+    (:attr:`Workload.sizes`, :attr:`Workload.models`); a count that is no
+    :class:`~hpctestlib_ml.model_info.Published` or names no source; and
+    two different counts the program builds at one size.'''
+    name = declared.name
+    if declared.published and declared.model_info is None:
+        raise DeclarationError(
+            f'workload {name}: publishes parameter counts but declares no '
+            f'model builder (model_info) to hold them to: declare one or '
+            f'drop published')
+    known = (*declared.sizes, *declared.models)
+    for size, counts in declared.published.items():
+        if size not in known:
+            raise DeclarationError(
+                f'workload {name}: a published count names size {size!r}, '
+                f'which it does not declare: name one of its sizes or '
+                f'models ({", ".join(known)})')
+        if not isinstance(counts, tuple) or not all(
+                isinstance(c, model_info.Published) for c in counts):
+            raise DeclarationError(
+                f'workload {name}: published[{size!r}] is no tuple of '
+                f'model_info.Published: declare each count as '
+                f'Published(params, whose, source)')
+        for count in counts:
+            if not count.source.strip():
+                raise DeclarationError(
+                    f'workload {name}: the published count '
+                    f'{count.params:,} of size {size!r} names no source: '
+                    f'give its URL or a paper\'s citation')
+        built = sorted({c.params for c in counts if c.built})
+        if len(built) > 1:
+            raise DeclarationError(
+                f'workload {name}: size {size!r} declares '
+                f'{" and ".join(f"{c:,}" for c in built)} as the count the '
+                f'program builds, which has one: mark the others '
+                f'built=False')
 
 
 def registered():

@@ -13,6 +13,7 @@ recycles, batch 1 per GPU, block recomputation) on GPU partitions,
 proteins, MLPerf HPC's target 0.8.
 """
 from hpctestlib_ml import flops, model_info, program_tables, settings
+from hpctestlib_ml.model_info import Published
 from hpctestlib_ml.registry import PrecisionChoice
 from hpctestlib_ml.registry.mlperf import mllog_workload, model_and_data
 
@@ -89,6 +90,16 @@ def build_model_info(size, device):
         f'({spec.max_recycles / 2:g} on average)')
 
 
+#: The count published for the model at benchmark size: OpenFold's
+#: initial-training model, as MLPerf HPC OpenFold submissions log it
+#: (``model_parameters_count``).
+PUBLISHED = {'benchmark': (Published(
+    93_229_082, "OpenFold's initial-training AlphaFold2 (MLPerf HPC "
+    "OpenFold), its logged model_parameters_count",
+    'https://github.com/mlcommons/hpc_results_v3.0/blob/main/NVIDIA/results/'
+    'eos_n260_ngc23.09_pytorch/strong/openfold/result_0.txt'),)}
+
+
 WORKLOAD = mllog_workload(
     name='alphafold2', check='AlphaFold2', program='alphafold2',
     sizes={
@@ -98,6 +109,7 @@ WORKLOAD = mllog_workload(
                       'precision': PRECISION.benchmark, 'time_limit': '1h'},
     },
     precision_choice=PRECISION, model_info=build_model_info,
+    published=PUBLISHED,
     optimizer='adam', benchmark='openfold',
     # MLPerf HPC 3.0.0's rules.
     mlperf_rules=('hpc', '3.0.0'),

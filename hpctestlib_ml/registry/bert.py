@@ -13,6 +13,7 @@ events as MLPerf Training 5.0's rules ask, read by the shared
 :mod:`hpctestlib_ml.parsers.mllog`.
 """
 from hpctestlib_ml import flops, model_info, program_tables, settings
+from hpctestlib_ml.model_info import Published
 from hpctestlib_ml.registry import PrecisionChoice
 from hpctestlib_ml.registry.mlperf import mllog_workload
 
@@ -21,13 +22,23 @@ from hpctestlib_ml.registry.mlperf import mllog_workload
 #: sizes.py``, read from the file, no torch).
 MODELS = program_tables.load('bert_pretrain', 'sizes').MODELS
 
-#: Counts published for a model that the program does not build: BERT-Large
-#: without the pooler and the next-sentence head (1,051,650 parameters),
-#: transformers' ``BertForMaskedLM`` at bert-large's shape, the count
-#: tables of model sizes often give; MLPerf trains both.
-PUBLISHED_PARAMS = {
-    'bert-large': ((335_174_458, "transformers' BertForMaskedLM at this "
-                                 "shape: no pooler or next-sentence head"),),
+#: The counts published for BERT-Large: the model MLPerf trains, and
+#: BERT-Large without its pooler and next-sentence head (1,051,650
+#: parameters), transformers' ``BertForMaskedLM`` at bert-large's shape,
+#: the count tables of model sizes often give.
+PUBLISHED = {
+    'benchmark': (
+        Published(336_226_108, "MLPerf Training's BERT reference: encoder, "
+                  "pooler, masked-LM head tied to the embeddings with its "
+                  "bias, next-sentence head, vocabulary 30,522",
+                  'https://github.com/mlcommons/training/tree/master/'
+                  'retired_benchmarks/bert'),
+        Published(335_174_458, "transformers' BertForMaskedLM at this "
+                  "shape: no pooler or next-sentence head",
+                  'https://github.com/huggingface/transformers/blob/main/'
+                  'src/transformers/models/bert/modeling_bert.py',
+                  built=False),
+    ),
 }
 
 #: What the benchmark size trains in, and the reference.
@@ -90,8 +101,7 @@ def build_model_info(size, device):
         'bert', size, name, model, inputs, forward_flops(name), device,
         f'BERT pretraining as MLPerf trains it: {layers} layers, hidden '
         f'{hidden}, vocabulary {vocab}, {seq} tokens, masked-LM head at '
-        f'{predictions} positions',
-        published_params=PUBLISHED_PARAMS.get(name, ()))
+        f'{predictions} positions')
 
 
 WORKLOAD = mllog_workload(
@@ -103,6 +113,7 @@ WORKLOAD = mllog_workload(
                       'precision': PRECISION.benchmark, 'time_limit': '1h'},
     },
     precision_choice=PRECISION, model_info=build_model_info,
+    published=PUBLISHED,
     optimizer='lamb', benchmark='bert',
     # MLPerf Training 5.0.0: the last round with BERT; its BERT rules are
     # those of 3.0.0 to 5.0.0.

@@ -12,6 +12,7 @@ import json
 import pathlib
 
 from hpctestlib_ml import flops, model_info, program_tables, settings
+from hpctestlib_ml.model_info import Published
 from hpctestlib_ml.parsers import open_clip as parser
 from hpctestlib_ml.paths import SRC_DIR
 from hpctestlib_ml.registry import Headline, Workload
@@ -132,6 +133,17 @@ def build_model_info(size, device):
         f'OpenCLIP {name}, one {image} px image and {context} text tokens')
 
 
+#: The count (and FLOPs) published for the model at benchmark size:
+#: OpenCLIP's profile of ViT-L-14 (427.62 M parameters), its forward FLOPs
+#: those of :data:`OPENCLIP_FORWARD_GFLOPS`.
+PUBLISHED = {'benchmark': (Published(
+    427_616_513, "OpenCLIP's ViT-L-14 (image and text towers), its model "
+    "profile's 427.62 M",
+    'https://github.com/mlfoundations/open_clip/blob/main/docs/'
+    'model_profile.csv',
+    flops=OPENCLIP_FORWARD_GFLOPS[MMOCLIP_RULES['model']] * 1e9),)}
+
+
 WORKLOAD = Workload(
     name='clip', check='MMoCLIP', program='clip_train', parser=parser,
     headline=Headline('throughput_avg'),
@@ -147,6 +159,7 @@ WORKLOAD = Workload(
     throughput_metric='throughput_avg',
     whole_run_metrics=('total_time_secs', 'done_percent_last'),
     model_info=build_model_info,
+    published=PUBLISHED,
     optimizer='adamw', data="OpenCLIP's synthetic dataset",
     names_note='MMoCLIP is the JUPITER Benchmark Suite\'s name of the '
                'benchmark; clip_train starts OpenCLIP\'s open_clip_train',

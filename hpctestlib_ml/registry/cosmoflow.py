@@ -9,6 +9,7 @@ NumPy samples with ``-S data=DIR`` or the partition's
 ``extras['cosmoflow_data']``.
 """
 from hpctestlib_ml import flops, model_info, program_tables, settings
+from hpctestlib_ml.model_info import Published
 from hpctestlib_ml.registry import PrecisionChoice
 from hpctestlib_ml.registry.mlperf import mllog_workload, model_and_data
 
@@ -62,6 +63,15 @@ def build_model_info(size, device):
         f'CosmoFlow 3D CNN, 4 x {cube}^3 cube, conv_size {conv_size}')
 
 
+#: The count published for the model at benchmark size: MLPerf HPC
+#: CosmoFlow's reference network.
+PUBLISHED = {'benchmark': (Published(
+    8_907_556, "MLPerf HPC CosmoFlow's reference model (configs/cosmo.yaml: "
+    "5 convolution blocks, dense 128 and 64, 4 outputs)",
+    'https://github.com/mlcommons/hpc/blob/main/cosmoflow/models/'
+    'cosmoflow.py'),)}
+
+
 WORKLOAD = mllog_workload(
     name='cosmoflow', check='CosmoFlow', program='cosmoflow',
     sizes={
@@ -71,6 +81,7 @@ WORKLOAD = mllog_workload(
                       'precision': PRECISION.benchmark, 'time_limit': '1h'},
     },
     precision_choice=PRECISION, model_info=build_model_info,
+    published=PUBLISHED,
     optimizer='sgd_momentum', benchmark='cosmoflow',
     # MLPerf HPC 3.0.0's rules.
     mlperf_rules=('hpc', '3.0.0'),

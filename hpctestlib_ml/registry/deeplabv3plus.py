@@ -9,6 +9,7 @@ default; ``.npz`` samples with ``-S data=DIR`` or the partition's
 ``extras['deepcam_data']``. Quality: the reference's IoU.
 """
 from hpctestlib_ml import flops, model_info, program_tables, settings
+from hpctestlib_ml.model_info import Published
 from hpctestlib_ml.flops import conv2d_flops
 from hpctestlib_ml.registry import PrecisionChoice
 from hpctestlib_ml.registry.mlperf import mllog_workload, model_and_data
@@ -106,6 +107,15 @@ def build_model_info(size, device):
         f'{channels} x {height} x {width} sample, 3 classes')
 
 
+#: The count published for the model at benchmark size: MLPerf HPC
+#: DeepCAM's reference network.
+PUBLISHED = {'benchmark': (Published(
+    56_454_720, "MLPerf HPC DeepCAM's reference DeepLabv3+ (aligned "
+    "Xception encoder, ASPP, decoder) at 16 channels and 3 classes",
+    'https://github.com/mlcommons/hpc/blob/main/deepcam/src/deepCam/'
+    'architecture/deeplab_xception.py'),)}
+
+
 WORKLOAD = mllog_workload(
     name='deeplabv3plus', check='DeepLabV3Plus', program='deepcam',
     sizes={
@@ -115,6 +125,7 @@ WORKLOAD = mllog_workload(
                       'precision': PRECISION.benchmark, 'time_limit': '1h'},
     },
     precision_choice=PRECISION, model_info=build_model_info,
+    published=PUBLISHED,
     optimizer='adamw', benchmark='deepcam',
     # MLPerf HPC 3.0.0's rules.
     mlperf_rules=('hpc', '3.0.0'),

@@ -22,6 +22,7 @@ import os
 
 from hpctestlib_ml import (flops, model_info, precisions, program_tables,
                            settings)
+from hpctestlib_ml.model_info import Published
 from hpctestlib_ml.parsers import tf_cnn_benchmarks as parser
 from hpctestlib_ml.registry import Headline, Workload
 
@@ -61,6 +62,14 @@ def build_model_info(size, device):
                     f'{image} x {image} image')
 
 
+#: The count published for the model at benchmark size: Keras'
+#: ResNet50.
+PUBLISHED = {'benchmark': (Published(
+    25_636_712, "keras.applications.ResNet50 (v1), 1000 classes (Keras' "
+    "table of applications: 25.6M)",
+    'https://keras.io/api/applications/'),)}
+
+
 WORKLOAD = Workload(
     name='resnet50', check='ResNet50TF', program='resnet50_tf',
     parser=parser, headline=Headline('images_per_second'),
@@ -72,7 +81,8 @@ WORKLOAD = Workload(
                       'precision': 'fp16', 'time_limit': '30m'},
     },
     throughput_metric='images_per_second',
-    model_info=build_model_info, optimizer='sgd_momentum',
+    model_info=build_model_info,
+    published=PUBLISHED, optimizer='sgd_momentum',
     data="synthetic images (or a site's ImageNet TFRecords)",
     names_note='TF: TensorFlow (Keras, or tf_cnn_benchmarks), beside '
                'torchvision_resnet50',

@@ -13,6 +13,7 @@ records. ``benchmark`` size: EESSI's defaults (batch 32 per GPU, 224 px,
 ``--use-amp``, EESSI's ``mixed``.
 """
 from hpctestlib_ml import flops, model_info, program_tables, settings
+from hpctestlib_ml.model_info import Published
 from hpctestlib_ml.parsers import torchvision_bench as parser
 from hpctestlib_ml.registry import Headline, Workload
 
@@ -66,6 +67,18 @@ def build_model_info(size, device):
         f'torchvision resnet50 (ResNet v1.5), one {image} x {image} image')
 
 
+#: The count and FLOPs torchvision publishes for the model at benchmark
+#: size (224 px): ``ResNet50_Weights.IMAGENET1K_V1.meta``'s
+#: ``num_params`` and ``_ops``.
+PUBLISHED = {'benchmark': (Published(
+    25_557_032, "torchvision's resnet50 (ResNet v1.5), 1000 classes: its "
+    "IMAGENET1K weights' num_params, and 4.089 GFLOPS (multiply-adds) at "
+    "224 px",
+    'https://pytorch.org/vision/stable/models/generated/'
+    'torchvision.models.resnet50.html',
+    flops=4.089e9, flops_per_multiply_add=1),)}
+
+
 WORKLOAD = Workload(
     name='torchvision_resnet50', check='TorchvisionResNet50',
     program='torchvision_resnet50', parser=parser,
@@ -77,6 +90,7 @@ WORKLOAD = Workload(
     # Its program times each rank's forward passes (src/rank_compute.py).
     prints_rank_compute=True,
     model_info=build_model_info,
+    published=PUBLISHED,
     optimizer='sgd', data='one synthetic batch per rank, made on its device',
     precisions=PRECISIONS,
     variables=settings.variables('torchvision_resnet50', [

@@ -15,6 +15,7 @@ import tempfile
 
 from hpctestlib_ml import (flops, model_info, precisions, program_tables,
                            settings)
+from hpctestlib_ml.model_info import Published
 from hpctestlib_ml.parsers import hf_trainer as parser
 from hpctestlib_ml.registry import Headline, Workload
 from hpctestlib_ml.registry.gpt2_finetune import prepare
@@ -68,6 +69,14 @@ def build_model_info(size, device):
         f'{shape[2]}, vocabulary {shape[3]}')
 
 
+#: The count published for the model at benchmark size: GPT-2 small.
+PUBLISHED = {'benchmark': (Published(
+    124_439_808, 'GPT-2 small ("124M"), output layer tied: the Hub\'s gpt2 '
+    'checkpoint (Radford et al. 2019, "Language Models are Unsupervised '
+    'Multitask Learners", list it as 117M)',
+    'https://huggingface.co/openai-community/gpt2'),)}
+
+
 WORKLOAD = Workload(
     name='gpt2_finetune', check='GPT2FineTune', program='gpt2_finetune',
     parser=parser, headline=Headline('samples_per_second'),
@@ -78,7 +87,8 @@ WORKLOAD = Workload(
     },
     throughput_metric='samples_per_second',
     whole_run_metrics=('train_runtime', 'train_samples_per_second'),
-    model_info=build_model_info, optimizer='adamw',
+    model_info=build_model_info,
+    published=PUBLISHED, optimizer='adamw',
     prepare=prepare.prepare_gpt2_finetune,
     packages=('transformers', 'accelerate', 'datasets'),
     precisions=precisions.PROGRAM,

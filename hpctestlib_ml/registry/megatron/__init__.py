@@ -16,7 +16,8 @@ from hpctestlib_ml.parsers import megatron as parser
 from hpctestlib_ml.registry import Headline, Workload
 from hpctestlib_ml.registry.megatron import caraml, memory
 from hpctestlib_ml.registry.megatron.builder import build_model_info
-from hpctestlib_ml.registry.megatron.models import MODELS, padded_vocab
+from hpctestlib_ml.registry.megatron.models import (MODELS, PUBLISHED,
+                                                    padded_vocab)
 
 #: Iterations at benchmark and short size (``-S steps=`` changes them).
 BENCHMARK_ITERATIONS = 20
@@ -93,6 +94,7 @@ WORKLOAD = Workload(
     # A sample is a token here: the throughput metric counts tokens.
     throughput_metric='tokens_per_second',
     model_info=build_model_info, memory_info=build_memory_info,
+    published=PUBLISHED, models=tuple(MODELS),
     # CARAML's --optimizer adam (Megatron-LM's default); the memory
     # estimate is memory_info's, this is the checkpoint's state.
     optimizer='adam',

@@ -69,7 +69,6 @@ def build_model_info(size, device):
                 f'{vocab} (padded for TP {shape["tp"]}), '
                 f'{args.position_embedding_type} positions{rotary}{llama}, '
                 f'output layer {tied}',
-                published_params=shape.get('published_params', ()),
                 departures=tuple(model_departures(shape, vocab)))
         finally:
             parallel_state.destroy_model_parallel()

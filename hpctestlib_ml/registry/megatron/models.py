@@ -115,6 +115,7 @@ interleaved pairs only with Transformer Engine 2.3 or newer.
 """
 
 from hpctestlib_ml import flops
+from hpctestlib_ml.model_info import Published
 
 
 #: GPT-2 BPE vocabulary; Megatron pads it to a multiple of 128 x TP (50304).
@@ -145,15 +146,36 @@ GPTJ = {'rotary_percent': 0.25, 'rotary_interleaved': True,
         'untie_embeddings': True, 'dropout': 0.0, 'vocab': GPTJ_VOCAB}
 
 #: GPT-J 6B's published parameter counts, neither of which Megatron-Core
-#: builds (the module docstring): (count, whose and what it counts).
+#: builds (the module docstring).
 GPTJ_PUBLISHED_PARAMS = (
-    (6_050_882_784, "transformers' GPTJForCausalLM from a default GPTJConfig "
-                    "(the Hub's checkpoint)"),
-    (6_053_381_344, "GPT-J's model card (mesh-transformer-jax): its 8 "
-                    "shards' parameters, with 7 more copies of every "
-                    "LayerNorm and MLP output bias, and the embedding's "
-                    "bias"),
+    Published(6_050_882_784, "transformers' GPTJForCausalLM from a default "
+              "GPTJConfig (the Hub's checkpoint)",
+              'https://github.com/huggingface/transformers/blob/main/src/'
+              'transformers/models/gptj/modeling_gptj.py', built=False),
+    Published(6_053_381_344, "GPT-J's model card (mesh-transformer-jax, "
+              "n_parameters): its 8 shards' parameters, with 7 more copies "
+              "of every LayerNorm and MLP output bias, and the embedding's "
+              "bias", 'https://github.com/kingoflolz/mesh-transformer-jax',
+              built=False),
 )
+
+#: Model size -> the counts published for it
+#: (:attr:`hpctestlib_ml.registry.Workload.published`): Meta's Llama 3
+#: (the model cards' checkpoints: untied output layer, vocabulary
+#: 128,256), and GPT-J's. CARAML's GPT sizes have no published count: the
+#: tests hold them to the closed form of Megatron's GPT.
+PUBLISHED = {
+    'llama3-8B': (
+        Published(8_030_261_248, "Meta's Llama 3 8B (the Hub checkpoint's "
+                  "parameters)",
+                  'https://huggingface.co/meta-llama/Meta-Llama-3-8B'),),
+    'llama3-70B': (
+        Published(70_553_706_496, "Meta's Llama 3 70B (the Hub checkpoint's "
+                  "parameters; model-info pads the vocabulary for its TP 4)",
+                  'https://huggingface.co/meta-llama/Meta-Llama-3-70B',
+                  built=False),),
+    'gptj-6B': GPTJ_PUBLISHED_PARAMS,
+}
 
 #: Where the model Megatron-Core builds for ``gptj-6B`` departs from GPT-J
 #: (the module docstring; the vocabulary's padding is added by
@@ -175,8 +197,8 @@ GPTJ_DEPARTURES = (
 #: CARAML sizes are its benchmark's; ``tiny`` is the suite's CPU stand-in;
 #: the Llama 3 sizes and their layout and batch are CSCS's, GPT-J's batch
 #: its own (see the module docstring), trained with CARAML's other
-#: arguments (bf16); ``departures`` and ``published_params``: where the
-#: model built departs from the published one, and the published counts.
+#: arguments (bf16); ``departures``: where the model built departs from
+#: the published one (its counts: :data:`PUBLISHED`).
 MODELS = {
     'tiny': {'num_layers': 2, 'hidden_size': 256, 'num_attention_heads': 4,
              'seq_length': 128, 'vocab': GPT2_VOCAB, 'tp': 1, 'pp': 1,
@@ -203,8 +225,7 @@ MODELS = {
                 'num_attention_heads': 16, 'ffn_hidden_size': 16384,
                 'seq_length': 2048, **GPTJ, 'tp': 1, 'pp': 1,
                 'micro_batch': 1, 'global_batch': 512,
-                'departures': GPTJ_DEPARTURES,
-                'published_params': GPTJ_PUBLISHED_PARAMS},
+                'departures': GPTJ_DEPARTURES},
 }
 
 #: CARAML's position embeddings (``--position-embedding-type rope`` on
