@@ -76,7 +76,8 @@ import os
 import shutil
 import sys
 
-from hpctestlib_ml.siteconfig import (apptainer_images, container_environment,
+from hpctestlib_ml.siteconfig import (apptainer_images, batch_general,
+                                      container_environment,
                                       cpus_per_node, env, gpu_devices,
                                       job_venv, make_site_configuration,
                                       one_image,
@@ -170,4 +171,5 @@ site_configuration = make_site_configuration(
         'features': ['torch', 'tensorflow'],
         'target_systems': ['slurm'],
     }, container_environment('slurm', _container_modules)],
+    general=batch_general(),
 )

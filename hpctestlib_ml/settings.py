@@ -536,6 +536,11 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
          'least, on the local scheduler (fewer than 100: faster polling '
          'takes the cores the case measures)',
          {'minimum': 0, 'maximum': 100, 'exclusive': True}),
+        ('HPCML_BATCH_POLL_RATE_MIN', 'float', None, 'job polls per second '
+         "at least, on a batch scheduler (unset: ReFrame's, which decays to "
+         'one poll every 10 s; each poll is an squeue or sacct call to the '
+         "site's controller, so raise it where jobs are short)",
+         {'minimum': 0, 'maximum': 10, 'exclusive': True}),
         ('HPCML_HTTPJSON_URL', 'url', None, 'post every performance record '
          'as JSON there (Elasticsearch, Logstash)',
          {'allowed': 'an http(s) URL, http://host:9200/index/_doc'}),
@@ -686,6 +691,8 @@ ENVIRONMENT_VARIABLES = {name: setting for (name, _), setting in {
         ('HPCML_PRETEND_DEVICE_MEMORY_GIB', 'float', None,
          "tests/configs/pretend_gpu.py's device memory"),
         ('HPCML_UPDATE_GOLDEN', 'bool', None, 'rewrite the golden files'),
+        ('HPCML_TEST_CACHE_DIR', 'path', None, "the CPU-peak cache that "
+         "pytest processes run side by side share (.ci/run)"),
         ('HPCML_GPUVAL_VENV', 'path', None, "bench/gpu's environment"),
     ]),
 }.items()}

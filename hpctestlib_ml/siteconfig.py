@@ -339,6 +339,16 @@ def local_general():
     return {'poll_rate_min': rate, 'poll_rate_max': max(10.0, rate)}
 
 
+def batch_general():
+    '''``general`` settings of configs whose jobs go to a batch scheduler:
+    ReFrame's job polling, which decays to one poll every 10 s (a job
+    that ends is seen up to 10 s late), at least
+    ``HPCML_BATCH_POLL_RATE_MIN`` times a second where it is set.'''
+    rate = env('HPCML_BATCH_POLL_RATE_MIN')
+    return {} if rate is None else {'poll_rate_min': rate,
+                                    'poll_rate_max': max(10.0, rate)}
+
+
 def make_site_configuration(systems, environments, general=None):
     '''A complete ReFrame configuration around *systems* and
     *environments*; *general* adds to the shared ``general`` settings.

@@ -61,6 +61,20 @@ def load(path, system):
     return site
 
 
+@pytest.mark.parametrize('rate, expected', [(None, 0.1), ('1', 1.0)])
+def test_a_batch_scheduler_is_polled_as_the_site_says(monkeypatch, rate,
+                                                      expected):
+    '''ReFrame's polling decays to one poll every 10 s, so a job that ended
+    was seen up to 10 s late; HPCML_BATCH_POLL_RATE_MIN (the project's
+    Slurm cluster sets 1) keeps it faster. Unset, ReFrame's default.'''
+    if rate is None:
+        monkeypatch.delenv('HPCML_BATCH_POLL_RATE_MIN', raising=False)
+    else:
+        monkeypatch.setenv('HPCML_BATCH_POLL_RATE_MIN', rate)
+    site = load('config/slurm.py', 'slurm')
+    assert site.get('general/0/poll_rate_min') == expected
+
+
 @pytest.mark.parametrize('path, system', [
     ('config/local.py', 'local'), ('config/slurm.py', 'slurm'),
     ('config/systems/juwels_booster.py', 'juwels-booster'),
@@ -675,6 +689,8 @@ CONTRADICTIONS = [
     # Row 27: ReFrame polled flat out, on the cores the case measures.
     ({'HPCML_POLL_RATE_MIN': '1e9', 'config': 'config/local.py'},
      "HPCML_POLL_RATE_MIN must be a number > 0 and < 100, got '1e9'"),
+    ({'HPCML_BATCH_POLL_RATE_MIN': '50'},
+     "HPCML_BATCH_POLL_RATE_MIN must be a number > 0 and < 10, got '50'"),
     # Row 33: the CPU peak measured again at every start, never kept.
     ({'HPCML_CACHE_DIR': '{file}'}, 'HPCML_CACHE_DIR {file}: not a '
      'directory: fix the environment variable HPCML_CACHE_DIR'),

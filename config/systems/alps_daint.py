@@ -40,7 +40,8 @@ with ``make image ARGS='--base nvcr.io/nvidia/pytorch:25.06-py3'``);
 without it the configuration does not load. The account comes from
 ``HPCML_ACCOUNT``.
 """
-from hpctestlib_ml.siteconfig import (container_environment, env,
+from hpctestlib_ml.siteconfig import (batch_general, container_environment,
+                                      env,
                                       make_site_configuration, site_images,
                                       slurm_sched_options, system_dirs,
                                       with_container_platform)
@@ -99,4 +100,5 @@ site_configuration = make_site_configuration(
         }, 'ContainerEngine', _images)],
     }],
     environments=[container_environment('alps-daint')],
+    general=batch_general(),
 )

@@ -21,7 +21,8 @@ suite's extras in a virtual environment at ``$HPCML_VENV`` when set.
 """
 import os
 
-from hpctestlib_ml.siteconfig import (container_environment, env, job_venv,
+from hpctestlib_ml.siteconfig import (batch_general, container_environment,
+                                      env, job_venv,
                                       make_site_configuration,
                                       slurm_sched_options, system_dirs,
                                       with_apptainer)
@@ -106,4 +107,5 @@ site_configuration = make_site_configuration(
         'features': ['tensorflow'],
         'target_systems': ['juwels-booster'],
     }, container_environment('juwels-booster')],
+    general=batch_general(),
 )

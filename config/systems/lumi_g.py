@@ -41,7 +41,8 @@ ROCm SIF with the suite's packages (a LUMI AI Factory
 suite's own image is a CUDA one). The account (``project_<id>``) comes
 from ``HPCML_ACCOUNT``.
 """
-from hpctestlib_ml.siteconfig import (container_environment, env,
+from hpctestlib_ml.siteconfig import (batch_general, container_environment,
+                                      env,
                                       make_site_configuration, site_images,
                                       slurm_sched_options, system_dirs,
                                       with_container_platform)
@@ -98,4 +99,5 @@ site_configuration = make_site_configuration(
         'prepare_cmds': ['module use /appl/local/laifs/modules',
                          'module load lumi-aif-singularity-bindings'],
     }],
+    general=batch_general(),
 )

@@ -32,7 +32,8 @@ the memory check needs to know which. The ``*Container`` checks run where
 ``podman-hpc migrate``\\ d build of the suite's ``make image``); the
 account comes from ``HPCML_ACCOUNT``.
 """
-from hpctestlib_ml.siteconfig import (container_environment, env, job_venv,
+from hpctestlib_ml.siteconfig import (batch_general, container_environment,
+                                      env, job_venv,
                                       make_site_configuration, one_image,
                                       slurm_sched_options, system_dirs,
                                       with_container_platform)
@@ -103,4 +104,5 @@ site_configuration = make_site_configuration(
         'features': ['torch'],
         'target_systems': ['perlmutter'],
     }, container_environment('perlmutter')],
+    general=batch_general(),
 )

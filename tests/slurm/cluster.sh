@@ -294,6 +294,10 @@ export HPCML_CPUS_PER_NODE=1
 export HPCML_MAX_NODES=${#nodes[@]}
 export HPCML_SCALES=1_node,2_nodes
 export HPCML_RENDEZVOUS_ADDRESS=nodeaddr
+# squeue on this cluster is a local call: poll each job at least once a
+# second (ReFrame's default decays to one poll every 10 s, which saw the
+# tests' minute-long jobs end 3-5 s late).
+export HPCML_BATCH_POLL_RATE_MIN=1
 # How far this partition's figures move with nothing changed
 # (extras['reference_noise_pct']): its nodes are the vCPUs of one VM that
 # shares its host, and with nothing slowed one ran CosmoFlow up to 24.9 %
