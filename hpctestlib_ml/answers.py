@@ -150,7 +150,8 @@ def _device(record, answer):
 
 def _ranks(answers, devices):
     '''{rank: _Rank} of the ``answer`` records *answers* and the
-    ``device`` records *devices* ({rank: record}).'''
+    ``device`` records *devices* ({rank: record}), in rank order whatever
+    the order the ranks' lines reached the log in.'''
     found = {}
     for record in answers:
         rank = record.get('rank')
@@ -171,7 +172,7 @@ def _ranks(answers, devices):
         entry.reps[repetition] = dict(record['digests'])
         entry.answers[repetition] = combined(record['digests'],
                                              record.get('version'))
-    return found
+    return {rank: found[rank] for rank in sorted(found)}
 
 
 def _fmt(value):
