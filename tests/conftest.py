@@ -13,15 +13,15 @@ BIN = pathlib.Path(sys.executable).parent
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    '''Every test on the project's Slurm cluster is marked ``slurm``, before
-    ``-m`` selects (.ci/run runs them in a pass of their own, beside the
-    others: one cluster a pytest process). The fullsize tests run only
-    when -m names them: they take about 20 minutes and most of this
-    machine's memory.'''
-    slurm = pytest.mark.slurm
+    '''Every test on the project's Slurm cluster is marked ``slurm`` and
+    ``suite``, before ``-m`` selects (.ci/run runs the ``suite`` tests in a
+    pass beside the others: one cluster a pytest process). The fullsize
+    tests run only when -m names them: they take about 20 minutes and
+    most of this machine's memory.'''
     for item in items:
         if 'slurm_cluster' in getattr(item, 'fixturenames', ()):
-            item.add_marker(slurm)
+            item.add_marker(pytest.mark.slurm)
+            item.add_marker(pytest.mark.suite)
     if 'fullsize' in (config.getoption('-m') or ''):
         return
     skip = pytest.mark.skip(reason='opt-in (about 20 min): pytest -m '

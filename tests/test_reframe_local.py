@@ -9,7 +9,9 @@ from conftest import BIN, local_case_count, local_cases
 from hpctestlib_ml import registry
 from perflog import read_perflog
 
-pytestmark = pytest.mark.integration
+# suite: .ci/run runs this file's local suite (some 10 minutes) in the
+# pass beside the other tests, with the Slurm cluster's.
+pytestmark = [pytest.mark.integration, pytest.mark.suite]
 
 HPCML = BIN / 'hpcml'
 
