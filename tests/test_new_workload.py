@@ -98,6 +98,8 @@ def added(copy):
 @pytest.mark.integration
 def test_its_check_runs_through_the_suites_configuration(copy, added,
                                                          tmp_path, cache_dir):
+    '''Over 30 s (about 35 s: its three cases through ReFrame): a new
+    workload that passes every guard but fails in ReFrame fails here.'''
     var = tmp_path / 'var'
     proc = run(copy, BIN / 'reframe', '-C', 'config/local.py', '-c',
                'checks', '-r', '-n', f'^{CHECK}%',

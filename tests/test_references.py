@@ -443,7 +443,12 @@ def test_history_references_catch_a_real_slowdown(run_reframe, tmp_path):
     partition's noise floor; they pass an unchanged rerun, fail a run
     SLOWDOWN times slower (naming the reference, the runs it came from and
     the floor), and fail a run whose loss curve changed (a patched torch)
-    as a numerics regression.'''
+    as a numerics regression.
+
+    Over 30 s (about 240 s: eight runs of the Megatron tiny case): a
+    history of five runs is the least a median and its spread rest on,
+    and only real runs show that a real slowdown is caught; marked serial,
+    since it compares speeds.'''
     refs_dir = tmp_path / 'references'
     shutil.copytree(REPO / 'config' / 'references', refs_dir)
     # The cpu partition's own floor (config/local.py), whatever this

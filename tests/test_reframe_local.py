@@ -33,7 +33,9 @@ COMPONENTS = {declared.check: declared
 def local_suite(tmp_path_factory, cache_dir):
     '''`hpcml suite` as README's quick start runs it: every workload
     (without their *Container twins, where the image is built: one case
-    per launch mode runs in tests/test_containers_podman.py).'''
+    per launch mode runs in tests/test_containers_podman.py). Over 30 s
+    (4-9 minutes): it is the quick start, run once for all this file's
+    tests.'''
     import os
     import subprocess
     var = tmp_path_factory.mktemp('local-suite') / 'var'

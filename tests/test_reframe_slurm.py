@@ -278,7 +278,11 @@ def test_check_trains_through_slurm_in_both_launch_modes(
     base class owns the launch. Each workload's sanity checks that all
     ranks joined (world size 2 at 2_nodes); here, that they ran on both
     nodes and met at the nodes' NodeAddr, since n1 and n2 do not resolve.
-    ONE_NODE_CHECK runs its 1-node cases too.'''
+    ONE_NODE_CHECK runs its 1-node cases too.
+
+    Over 30 s for most checks (35-70 s each: a 2-node case in each launch
+    mode, the programs' imports and a few steps): a check whose ranks do
+    not meet across nodes fails only here.'''
     var = tmp_path / 'var'
     scales = [scale for scale, ranks in (('1_node', 1), ('2_nodes', 2))
               if ranks >= min_world_size(check)
@@ -410,7 +414,10 @@ def test_killed_rank_ends_the_job_within_a_minute(
 
 def test_time_limit_is_reported_as_a_timeout(slurm_cluster, results,
                                              node_sweep, cache_dir):
-    '''Under ReFrame's ``slurm`` scheduler, which reads sacct.'''
+    '''Under ReFrame's ``slurm`` scheduler, which reads sacct.
+
+    Over 30 s (about 80 s): Slurm's shortest time limit is a minute, and
+    the job must reach it.'''
     if not slurm_cluster.accounting:
         pytest.skip('no accounting (slurmdbd) for the slurm scheduler')
     output = finish(start_suite(
@@ -593,7 +600,8 @@ def test_a_stalled_rank_is_a_collective_timeout(slurm_cluster, results,
                                                 node_sweep, cache_dir):
     '''Rank 1 stopped (SIGSTOP) in its training: rank 0 waits in the
     gradients' all-reduce until HPCML_COLLECTIVE_TIMEOUT_S (20 s here),
-    fails, and srun ends the job.'''
+    fails, and srun ends the job. Over 30 s (about 45 s): the start, the
+    20 s timeout and the job's end.'''
     since = time.time()
     proc = start_suite(slurm_cluster, results, cache_dir, '-n',
                        COSMOFLOW_2_NODES, '-S', 'steps=100000',
@@ -843,6 +851,8 @@ def test_a_slowed_node_runs_its_jobs_on_a_fifth_of_a_core(slurm_cluster,
 @pytest.mark.parametrize('slow', [None, 'n2'])
 def test_the_node_sweep_names_the_slowed_node_and_no_other(
         slow, slurm_cluster, tmp_path, cache_dir):
+    '''Over 30 s with n2 slowed (about 75 s: the case on each node, one at
+    a fifth of a core); marked serial, since it compares speeds.'''
     var = tmp_path / 'var'
     with slowed(slurm_cluster, slow):
         proc = run_suite(slurm_cluster, var, cache_dir, '--distribute=all',
@@ -861,6 +871,9 @@ def test_the_node_sweep_names_the_slowed_node_and_no_other(
 @pytest.mark.parametrize('slow', [None, 'n2'])
 def test_a_two_node_run_names_the_slowed_node_s_rank(
         slow, slurm_cluster, tmp_path, cache_dir):
+    '''Over 30 s with n2 slowed (about 80 s: a 2-node run whose ranks wait
+    for the one at a fifth of a core); marked serial, since it compares
+    speeds.'''
     var = tmp_path / 'var'
     with slowed(slurm_cluster, slow):
         proc = run_suite(slurm_cluster, var, cache_dir, '-n',
