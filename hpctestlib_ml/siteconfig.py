@@ -327,16 +327,22 @@ def modes():
     ]
 
 
+def _polling(rate):
+    '''ReFrame's ``general`` settings that poll jobs at least *rate* times
+    a second (none where *rate* is None: ReFrame's default).'''
+    return {} if rate is None else {'poll_rate_min': rate,
+                                    'poll_rate_max': max(10.0, rate)}
+
+
 def local_general():
     '''``general`` settings of configs whose jobs are local processes:
     ReFrame's job polling at least ``HPCML_POLL_RATE_MIN`` times a second
     (4 by default; ReFrame's default decays to 0.1 Hz, which adds up to 10
     s to every case that runs longer than a few seconds: most of the
     smoke suite's fixed cost per case, bench/harness_bench.py). Polling a
-    local process is a waitpid; batch schedulers keep ReFrame's
-    default.'''
-    rate = env('HPCML_POLL_RATE_MIN')
-    return {'poll_rate_min': rate, 'poll_rate_max': max(10.0, rate)}
+    local process is a waitpid; a batch scheduler's polls are calls to
+    its controller (:func:`batch_general`).'''
+    return _polling(env('HPCML_POLL_RATE_MIN'))
 
 
 def batch_general():
@@ -344,9 +350,7 @@ def batch_general():
     ReFrame's job polling, which decays to one poll every 10 s (a job
     that ends is seen up to 10 s late), at least
     ``HPCML_BATCH_POLL_RATE_MIN`` times a second where it is set.'''
-    rate = env('HPCML_BATCH_POLL_RATE_MIN')
-    return {} if rate is None else {'poll_rate_min': rate,
-                                    'poll_rate_max': max(10.0, rate)}
+    return _polling(env('HPCML_BATCH_POLL_RATE_MIN'))
 
 
 def make_site_configuration(systems, environments, general=None):
